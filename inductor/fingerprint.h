@@ -1,0 +1,21 @@
+/// \file
+/// What, besides the graph, decides what we would generate: the identity of this compiler
+/// build and of the toolchain generated code is built with. Both enter the cache key, so an
+/// upgraded compiler or a different host never loads an old artifact.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace inductor_cpp::inductor {
+
+/// sha256 of the shared object (or executable) this code was linked into. Computed once per
+/// process: a rebuilt compiler is a different compiler.
+const std::string& build_id();
+
+/// {"cxx": path, "cxx_version": "...", "cxx_flags": "...", "isa": ["avx2", ...]}: the C++
+/// compiler generated CPU kernels are built with ($CXX, else c++) and the host's vector ISA.
+/// Computed once per process.
+const nlohmann::json& host_toolchain();
+
+}  // namespace inductor_cpp::inductor

@@ -1,0 +1,32 @@
+/// \file
+/// CompileOptions::from_json.
+#include "inductor/options.h"
+
+#include <stdexcept>
+
+namespace inductor_cpp::inductor {
+
+CompileOptions CompileOptions::from_json(const nlohmann::json& j) {
+  CompileOptions o;
+  if (!j.is_object()) throw std::invalid_argument("compile options must be a JSON object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& name = it.key();
+    const auto& v = it.value();
+    if (name == "strict") {
+      if (v == "all") {
+        o.strict = Strict::Everything;
+      } else if (v.is_boolean()) {
+        o.strict = v.get<bool>() ? Strict::Graphs : Strict::Off;
+      } else {
+        throw std::invalid_argument("option 'strict' must be true, false or \"all\"");
+      }
+    } else if (name == "cache") {
+      o.use_cache = v.is_boolean() ? v.get<bool>() : throw std::invalid_argument("option 'cache' must be a bool");
+    } else {
+      o.codegen[name] = v;
+    }
+  }
+  return o;
+}
+
+}  // namespace inductor_cpp::inductor

@@ -1,0 +1,159 @@
+/// \file
+/// `inductor_cpp._C`: the one crossing from Python into the compiler and runtime.
+///
+/// Python hands over a graph description (JSON text), the constant tensors and the options;
+/// C++ returns a CompiledGraph whose __call__ runs the whole plan with the GIL released.
+/// Everything here is conversion; decisions live in inductor/ and runtime/.
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "inductor/compile_graph.h"
+#include "inductor/fingerprint.h"
+#include "kernels_cache/store.h"
+#include "runtime/aten_executor.h"
+
+namespace py = pybind11;
+using nlohmann::json;
+
+namespace inductor_cpp::python {
+namespace {
+
+/// The process's compile counters: the single piece of state the binding owns.
+inductor::CompileStats& process_stats() {
+  static inductor::CompileStats stats;
+  return stats;
+}
+
+c10::IValue to_ivalue(const py::handle& obj) {
+  if (THPVariable_Check(obj.ptr())) return THPVariable_Unpack(obj.ptr());
+  if (obj.is_none()) return c10::IValue();
+  if (py::isinstance<py::bool_>(obj)) return c10::IValue(obj.cast<bool>());
+  if (py::isinstance<py::int_>(obj)) return c10::IValue(obj.cast<int64_t>());
+  if (py::isinstance<py::float_>(obj)) return c10::IValue(obj.cast<double>());
+  throw py::type_error("inductor_cpp: compiled graph input of unsupported type " +
+                       std::string(py::str(obj.get_type())));
+}
+
+py::object to_python(const c10::IValue& v) {
+  if (v.isTensor()) return py::reinterpret_steal<py::object>(THPVariable_Wrap(v.toTensor()));
+  if (v.isNone()) return py::none();
+  if (v.isBool()) return py::bool_(v.toBool());
+  if (v.isInt()) return py::int_(v.toInt());
+  if (v.isDouble()) return py::float_(v.toDouble());
+  throw std::runtime_error("inductor_cpp: graph output of unsupported kind " + v.tagKind());
+}
+
+/// A compiled graph as Python sees it.
+class CompiledGraph {
+ public:
+  CompiledGraph(inductor::CompiledPlan compiled, std::vector<at::Tensor> constants)
+      : key_(compiled.key),
+        cache_outcome_(compiled.cache_outcome),
+        plan_json_(runtime::plan_to_json(compiled.plan).dump(1)),
+        ops_generated_(compiled.plan.ops_generated),
+        ops_fallback_(compiled.plan.ops_fallback),
+        logs_(std::move(compiled.logs)),
+        executable_(compiled.plan, std::move(constants), std::move(compiled.labels)) {}
+
+  /// The boxed calling convention of AOT autograd: a list of inputs, which we empty so that
+  /// inputs die as soon as the plan is done with them.
+  py::list call(py::list args) {
+    std::vector<c10::IValue> inputs;
+    inputs.reserve(args.size());
+    for (const py::handle& a : args) inputs.push_back(to_ivalue(a));
+    args.attr("clear")();
+    std::vector<c10::IValue> outputs;
+    {
+      py::gil_scoped_release no_gil;
+      outputs = executable_.run(std::move(inputs));
+    }
+    ++calls_;
+    py::list result;
+    for (const c10::IValue& v : outputs) result.append(to_python(v));
+    return result;
+  }
+
+  py::dict counters() const {
+    py::dict d;
+    d["ops_generated"] = ops_generated_;
+    d["ops_fallback"] = ops_fallback_;
+    d["calls"] = calls_.load();
+    d["cache"] = cache_outcome_;
+    return d;
+  }
+
+  py::list logs() const {
+    py::list out;
+    for (const auto& r : logs_) out.append(py::make_tuple(r.artifact, r.message));
+    return out;
+  }
+
+  const std::string& key() const { return key_; }
+  const std::string& cache_outcome() const { return cache_outcome_; }
+  const std::string& plan_json() const { return plan_json_; }
+
+ private:
+  std::string key_;
+  std::string cache_outcome_;
+  std::string plan_json_;
+  int64_t ops_generated_;
+  int64_t ops_fallback_;
+  std::vector<inductor::LogRecord> logs_;
+  runtime::AtenExecutable executable_;
+  std::atomic<int64_t> calls_{0};
+};
+
+std::unique_ptr<CompiledGraph> compile(const std::string& description, std::vector<at::Tensor> constants,
+                                       const std::string& options, const std::string& environment) {
+  inductor::CompileContext ctx;
+  ctx.options = inductor::CompileOptions::from_json(json::parse(options));
+  ctx.environment = json::parse(environment);
+  ctx.stats = &process_stats();
+  kernels_cache::CacheConfig config = kernels_cache::cache_config_from_env();
+  std::unique_ptr<kernels_cache::Store> store;
+  if (config.enabled) store = std::make_unique<kernels_cache::Store>(config);
+  ctx.store = store.get();
+  inductor::CompiledPlan compiled = inductor::compile_graph(json::parse(description), ctx);
+  return std::make_unique<CompiledGraph>(std::move(compiled), std::move(constants));
+}
+
+}  // namespace
+}  // namespace inductor_cpp::python
+
+PYBIND11_MODULE(_C, m) {
+  using namespace inductor_cpp;
+  using python::CompiledGraph;
+  m.doc() = "inductor_cpp compiler and runtime (C++)";
+
+  static py::exception<inductor::CompileError> compile_error(m, "CompileError", PyExc_RuntimeError);
+  static py::exception<inductor::GraphSchemaError> schema_error(m, "GraphSchemaError", PyExc_ValueError);
+
+  py::class_<CompiledGraph>(m, "CompiledGraph")
+      .def("__call__", &CompiledGraph::call, py::arg("args"))
+      .def("counters", &CompiledGraph::counters)
+      .def("logs", &CompiledGraph::logs)
+      .def_property_readonly("key", &CompiledGraph::key)
+      .def_property_readonly("cache_outcome", &CompiledGraph::cache_outcome)
+      .def_property_readonly("plan_json", &CompiledGraph::plan_json);
+
+  m.def("compile_graph", &python::compile, py::arg("description"), py::arg("constants"),
+        py::arg("options"), py::arg("environment"),
+        "Compile a graph description (JSON) into a CompiledGraph.");
+  m.def("stats", [] { return python::process_stats().to_json().dump(); });
+  m.def("reset_stats", [] { python::process_stats().reset(); });
+  m.def("build_id", [] { return inductor::build_id(); });
+  m.def("toolchain", [] { return inductor::host_toolchain().dump(); });
+  m.def("cache_root", [] { return kernels_cache::cache_config_from_env().root.string(); });
+  m.def("cache_summary", [] {
+    kernels_cache::Store store(kernels_cache::cache_config_from_env());
+    auto s = store.summary();
+    return py::make_tuple(s.entries, s.bytes);
+  });
+  m.def("cache_clear", [] {
+    kernels_cache::Store store(kernels_cache::cache_config_from_env());
+    return store.clear();
+  });
+}

@@ -1,0 +1,44 @@
+"""inductor_cpp: a TorchInductor-class torch.compile backend written in C++.
+
+    import torch
+    model = torch.compile(model, backend="inductor_cpp")   # no import of this package needed
+
+See README.md for options, environment variables and the cache.
+"""
+
+import torch  # noqa: F401  (loads libtorch before our extension)
+
+from . import _C
+from .dynamo_backend import StrictModeError, backend
+from .logs import set_logs
+
+__version__ = "0.1.0"
+
+
+def counters() -> dict:
+    """Process-wide compile counters: graphs compiled, cache hits/misses, plan builds, ...,
+    plus the number of graphs that ran eagerly (whole-graph fallbacks)."""
+    import json
+
+    from . import dynamo_backend
+
+    c = json.loads(_C.stats())
+    c["eager_graph_fallbacks"] = len(dynamo_backend.eager_graph_fallbacks)
+    return c
+
+
+def reset_counters() -> None:
+    from . import dynamo_backend
+
+    _C.reset_stats()
+    dynamo_backend.eager_graph_fallbacks.clear()
+
+
+def live_graphs() -> list:
+    """The CompiledGraph objects alive in this process (each has .key, .counters())."""
+    from . import dynamo_backend
+
+    return list(dynamo_backend._live_graphs)
+
+
+__all__ = ["backend", "counters", "reset_counters", "live_graphs", "set_logs", "StrictModeError"]

@@ -1,0 +1,64 @@
+"""Compile options: `torch.compile(..., mode=..., options={...})` and INDUCTOR_CPP_* variables.
+
+An explicit option wins over its environment variable. Unknown options are an error that
+lists the known ones (as stock Inductor does), not a silent no-op.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+# name -> (environment variable, description)
+KNOWN: dict[str, tuple[str | None, str]] = {
+    "strict": (
+        "INDUCTOR_CPP_STRICT",
+        "True: a graph that would run eagerly, or fail to compile, raises instead; "
+        '"all": every op that would run as an ATen fallback raises too',
+    ),
+    "cache": ("INDUCTOR_CPP_CACHE", "False: neither read nor write the on-disk cache"),
+}
+
+
+def _env_value(name: str) -> Any:
+    var = KNOWN[name][0]
+    raw = os.environ.get(var, "") if var else ""
+    if raw == "":
+        return None
+    if name == "strict" and raw.lower() == "all":
+        return "all"
+    return raw.lower() not in ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class Options:
+    mode: str | None = None
+    strict: bool | str = False
+    cache: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def for_compiler(self) -> dict[str, Any]:
+        """What the C++ compiler receives; everything but strict/cache enters the cache key."""
+        return {"strict": self.strict, "cache": self.cache, "mode": self.mode or "default", **self.extra}
+
+
+def resolve(mode: str | None = None, options: dict[str, Any] | None = None) -> Options:
+    if mode not in MODES:
+        raise ValueError(f"inductor_cpp: unknown mode {mode!r}; known: {MODES[1:]}")
+    options = dict(options or {})
+    unknown = set(options) - set(KNOWN)
+    if unknown:
+        known = "; ".join(f"{k}: {v[1]}" for k, v in KNOWN.items())
+        raise ValueError(f"inductor_cpp: unknown option(s) {sorted(unknown)}. Known options: {known}")
+    values = {}
+    for name in KNOWN:
+        value = options.get(name, _env_value(name))
+        if value is not None:
+            values[name] = value
+    strict = values.get("strict", False)
+    if strict not in (True, False, "all"):
+        raise ValueError('inductor_cpp: option "strict" must be True, False or "all"')
+    return Options(mode=mode, strict=strict, cache=bool(values.get("cache", True)))

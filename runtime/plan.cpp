@@ -1,0 +1,114 @@
+/// \file
+/// Plan <-> JSON. The JSON is the cached artifact `plan.json`.
+#include "runtime/plan.h"
+
+#include <stdexcept>
+
+namespace inductor_cpp::runtime {
+
+using nlohmann::json;
+
+PlanArg PlanArg::of_slot(int32_t s) {
+  PlanArg a;
+  a.kind = Kind::Slot;
+  a.slot = s;
+  return a;
+}
+
+PlanArg PlanArg::of_literal(json j) {
+  PlanArg a;
+  a.kind = Kind::Literal;
+  a.literal = std::move(j);
+  return a;
+}
+
+PlanArg PlanArg::of_list(std::vector<PlanArg> items) {
+  PlanArg a;
+  a.kind = Kind::List;
+  a.items = std::move(items);
+  return a;
+}
+
+namespace {
+
+json arg_to_json(const PlanArg& a) {
+  switch (a.kind) {
+    case PlanArg::Kind::Slot:
+      return json{{"slot", a.slot}};
+    case PlanArg::Kind::List: {
+      json items = json::array();
+      for (const PlanArg& i : a.items) items.push_back(arg_to_json(i));
+      return json{{"items", items}};
+    }
+    case PlanArg::Kind::Literal:
+      break;
+  }
+  return json{{"lit", a.literal}};
+}
+
+PlanArg arg_from_json(const json& j, const std::string& path) {
+  if (!j.is_object() || j.size() != 1) throw std::runtime_error("plan: " + path + ": malformed operand");
+  if (auto it = j.find("slot"); it != j.end()) return PlanArg::of_slot(it->get<int32_t>());
+  if (auto it = j.find("lit"); it != j.end()) return PlanArg::of_literal(*it);
+  if (auto it = j.find("items"); it != j.end()) {
+    std::vector<PlanArg> items;
+    for (size_t i = 0; i < it->size(); ++i) items.push_back(arg_from_json((*it)[i], path + "[" + std::to_string(i) + "]"));
+    return PlanArg::of_list(std::move(items));
+  }
+  throw std::runtime_error("plan: " + path + ": unknown operand kind");
+}
+
+}  // namespace
+
+json plan_to_json(const Plan& p) {
+  json steps = json::array();
+  for (const Step& s : p.steps) {
+    json args = json::array();
+    for (const PlanArg& a : s.call.args) args.push_back(arg_to_json(a));
+    json kwargs = json::object();
+    for (const auto& [name, a] : s.call.kwargs) kwargs[name] = arg_to_json(a);
+    steps.push_back(json{{"node", s.node},     {"op", s.call.op},        {"args", args},
+                         {"kwargs", kwargs},   {"outs", s.call.outs},    {"free", s.free_after}});
+  }
+  json outputs = json::array();
+  for (const PlanArg& a : p.outputs) outputs.push_back(arg_to_json(a));
+  return json{{"format", Plan::kFormat},       {"num_inputs", p.num_inputs},
+              {"num_constants", p.num_constants}, {"num_slots", p.num_slots},
+              {"free_at_start", p.free_at_start}, {"steps", steps},
+              {"outputs", outputs},              {"ops_generated", p.ops_generated},
+              {"ops_fallback", p.ops_fallback}};
+}
+
+Plan plan_from_json(const json& j) {
+  try {
+    if (j.at("format").get<int>() != Plan::kFormat) throw std::runtime_error("plan: unsupported format");
+    Plan p;
+    p.num_inputs = j.at("num_inputs").get<int32_t>();
+    p.num_constants = j.at("num_constants").get<int32_t>();
+    p.num_slots = j.at("num_slots").get<int32_t>();
+    p.free_at_start = j.at("free_at_start").get<std::vector<int32_t>>();
+    const json& steps = j.at("steps");
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const json& js = steps[i];
+      const std::string path = "steps[" + std::to_string(i) + "]";
+      Step s;
+      s.node = js.at("node").get<int32_t>();
+      s.call.op = js.at("op").get<std::string>();
+      const json& args = js.at("args");
+      for (size_t a = 0; a < args.size(); ++a) s.call.args.push_back(arg_from_json(args[a], path + ".args"));
+      for (auto it = js.at("kwargs").begin(); it != js.at("kwargs").end(); ++it)
+        s.call.kwargs.emplace_back(it.key(), arg_from_json(it.value(), path + ".kwargs"));
+      s.call.outs = js.at("outs").get<std::vector<int32_t>>();
+      s.free_after = js.at("free").get<std::vector<int32_t>>();
+      p.steps.push_back(std::move(s));
+    }
+    for (const json& o : j.at("outputs")) p.outputs.push_back(arg_from_json(o, "outputs"));
+    p.ops_generated = j.at("ops_generated").get<int64_t>();
+    p.ops_fallback = j.at("ops_fallback").get<int64_t>();
+    return p;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string("plan: malformed: ") + e.what());
+  }
+}
+
+}  // namespace inductor_cpp::runtime

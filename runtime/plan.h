@@ -1,0 +1,64 @@
+/// \file
+/// The execution plan of one compiled graph: pure data, serializable, what the cache stores.
+///
+/// A plan is a list of steps over numbered value slots. Slots 0..num_inputs-1 hold the graph's
+/// inputs, the next num_constants hold its constant tensors, the rest hold step outputs. Each
+/// step says which slots die after it, so intermediates are freed as early as possible. Today
+/// every step is an ATen call by schema name; generated kernels become a second step kind.
+/// The runtime binds a plan to the c10 dispatcher (aten_executor.h); it never calls back into
+/// the compiler.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace inductor_cpp::runtime {
+
+/// An operand: a slot, a literal (tagged JSON, as in docs/graph_schema.md), or a list of these.
+struct PlanArg {
+  enum class Kind { Slot, Literal, List };
+  Kind kind = Kind::Literal;
+  int32_t slot = -1;
+  nlohmann::json literal;  ///< null for None
+  std::vector<PlanArg> items;
+
+  static PlanArg of_slot(int32_t s);
+  static PlanArg of_literal(nlohmann::json j);
+  static PlanArg of_list(std::vector<PlanArg> items);
+};
+
+/// An ATen operator called through the c10 dispatcher.
+struct AtenCall {
+  std::string op;  ///< "aten::add.Tensor"
+  std::vector<PlanArg> args;
+  std::vector<std::pair<std::string, PlanArg>> kwargs;
+  /// Slot receiving each output (a list return counts its elements); -1: output unused.
+  std::vector<int32_t> outs;
+};
+
+struct Step {
+  int32_t node = -1;  ///< index of the graph node it came from (for messages)
+  AtenCall call;
+  std::vector<int32_t> free_after;  ///< slots whose last use is this step
+};
+
+struct Plan {
+  static constexpr int kFormat = 1;
+  int32_t num_inputs = 0;
+  int32_t num_constants = 0;
+  int32_t num_slots = 0;
+  std::vector<int32_t> free_at_start;  ///< input slots nothing reads
+  std::vector<Step> steps;
+  std::vector<PlanArg> outputs;
+  int64_t ops_generated = 0;  ///< graph nodes computed by generated kernels
+  int64_t ops_fallback = 0;   ///< graph nodes run as ATen calls
+};
+
+nlohmann::json plan_to_json(const Plan& plan);
+/// Throws std::runtime_error naming the path on malformed input.
+Plan plan_from_json(const nlohmann::json& j);
+
+}  // namespace inductor_cpp::runtime
