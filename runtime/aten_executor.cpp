@@ -4,6 +4,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/jit_type.h>
+#include <ATen/ScalarOps.h>
 #include <c10/core/Device.h>
 #include <c10/core/Layout.h>
 #include <c10/core/MemoryFormat.h>
@@ -106,6 +107,14 @@ c10::IValue literal_to_ivalue(const json& lit, const c10::TypePtr& declared, std
     json items = json::array();
     for (int32_t i = 0; i < fixed_len.value_or(1); ++i) items.push_back(lit);
     return list_literal(items, list_type);
+  }
+  if (type->kind() == c10::TypeKind::TensorType && (tag == "int" || tag == "float" || tag == "bool")) {
+    // Python passes a number where a Tensor is declared (`mul.Tensor(x, 2)`) as a 0-dim
+    // "wrapped number" tensor, which type promotion treats like a Python scalar. Same here.
+    c10::IValue number = literal_to_ivalue(lit, c10::NumberType::get(), std::nullopt);
+    at::Tensor t = at::scalar_to_tensor(number.toScalar());
+    t.unsafeGetTensorImpl()->set_wrapped_number(true);
+    return c10::IValue(std::move(t));
   }
   if (tag == "int") {
     if (type->kind() == c10::TypeKind::FloatType) return c10::IValue(static_cast<double>(v.get<int64_t>()));

@@ -46,8 +46,8 @@ ensure_venv() {
 }
 
 sources_hash() {
-  (cd "$ROOT" && find CMakeLists.txt pyproject.toml README.md ir inductor runtime kernels_cache \
-      codegen python -type f -not -path '*/__pycache__/*' 2>/dev/null | LC_ALL=C sort |
+  (cd "$ROOT" && { find CMakeLists.txt pyproject.toml ir inductor runtime kernels_cache codegen \
+      python -type f -not -path '*/__pycache__/*' 2>/dev/null || true; } | LC_ALL=C sort |
     xargs sha256sum | sha256sum | cut -c1-16)
 }
 

@@ -12,6 +12,7 @@
 
 #include "inductor/compile_graph.h"
 #include "inductor/fingerprint.h"
+#include "inductor/graph_json.h"
 #include "kernels_cache/store.h"
 #include "runtime/aten_executor.h"
 
@@ -34,7 +35,7 @@ c10::IValue to_ivalue(const py::handle& obj) {
   if (py::isinstance<py::int_>(obj)) return c10::IValue(obj.cast<int64_t>());
   if (py::isinstance<py::float_>(obj)) return c10::IValue(obj.cast<double>());
   throw py::type_error("inductor_cpp: compiled graph input of unsupported type " +
-                       std::string(py::str(obj.get_type())));
+                       std::string(Py_TYPE(obj.ptr())->tp_name));
 }
 
 py::object to_python(const c10::IValue& v) {

@@ -245,6 +245,19 @@ TEST_F(KernelsCacheTest, BadRootPermissionsMeansUncached) {
   fs::remove_all(r.entry.dir);
 }
 
+TEST_F(KernelsCacheTest, RootOwnedByAnotherUserMeansUncached) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to chown";
+  fs::create_directories(root_);
+  ASSERT_EQ(::chmod(root_.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(root_.c_str(), 65534, 65534), 0);
+  kc::Store store(config());
+  kc::LookupResult r = store.get_or_build(key_of("owner"), builder(files_));
+  EXPECT_EQ(r.outcome, Outcome::Uncached);
+  EXPECT_NE(r.note.find("owned by uid 65534"), std::string::npos) << r.note;
+  EXPECT_EQ(r.entry.read("graph.so"), files_.at("graph.so"));
+  fs::remove_all(r.entry.dir);
+}
+
 TEST_F(KernelsCacheTest, BadShardPermissionsMeansUncached) {
   kc::Store store(config());
   const std::string key = key_of("shard-perm");
