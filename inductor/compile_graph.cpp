@@ -2,6 +2,8 @@
 /// compile_graph(): import, key, cache protocol, plan build, strict checks, logs.
 #include "inductor/compile_graph.h"
 
+#include <filesystem>
+
 #include "inductor/build_plan.h"
 #include "inductor/cache_key.h"
 #include "inductor/fingerprint.h"
@@ -65,6 +67,12 @@ CompiledPlan compile_graph(const json& description, const CompileContext& ctx) {
     std::string line = "graph " + out.key + ": " + out.cache_outcome;
     if (!found.note.empty()) line += " (" + found.note + ")";
     out.logs.push_back({"cache", line});
+    if (found.outcome == kernels_cache::Outcome::Uncached) {
+      // The store built into a private temp dir; everything is read, so it can go.
+      std::error_code ignored;
+      std::filesystem::remove_all(found.entry.dir, ignored);
+      out.logs.push_back({"warning", "cache not used: " + found.note});
+    }
   } else {
     out.cache_outcome = "uncached";
     out.plan = runtime::plan_from_json(json::parse(build().at("plan.json")));

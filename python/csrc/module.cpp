@@ -60,12 +60,12 @@ class CompiledGraph {
         executable_(compiled.plan, std::move(constants), std::move(compiled.labels)) {}
 
   /// The boxed calling convention of AOT autograd: a list of inputs, which we empty so that
-  /// inputs die as soon as the plan is done with them.
-  py::list call(py::list args) {
+  /// inputs die as soon as the plan is done with them (a tuple is accepted and left alone).
+  py::list call(py::sequence args) {
     std::vector<c10::IValue> inputs;
-    inputs.reserve(args.size());
+    inputs.reserve(py::len(args));
     for (const py::handle& a : args) inputs.push_back(to_ivalue(a));
-    args.attr("clear")();
+    if (PyList_Check(args.ptr())) args.attr("clear")();
     std::vector<c10::IValue> outputs;
     {
       py::gil_scoped_release no_gil;

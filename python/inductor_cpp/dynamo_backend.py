@@ -22,10 +22,6 @@ from torch._functorch.partitioners import min_cut_rematerialization_partition
 from . import _C, decompositions, fx_import, logs
 from . import options as options_mod
 
-# The boxed calling convention (inputs as one list the callee may clear), which AOT autograd
-# looks for on a compiled function.
-_C.CompiledGraph._boxed_call = True
-
 # Compiled graphs alive in this process, for counters and tests; weak, so that
 # torch.compiler.reset() (which drops Dynamo's references) frees them.
 _live_graphs: "weakref.WeakSet[Any]" = weakref.WeakSet()
@@ -74,11 +70,28 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind
             raise
         return _run_eagerly(gm, kind, f"compile failed: {e}", opts)
     for artifact, message in compiled.logs():
-        logs.emit(artifact, message)
+        if artifact == "warning":
+            logs.warn(message)
+        else:
+            logs.emit(artifact, message)
     if logs.enabled("output_code"):
         logs.emit("output_code", f"graph {compiled.key} plan:\n{compiled.plan_json}")
     _live_graphs.add(compiled)
-    return compiled
+    return _boxed(compiled)
+
+
+def _boxed(compiled: Any) -> Callable:
+    """The boxed calling convention AOT autograd looks for (`_boxed_call`): inputs arrive as
+    one list, which the C++ side empties so inputs die as soon as the plan is done with them.
+    A Python function rather than the C++ object itself, because wrappers on the way (Dynamo's
+    disable()) copy attributes with functools.wraps, which sees only a function's __dict__."""
+
+    def run(args: list[Any]) -> list[Any]:
+        return compiled(args)
+
+    run._boxed_call = True  # type: ignore[attr-defined]
+    run.compiled_graph = compiled  # type: ignore[attr-defined]
+    return run
 
 
 def _compiler(kind: str, opts: options_mod.Options) -> Callable:

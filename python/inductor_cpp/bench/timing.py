@@ -1,0 +1,180 @@
+"""Shared timing and reporting helpers for the inductor_cpp benchmarks.
+
+Every benchmark should measure the same way so numbers are comparable across jobs: a fixed
+thread count (torch.set_num_threads), warm-up calls, then the median of N timed calls; ratios
+are always "baseline time / candidate time" (>1 means the candidate is faster). Also: error
+metrics between tensors, a plain-text table formatter and JSON output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+import torch
+
+
+# ---------------------------------------------------------------------------------- setup
+
+def set_threads(threads: int | None) -> int:
+    """Pin torch's intra-op thread count (None keeps the current one); returns the count."""
+    if threads is not None:
+        if threads < 1:
+            raise ValueError(f"thread count must be >= 1, got {threads}")
+        torch.set_num_threads(threads)
+    return torch.get_num_threads()
+
+
+def seed_all(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def environment_info() -> dict[str, Any]:
+    """What a reader needs to interpret the numbers."""
+    return {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "load_average_1m": load_average(),
+    }
+
+
+def load_average() -> float | None:
+    """The 1-minute load average: other work on the machine makes timings noisy."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+# --------------------------------------------------------------------------------- timing
+
+@dataclass
+class Timing:
+    """Seconds per call over the timed (post-warm-up) calls."""
+
+    median_s: float
+    min_s: float
+    max_s: float
+    samples_s: list[float]
+
+    @property
+    def median_ms(self) -> float:
+        return self.median_s * 1e3
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["median_ms"] = self.median_ms
+        return d
+
+
+def time_once(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """Seconds one call of fn takes, and its result."""
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def summarize(samples: Sequence[float]) -> Timing:
+    if not samples:
+        raise ValueError("no timing samples")
+    return Timing(statistics.median(samples), min(samples), max(samples), list(samples))
+
+
+def time_median(fn: Callable[[], Any], iters: int, warmup: int) -> Timing:
+    """Call fn `warmup` times untimed, then `iters` times timed; the median and spread."""
+    if iters < 1:
+        raise ValueError(f"iters must be >= 1, got {iters}")
+    for _ in range(warmup):
+        fn()
+    return summarize([time_once(fn)[0] for _ in range(iters)])
+
+
+# --------------------------------------------------------------------------------- errors
+
+def _flat(tensors: torch.Tensor | Iterable[torch.Tensor]) -> list[torch.Tensor]:
+    if isinstance(tensors, torch.Tensor):
+        return [tensors]
+    return list(tensors)
+
+
+def max_abs_diff(actual, expected) -> float:
+    """Largest |actual - expected| over matching tensors (or lists of tensors)."""
+    pairs = zip(_flat(actual), _flat(expected), strict=True)
+    return max((float((a.detach().double() - e.detach().double()).abs().max()) for a, e in pairs),
+               default=0.0)
+
+
+def max_rel_diff(actual, expected, floor: float = 1e-12) -> float:
+    """Largest |actual - expected| / max(|expected|, floor), elementwise, over all tensors."""
+    worst = 0.0
+    for a, e in zip(_flat(actual), _flat(expected), strict=True):
+        a, e = a.detach().double(), e.detach().double()
+        rel = (a - e).abs() / e.abs().clamp_min(floor)
+        worst = max(worst, float(rel.max()) if rel.numel() else 0.0)
+    return worst
+
+
+def all_close(actual, expected, rtol: float, atol: float) -> bool:
+    return all(torch.allclose(a.detach(), e.detach(), rtol=rtol, atol=atol)
+               for a, e in zip(_flat(actual), _flat(expected), strict=True))
+
+
+# ------------------------------------------------------------------------------ reporting
+
+def speedup(baseline_s: float, candidate_s: float) -> float:
+    """baseline / candidate: >1 means the candidate is faster."""
+    return baseline_s / candidate_s if candidate_s > 0 else float("inf")
+
+
+def format_ratio(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.2f}x"
+
+
+def format_ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.2f}"
+
+
+def format_s(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.2f}"
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain-text table with a header rule, columns padded to their widest cell."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+
+    def line(row: Sequence[str]) -> str:
+        return " | ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+
+    rule = "-+-".join("-" * w for w in widths)
+    return "\n".join([line(cells[0]), rule] + [line(r) for r in cells[1:]])
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, Timing):
+        return obj.to_dict()
+    if isinstance(obj, torch.Tensor):
+        return obj.tolist()
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    return str(obj)
+
+
+def write_json(path: str, data: Any) -> None:
+    """Write data as indented JSON (Timing, tensors and unknown objects converted)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(data, f, indent=2, default=_json_default, allow_nan=True)
+        f.write("\n")

@@ -1,0 +1,80 @@
+"""Shared fixtures: every test gets its own cache directory and a clean Dynamo state."""
+
+from __future__ import annotations
+
+import gc
+import contextlib
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import inductor_cpp
+
+
+@pytest.fixture(autouse=True)
+def fresh_state(tmp_path, monkeypatch):
+    """A private cache root per test; Dynamo's caches and our counters reset."""
+    monkeypatch.setenv("INDUCTOR_CPP_CACHE_DIR", str(tmp_path / "cache"))
+    torch._dynamo.reset()
+    gc.collect()  # compiled graphs of earlier tests may sit in reference cycles
+    inductor_cpp.reset_counters()
+    torch.manual_seed(0)
+    yield
+    torch._dynamo.reset()
+
+
+def compile_cpp(fn, **kwargs):
+    return torch.compile(fn, backend="inductor_cpp", **kwargs)
+
+
+def assert_same(actual, expected, rtol=1e-5, atol=1e-6):
+    """Compiled vs eager: same structure, dtypes, shapes and (close) values."""
+    if isinstance(expected, (tuple, list)):
+        assert isinstance(actual, (tuple, list)) and len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_same(a, e, rtol, atol)
+        return
+    if isinstance(expected, torch.Tensor):
+        assert isinstance(actual, torch.Tensor)
+        assert actual.dtype == expected.dtype and actual.shape == expected.shape
+        torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+        return
+    assert actual == expected
+
+
+def run_python(code: str, env_extra: dict | None = None, timeout: int = 300) -> dict:
+    """Runs `code` in a fresh interpreter (same venv); returns the JSON it prints last."""
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"child failed:\n{proc.stdout}\n{proc.stderr}"
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+    assert lines, f"child printed no JSON:\n{proc.stdout}\n{proc.stderr}"
+    result = json.loads(lines[-1])
+    result["_stderr"] = proc.stderr
+    return result
+
+
+@contextlib.contextmanager
+def collect_logs():
+    """Collects the messages of the "inductor_cpp" logger (it does not propagate to root)."""
+    messages: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            messages.append(record.getMessage())
+
+    handler = Collect()
+    logger = logging.getLogger("inductor_cpp")
+    logger.addHandler(handler)
+    try:
+        yield messages
+    finally:
+        logger.removeHandler(handler)

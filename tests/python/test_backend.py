@@ -1,0 +1,145 @@
+"""The backend as a user meets it: registration by entry point, options and modes, strict
+mode, logs, errors that point at the user's source line, torch.compiler.reset()."""
+
+from __future__ import annotations
+
+import gc
+import importlib.metadata
+import weakref
+
+import pytest
+import torch
+
+import inductor_cpp
+from conftest import assert_same, collect_logs, compile_cpp, run_python
+
+
+def test_entry_point_is_registered():
+    eps = importlib.metadata.entry_points(group="torch_dynamo_backends")
+    assert any(ep.name == "inductor_cpp" and ep.value == "inductor_cpp.dynamo_backend:backend" for ep in eps)
+
+
+def test_backend_works_in_a_fresh_interpreter_without_importing_us():
+    result = run_python("""
+        import json, sys, torch
+        f = torch.compile(lambda x: torch.sin(x) * 2, backend="inductor_cpp")
+        x = torch.randn(8)
+        ok = torch.allclose(f(x), torch.sin(x) * 2)
+        print(json.dumps({"ok": ok, "imported_by_torch": "inductor_cpp" in sys.modules}))
+    """)
+    assert result["ok"] and result["imported_by_torch"]
+
+
+def test_direct_use_of_backend_function():
+    f = torch.compile(lambda x: x.exp() + 1, backend=inductor_cpp.backend)
+    x = torch.randn(5)
+    assert_same(f(x), x.exp() + 1)
+
+
+@pytest.mark.parametrize("mode", [None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"])
+def test_modes_are_accepted(mode):
+    f = torch.compile(lambda x: x.cos(), backend="inductor_cpp", mode=mode)
+    x = torch.randn(3)
+    assert_same(f(x), x.cos())
+
+
+def test_options_are_accepted_and_unknown_ones_rejected():
+    x = torch.randn(3)
+    f = torch.compile(lambda x: x.cos(), backend="inductor_cpp", options={"strict": True, "cache": False})
+    assert_same(f(x), x.cos())
+    assert inductor_cpp.counters()["cache_misses"] == 1
+    torch._dynamo.reset()
+    g = torch.compile(lambda x: x.sin(), backend="inductor_cpp", options={"max_autotune_gemm": True})
+    with pytest.raises(Exception, match="unknown option.*max_autotune_gemm.*Known options: strict"):
+        g(x)
+
+
+def f_for_strict(x):
+    return torch.relu(x) + 1  # the op strict mode must name
+
+
+def test_strict_all_names_the_op_and_the_source_line():
+    f = torch.compile(f_for_strict, backend="inductor_cpp", options={"strict": "all"})
+    with pytest.raises(Exception) as info:
+        f(torch.randn(4))
+    message = str(info.value)
+    assert "aten::relu" in message
+    assert "test_backend.py" in message and "return torch.relu(x) + 1" in message
+
+
+def test_strict_env_variable(monkeypatch):
+    monkeypatch.setenv("INDUCTOR_CPP_STRICT", "all")
+    f = compile_cpp(lambda x: x.abs())
+    with pytest.raises(Exception, match="aten::abs"):
+        f(torch.randn(4))
+
+
+def dynamic_fn(x):
+    return torch.tanh(x) * x.shape[0]
+
+
+def test_whole_graph_fallback_is_logged_with_reason():
+    with collect_logs() as messages:
+        f = torch.compile(dynamic_fn, backend="inductor_cpp", dynamic=True)
+        x = torch.randn(6, 2)
+        assert_same(f(x), dynamic_fn(x))
+    assert inductor_cpp.counters()["eager_graph_fallbacks"] >= 1
+    assert any("runs eagerly" in m and "symbolic sizes" in m for m in messages), messages
+
+
+def test_whole_graph_fallback_raises_in_strict_mode():
+    f = torch.compile(dynamic_fn, backend="inductor_cpp", dynamic=True, options={"strict": True})
+    with pytest.raises(Exception, match="runs eagerly.*symbolic sizes"):
+        f(torch.randn(6, 2))
+
+
+def index_fn(x, i):
+    return x[i] * 2
+
+
+def test_runtime_errors_name_the_op_and_the_source_line():
+    f = compile_cpp(index_fn)
+    x = torch.randn(4)
+    assert_same(f(x, torch.tensor([0, 3])), index_fn(x, torch.tensor([0, 3])))
+    with pytest.raises(Exception) as info:
+        f(x, torch.tensor([0, 10]))
+    message = str(info.value)
+    assert "aten::index.Tensor" in message and "return x[i] * 2" in message and "out of bounds" in message
+
+
+def test_logs_env_variable_prints_artifacts():
+    result = run_python("""
+        import json, torch
+        f = torch.compile(lambda x: torch.sigmoid(x) + 1, backend="inductor_cpp")
+        f(torch.randn(4))
+        print(json.dumps({}))
+    """, {"INDUCTOR_CPP_LOGS": "graph,cache,fallbacks,output_code"})
+    err = result["_stderr"]
+    assert "[graph] graph inference(%in0: float32[4]{1} cpu)" in err
+    assert "[cache] graph " in err and ": built" in err
+    assert "[fallbacks] aten::sigmoid" in err and "runs as an ATen call" in err
+    assert "[output_code] graph " in err and '"steps"' in err
+
+
+def test_set_logs_from_python_and_unknown_artifact():
+    with pytest.raises(ValueError, match="unknown artifact"):
+        inductor_cpp.set_logs("nonsense")
+    with collect_logs() as messages:
+        try:
+            inductor_cpp.set_logs(cache=True)
+            compile_cpp(lambda x: x * 3)(torch.randn(2))
+        finally:
+            inductor_cpp.set_logs("")
+    assert any(m.startswith("[cache] graph ") for m in messages), messages
+
+
+def test_compiler_reset_frees_compiled_graphs():
+    def f(x):
+        return x.sin() + x.cos()
+
+    compile_cpp(f)(torch.randn(3))
+    alive = [weakref.ref(g) for g in inductor_cpp.live_graphs()]
+    assert alive and all(r() is not None for r in alive)
+    torch.compiler.reset()
+    gc.collect()
+    assert all(r() is None for r in alive)

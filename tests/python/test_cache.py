@@ -1,0 +1,117 @@
+"""The on-disk cache across processes: a second process hits and builds nothing, two
+concurrent processes build once, a corrupt entry is detected and rebuilt, the CLI works."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+import inductor_cpp
+from conftest import collect_logs, compile_cpp, run_python
+
+CHILD = """
+    import json, os, time, torch, inductor_cpp
+    barrier = os.environ.get("START_AT")
+    if barrier:
+        time.sleep(max(0.0, float(barrier) - time.time()))
+    def f(x):
+        return torch.nn.functional.gelu(x) * 2 + x.sum()
+    x = torch.arange(12.0).reshape(3, 4)
+    with torch.no_grad():
+        y = torch.compile(f, backend="inductor_cpp")(x)
+    graphs = inductor_cpp.live_graphs()
+    print(json.dumps({**inductor_cpp.counters(), "ok": bool(torch.allclose(y, f(x))),
+                      "keys": [g.key for g in graphs], "outcomes": [g.cache_outcome for g in graphs]}))
+"""
+
+
+def cache_env(tmp_path: Path) -> dict:
+    return {"INDUCTOR_CPP_CACHE_DIR": str(tmp_path / "shared-cache")}
+
+
+def entry_dir(tmp_path: Path, key: str) -> Path:
+    return tmp_path / "shared-cache" / key[:2] / key
+
+
+def test_second_process_hits_and_builds_nothing(tmp_path):
+    first = run_python(CHILD, cache_env(tmp_path))
+    assert first["ok"] and first["outcomes"] == ["built"]
+    assert first["plan_builds"] == 1 and first["cache_misses"] == 1
+    second = run_python(CHILD, cache_env(tmp_path))
+    assert second["ok"] and second["outcomes"] == ["hit"]
+    assert second["keys"] == first["keys"]
+    assert second["cache_hits"] == 1 and second["cache_misses"] == 0
+    assert second["plan_builds"] == 0 and second["cxx_compiler_invocations"] == 0
+    entry = entry_dir(tmp_path, first["keys"][0])
+    assert (entry / "meta.json").is_file() and (entry / "plan.json").is_file()
+    assert (tmp_path / "shared-cache").stat().st_mode & 0o077 == 0  # private to the user
+
+
+def test_concurrent_processes_build_once(tmp_path):
+    env = dict(os.environ, **cache_env(tmp_path), START_AT=str(time.time() + 6.0))
+    import textwrap
+    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(CHILD)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    assert all(r["ok"] for r in results)
+    assert sum(r["plan_builds"] for r in results) == 1
+    assert sorted(o for r in results for o in r["outcomes"]) == ["built", "hit"]
+
+
+def test_corrupt_entry_is_detected_and_rebuilt(tmp_path):
+    first = run_python(CHILD, cache_env(tmp_path))
+    plan = entry_dir(tmp_path, first["keys"][0]) / "plan.json"
+    data = plan.read_bytes()
+    plan.write_bytes(data[: len(data) // 2])  # truncated, as by a crash or a full disk
+    second = run_python(CHILD, cache_env(tmp_path))
+    assert second["ok"] and second["outcomes"] == ["rebuilt_corrupt"]
+    assert second["cache_corrupt_rebuilt"] == 1 and second["plan_builds"] == 1
+    assert plan.read_bytes() == data  # rebuilt whole
+
+    flipped = bytearray(data)
+    flipped[len(flipped) // 2] ^= 0x01  # same size, one bit off
+    plan.write_bytes(bytes(flipped))
+    third = run_python(CHILD, cache_env(tmp_path))
+    assert third["ok"] and third["outcomes"] == ["rebuilt_corrupt"]
+
+
+def test_unsafe_cache_root_is_not_used(tmp_path, monkeypatch):
+    root = tmp_path / "open-cache"
+    root.mkdir()
+    root.chmod(0o777)  # anyone could plant an artifact here
+    monkeypatch.setenv("INDUCTOR_CPP_CACHE_DIR", str(root))
+    f = compile_cpp(lambda x: x.sin() * 2)
+    x = torch.randn(4)
+    with collect_logs() as messages:
+        torch.testing.assert_close(f(x), x.sin() * 2)
+    assert any("cache not used" in m and str(root) in m for m in messages), messages
+    graphs = inductor_cpp.live_graphs()
+    assert [g.cache_outcome for g in graphs] == ["uncached"]
+    assert not any(p.name != "tmp" for p in root.iterdir() if len(p.name) == 2)
+
+
+def test_cache_cli_info_and_clear(tmp_path):
+    run_python(CHILD, cache_env(tmp_path))
+    root = tmp_path / "shared-cache"
+    (root / "unrelated.txt").write_text("keep me")
+    env = dict(os.environ, **cache_env(tmp_path))
+    info = subprocess.run([sys.executable, "-m", "inductor_cpp.cache", "info"], env=env,
+                          capture_output=True, text=True, check=True).stdout
+    assert f"root: {root}" in info and "entries: 1" in info
+    cleared = subprocess.run([sys.executable, "-m", "inductor_cpp.cache", "clear"], env=env,
+                             capture_output=True, text=True, check=True).stdout
+    assert "removed 1 entries" in cleared
+    assert (root / "unrelated.txt").read_text() == "keep me"
+    again = subprocess.run([sys.executable, "-m", "inductor_cpp.cache", "info"], env=env,
+                           capture_output=True, text=True, check=True).stdout
+    assert "entries: 0" in again

@@ -1,0 +1,142 @@
+"""Compiled == eager on functions: elementwise math, graph breaks, in-place ops on inputs,
+views as outputs, multiple outputs, integer and bool tensors, non-contiguous inputs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import inductor_cpp
+from conftest import assert_same, compile_cpp
+
+
+def test_elementwise_chain():
+    def f(x, y):
+        return torch.nn.functional.gelu(x * 1.5 + 0.25) * torch.sigmoid(y) - torch.tanh(x) / 3
+
+    x, y = torch.randn(64, 33), torch.randn(64, 33)
+    assert_same(compile_cpp(f)(x, y), f(x, y))
+    graphs = inductor_cpp.live_graphs()
+    assert len(graphs) == 1
+    c = graphs[0].counters()
+    assert c["ops_fallback"] > 0 and c["ops_generated"] == 0 and c["calls"] == 1
+
+
+def test_scalars_and_python_numbers():
+    def f(x):
+        return (x * 2 + 1) ** 2 - x.clamp(min=-0.5, max=0.5) + torch.full_like(x, float("inf")).isinf()
+
+    x = torch.randn(10)
+    assert_same(compile_cpp(f)(x), f(x))
+
+
+def test_graph_break_gives_two_graphs():
+    def f(x):
+        y = torch.sin(x) * 2
+        torch._dynamo.graph_break()
+        return torch.cos(y) + 1
+
+    x = torch.randn(8, 8)
+    assert_same(compile_cpp(f)(x), f(x))
+    assert inductor_cpp.counters()["graphs_compiled"] == 2
+
+
+def test_in_place_op_on_an_input():
+    def f(x, y):
+        x.add_(y)
+        x.mul_(2)
+        return x.sum()
+
+    x, y = torch.randn(5, 5), torch.randn(5, 5)
+    x_eager, x_compiled = x.clone(), x.clone()
+    expected = f(x_eager, y)
+    actual = compile_cpp(f)(x_compiled, y)
+    assert_same(actual, expected)
+    assert_same(x_compiled, x_eager)  # the caller sees the mutation
+
+
+def test_view_returned_as_output_aliases_the_input():
+    def f(x):
+        return x.t(), x[1:, :2], x + 1
+
+    x = torch.randn(4, 6)
+    t, sliced, plus = compile_cpp(f)(x)
+    assert_same((t, sliced, plus), f(x))
+    x.zero_()  # the views must see this, as in eager
+    assert t.abs().sum() == 0 and sliced.abs().sum() == 0
+
+
+def test_multiple_outputs_of_one_op():
+    def f(x):
+        values, indices = torch.max(x, dim=1)
+        return values * 2, indices, torch.sort(x, dim=0)
+
+    x = torch.randn(7, 9)
+    assert_same(compile_cpp(f)(x), f(x))
+
+
+def test_int64_and_bool_tensors():
+    def f(a, b, mask):
+        q = a * 3 // 2 - b
+        both = (a > 2) & mask
+        return q, both, torch.where(both, a, -b), (a % 5).sum(), mask.any()
+
+    a = torch.randint(-10, 10, (6, 5), dtype=torch.int64)
+    b = torch.randint(1, 4, (6, 5), dtype=torch.int64)
+    mask = torch.rand(6, 5) > 0.5
+    assert_same(compile_cpp(f)(a, b, mask), f(a, b, mask))
+
+
+def test_non_contiguous_inputs():
+    def f(x, y):
+        return x @ y + y.sum(0, keepdim=True)
+
+    x = torch.randn(12, 16).t()[:, ::2]  # 16 x 6, strided both ways
+    w = torch.randn(3, 6).t()  # 6 x 3, transposed
+    assert not x.is_contiguous() and not w.is_contiguous()
+    assert_same(compile_cpp(f)(x, w), f(x, w), rtol=1e-4, atol=1e-5)
+
+
+def test_list_returning_op_and_cat():
+    def f(x):
+        a, b, c = torch.split(x, [2, 3, 4], dim=1)
+        return torch.cat([c, a * 2, b], dim=1), torch.stack([a.sum(1), c.sum(1)])
+
+    x = torch.randn(5, 9)
+    assert_same(compile_cpp(f)(x), f(x), rtol=1e-5, atol=1e-5)
+
+
+def test_dtype_and_device_arguments():
+    def f(x):
+        return torch.zeros(3, 4, dtype=torch.float64) + x.to(torch.float64), torch.arange(5, device=x.device)
+
+    x = torch.randn(3, 4)
+    assert_same(compile_cpp(f)(x), f(x))
+
+
+def test_half_and_bfloat16():
+    def f(x):
+        return (x * 2).softmax(-1).to(torch.float32)
+
+    for dtype in (torch.float16, torch.bfloat16):
+        x = torch.randn(4, 8).to(dtype)
+        assert_same(compile_cpp(f)(x), f(x), rtol=1e-2, atol=1e-2)
+
+
+def test_inference_mode():
+    def f(x):
+        return torch.relu(x) * 3
+
+    x = torch.randn(4, 4)
+    with torch.inference_mode():
+        assert_same(compile_cpp(f)(x), f(x))
+
+
+def test_new_shapes_keep_working():
+    def f(x):
+        return torch.tanh(x).sum(-1) * x.shape[0]
+
+    cf = compile_cpp(f)
+    for n in (4, 7, 13, 2):
+        x = torch.randn(n, 3)
+        assert_same(cf(x), f(x))
