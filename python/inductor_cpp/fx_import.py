@@ -88,6 +88,7 @@ class _Importer:
         self.constant_metas: list[dict[str, Any]] = []
         self.nodes: list[dict[str, Any]] = []
         self.outputs: list[Any] = []
+        self.symbolic_input: torch.fx.Node | None = None
 
     def arg(self, a: Any, node: torch.fx.Node) -> Any:
         if isinstance(a, torch.fx.Node):
@@ -120,10 +121,14 @@ class _Importer:
 
     def placeholder(self, node: torch.fx.Node, example: Any) -> None:
         val = node.meta.get("val", example)
-        if isinstance(val, torch.Tensor):
+        symbolic_tensor = isinstance(val, torch.Tensor) and any(
+            _is_symbolic(s) for s in (*val.shape, *val.stride(), val.storage_offset()))
+        if isinstance(val, torch.Tensor) and not symbolic_tensor:
             self.inputs.append(tensor_meta(val, node))
-        elif _is_symbolic(val):
-            raise UnsupportedGraph("symbolic sizes (dynamic shapes) are not supported yet", node)
+        elif _is_symbolic(val) or symbolic_tensor:
+            # Reported at the first op that uses sizes, which has a source line to show.
+            self.symbolic_input = self.symbolic_input or node
+            self.inputs.append(None)
         else:
             self.inputs.append(None)
         self.refs[node] = {"in": len(self.inputs) - 1}
@@ -150,7 +155,11 @@ class _Importer:
             return
         if not isinstance(target, torch._ops.OpOverload):
             name = getattr(target, "__name__", str(target))
+            if self.symbolic_input is not None:
+                raise UnsupportedGraph(f"symbolic sizes (dynamic shapes) are not supported yet: {name}", node)
             raise UnsupportedGraph(f"call to {name} (not an ATen operator) is not supported", node)
+        if self.symbolic_input is not None:
+            raise UnsupportedGraph(f"symbolic sizes (dynamic shapes) are not supported yet: {op_name(target)}", node)
         entry = {
             "op": op_name(target),
             "args": [self.arg(a, node) for a in node.args],
@@ -188,6 +197,8 @@ def describe(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str) -> 
         elif node.op == "call_function":
             imp.call_function(node)
         elif node.op == "output":
+            if imp.symbolic_input is not None:
+                raise UnsupportedGraph("symbolic sizes (dynamic shapes) are not supported yet", imp.symbolic_input)
             imp.output(node)
         else:
             raise UnsupportedGraph(f"FX node kind {node.op} is not supported", node)

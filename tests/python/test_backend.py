@@ -84,7 +84,8 @@ def test_whole_graph_fallback_is_logged_with_reason():
         x = torch.randn(6, 2)
         assert_same(f(x), dynamic_fn(x))
     assert inductor_cpp.counters()["eager_graph_fallbacks"] >= 1
-    assert any("runs eagerly" in m and "symbolic sizes" in m for m in messages), messages
+    assert any("runs eagerly" in m and "symbolic sizes" in m and "return torch.tanh(x) * x.shape[0]" in m
+               for m in messages), messages
 
 
 def test_whole_graph_fallback_raises_in_strict_mode():

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
+import itertools
 import os
 import sys
 import tempfile
@@ -112,15 +113,19 @@ class Workload:
 
 # ------------------------------------------------------------------- compile bookkeeping
 
-def _fresh_compile_state() -> set[int]:
-    """Forget earlier compilations so each backend compiles from scratch; returns the ids of
-    inductor_cpp graphs still alive (to tell the new ones apart afterwards)."""
+def _fresh_dynamo() -> None:
+    """Forget earlier workloads' compilations (their graphs are freed)."""
+    torch._dynamo.reset()
+    gc.collect()
+
+
+def _start_compile_stats() -> set[int]:
+    """Zero the counters before one backend compiles; returns the ids of inductor_cpp graphs
+    already alive (to tell the new ones apart afterwards)."""
     import inductor_cpp
 
-    torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
     inductor_cpp.reset_counters()
-    gc.collect()
     return {id(g) for g in inductor_cpp.live_graphs()}
 
 
@@ -140,6 +145,11 @@ def _compile_stats(backend: str, old_graphs: set[int]) -> dict[str, Any]:
         stats["graphs"] = [{"key": g.key, **g.counters()} for g in inductor_cpp.live_graphs()
                            if id(g) not in old_graphs]
         stats["eager_fallback_reasons"] = list(dynamo_backend.eager_graph_fallbacks)
+        stats["cache_hits"] = stats["counters"]["cache_hits"]
+        stats["cache_misses"] = stats["counters"]["cache_misses"]
+    else:  # stock Inductor's FX graph cache
+        stats["cache_hits"] = int(dyn["inductor"].get("fxgraph_cache_hit", 0))
+        stats["cache_misses"] = int(dyn["inductor"].get("fxgraph_cache_miss", 0))
     return stats
 
 
@@ -147,15 +157,65 @@ def _compilers(args: argparse.Namespace) -> list[str]:
     return [OURS] if args.no_stock else [OURS, STOCK]
 
 
-def _run_variant(name: str, body: Callable[[Variant], None]) -> Variant:
-    """Run body(variant), recording an exception as the variant's error instead of aborting."""
-    variant = Variant(name)
+def _run_variant(variant: Variant, body: Callable[[], Any]) -> Any:
+    """body(), recording an exception as the variant's error instead of aborting the job."""
     try:
-        body(variant)
-    except Exception as e:  # report and go on: other variants still tell something
+        return body()
+    except Exception as e:  # report and go on: the other variants still tell something
         variant.error = f"{type(e).__name__}: {e}"
-        log(f"{name} failed: {variant.error}")
-    return variant
+        log(f"{variant.name} failed: {variant.error}")
+        return None
+
+
+def _first_call(variant: Variant, backend: str, fn: Callable[[], Any]) -> Any:
+    """Time the first (compiling) call of fn and record the compile statistics."""
+    old = _start_compile_stats()
+    variant.first_call_s, out = timing.time_once(fn)
+    if backend != EAGER:
+        variant.compile_stats = _compile_stats(backend, old)
+    return out
+
+
+class _VariantFailed(Exception):
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
+def _guarded(name: str, fn: Callable[[], Any]) -> Callable[[], Any]:
+    """fn, with any exception it raises tagged with the variant's name."""
+
+    def call() -> Any:
+        try:
+            return fn()
+        except Exception as e:
+            raise _VariantFailed(name) from e
+
+    return call
+
+
+def _time_variants(work: Workload, fns: dict[str, Callable[[], Any]],
+                   args: argparse.Namespace) -> None:
+    """Steady-state timing of every variant that got through its first call, interleaved.
+    A variant that fails here is recorded as failed and the others are timed again."""
+    fns = dict(fns)
+    while fns:
+        try:
+            timings = timing.time_interleaved({n: _guarded(n, f) for n, f in fns.items()},
+                                              args.iters, args.warmup)
+        except _VariantFailed as failed:
+            cause = failed.__cause__
+            work.variants[failed.name].error = f"{type(cause).__name__}: {cause}"
+            log(f"{failed.name} failed while timed: {work.variants[failed.name].error}")
+            del fns[failed.name]
+            continue
+        for name, t in timings.items():
+            work.variants[name].timing = t
+        return
+
+
+def _tolerance_text(tol: dict[str, float]) -> str:
+    return f"allclose rtol={tol['rtol']:g} atol={tol['atol']:g}"
 
 
 # ------------------------------------------------------------------------ resnet18 inference
@@ -169,45 +229,38 @@ def _resnet_setup(args: argparse.Namespace) -> tuple[nn.Module, torch.Tensor]:
     return model, x
 
 
-def _time_inference(fn: Callable[[], torch.Tensor], variant: Variant,
-                    args: argparse.Namespace) -> torch.Tensor:
-    variant.first_call_s, out = timing.time_once(fn)
-    variant.timing = timing.time_median(fn, args.iters, args.warmup)
-    return out
-
-
 def _check_outputs(variant: Variant, out: torch.Tensor, ref: torch.Tensor, tol: dict) -> None:
-    tol_text = f"allclose rtol={tol['rtol']:g} atol={tol['atol']:g}"
-    variant.checks.append(Check("max abs err", timing.max_abs_diff(out, ref), tol_text,
-                                timing.all_close(out, ref, **tol)))
+    variant.checks.append(Check("max abs err", timing.max_abs_diff(out, ref),
+                                _tolerance_text(tol), timing.all_close(out, ref, **tol)))
 
 
 def run_resnet(args: argparse.Namespace) -> Workload:
+    _fresh_dynamo()
     model, x = _resnet_setup(args)
     work = Workload("resnet18 inference",
                     f"torchvision resnet18, batch {args.batch}x3x224x224, eval, no_grad")
     with torch.no_grad():
-        ref: dict[str, torch.Tensor] = {}
-
-        def eager(v: Variant) -> None:
-            log("resnet18: eager")
-            ref["out"] = _time_inference(lambda: model(x), v, args)
-
-        work.variants[EAGER] = _run_variant(EAGER, eager)
+        work.variants[EAGER] = Variant(EAGER)
+        log("resnet18: eager")
+        ref = _first_call(work.variants[EAGER], EAGER, lambda: model(x))
+        fns: dict[str, Callable[[], Any]] = {EAGER: lambda: model(x)}
         for backend in _compilers(args):
-            work.variants[backend] = _run_variant(
-                backend, lambda v, b=backend: _resnet_compiled(model, x, ref["out"], b, v, args))
+            variant = work.variants[backend] = Variant(backend)
+            fn = _run_variant(variant, lambda b=backend: _resnet_compile(model, x, ref, b, variant))
+            if fn is not None:
+                fns[backend] = fn
+        log(f"resnet18: timing {', '.join(fns)} interleaved")
+        _time_variants(work, fns, args)
     return work
 
 
-def _resnet_compiled(model: nn.Module, x: torch.Tensor, ref: torch.Tensor, backend: str,
-                     variant: Variant, args: argparse.Namespace) -> None:
-    log(f"resnet18: torch.compile(backend={backend!r})")
-    old = _fresh_compile_state()
+def _resnet_compile(model: nn.Module, x: torch.Tensor, ref: torch.Tensor, backend: str,
+                    variant: Variant) -> Callable[[], Any]:
+    log(f"resnet18: torch.compile(backend={backend!r}), first call")
     compiled = torch.compile(model, backend=backend)
-    out = _time_inference(lambda: compiled(x), variant, args)
+    out = _first_call(variant, backend, lambda: compiled(x))
     _check_outputs(variant, out, ref, RESNET_TOL)
-    variant.compile_stats = _compile_stats(backend, old)
+    return lambda: compiled(x)
 
 
 # ------------------------------------------------------------------------ MLP training step
@@ -236,81 +289,74 @@ def _mlp_batches(args: argparse.Namespace, steps: int) -> list[tuple[torch.Tenso
             for _ in range(steps)]
 
 
-@dataclass
-class TrainRun:
-    losses: list[float]
-    step_s: list[float]
-    params: list[torch.Tensor]
+class Trainer:
+    """One variant's training run: its own copy of the model and optimizer, the shared batches
+    in order, one SGD step per step() call; the optimizer step is eager for every variant."""
 
+    def __init__(self, base: nn.Module, backend: str, batches: list):
+        self.model = copy.deepcopy(base)
+        self.forward = self.model if backend == EAGER else torch.compile(self.model, backend=backend)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=MLP_LR, momentum=MLP_MOMENTUM)
+        # cycled: should another variant fail while timed, the survivors are timed again
+        self.batches = itertools.cycle(batches)
+        self.losses: list[float] = []
 
-def _train(model: nn.Module, forward: Callable, batches: list) -> TrainRun:
-    """One SGD step per batch; the optimizer step is eager for every variant."""
-    opt = torch.optim.SGD(model.parameters(), lr=MLP_LR, momentum=MLP_MOMENTUM)
-    losses, step_s = [], []
-
-    def step(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        opt.zero_grad(set_to_none=True)
-        loss = forward(x, y)
+    def step(self) -> None:
+        x, y = next(self.batches)
+        self.opt.zero_grad(set_to_none=True)
+        loss = self.forward(x, y)
         loss.backward()
-        opt.step()
-        return loss
+        self.opt.step()
+        self.losses.append(float(loss.detach()))
 
-    for x, y in batches:
-        seconds, loss = timing.time_once(lambda: step(x, y))
-        step_s.append(seconds)
-        losses.append(float(loss.detach()))
-    return TrainRun(losses, step_s, [p.detach().clone() for p in model.parameters()])
+    def params(self) -> list[torch.Tensor]:
+        return [p.detach() for p in self.model.parameters()]
 
 
-def _record_train(variant: Variant, run: TrainRun, args: argparse.Namespace) -> None:
-    variant.first_call_s = run.step_s[0]
-    variant.timing = timing.summarize(run.step_s[1 + args.warmup:])
-
-
-def _check_train(variant: Variant, run: TrainRun, ref: TrainRun) -> None:
-    tol_text = f"allclose rtol={TRAIN_TOL['rtol']:g} atol={TRAIN_TOL['atol']:g}"
+def _check_train(variant: Variant, run: Trainer, ref: Trainer) -> None:
+    tol = _tolerance_text(TRAIN_TOL)
     losses, ref_losses = torch.tensor(run.losses), torch.tensor(ref.losses)
-    variant.checks.append(Check("loss curve max rel diff", timing.max_rel_diff(losses, ref_losses),
-                                tol_text, timing.all_close(losses, ref_losses, **TRAIN_TOL)))
-    variant.checks.append(Check("final params max rel diff",
-                                timing.max_rel_diff(run.params, ref.params), tol_text,
-                                timing.all_close(run.params, ref.params, **TRAIN_TOL)))
-    variant.checks.append(Check("final params max abs diff",
-                                timing.max_abs_diff(run.params, ref.params), tol_text,
-                                timing.all_close(run.params, ref.params, **TRAIN_TOL)))
+    params, ref_params = run.params(), ref.params()
+    params_close = timing.all_close(params, ref_params, **TRAIN_TOL)
+    variant.checks += [
+        Check("loss curve max rel diff", timing.max_rel_diff(losses, ref_losses), tol,
+              timing.all_close(losses, ref_losses, **TRAIN_TOL)),
+        Check("final params max rel diff", timing.max_rel_diff(params, ref_params), tol,
+              params_close),
+        Check("final params max abs diff", timing.max_abs_diff(params, ref_params), tol,
+              params_close),
+    ]
 
 
 def run_mlp(args: argparse.Namespace) -> Workload:
+    _fresh_dynamo()
     steps = 1 + args.warmup + args.iters
     timing.seed_all(args.seed)
     base = MLPWithLoss(MLP_DIMS)
     batches = _mlp_batches(args, steps)
-    dims = "-".join(map(str, MLP_DIMS))
     work = Workload("MLP train step",
-                    f"MLP {dims} + ReLU, batch {args.mlp_batch}, cross-entropy, "
-                    f"SGD(lr={MLP_LR:g}, momentum={MLP_MOMENTUM:g}), {steps} steps")
-    runs: dict[str, TrainRun] = {}
-
-    def eager(v: Variant) -> None:
-        log("MLP training: eager")
-        model = copy.deepcopy(base)
-        runs[EAGER] = _train(model, model, batches)
-        _record_train(v, runs[EAGER], args)
-
-    work.variants[EAGER] = _run_variant(EAGER, eager)
-    for backend in _compilers(args):
-        def compiled(v: Variant, b: str = backend) -> None:
-            log(f"MLP training: torch.compile(backend={b!r})")
-            old = _fresh_compile_state()
-            model = copy.deepcopy(base)
-            runs[b] = _train(model, torch.compile(model, backend=b), batches)
-            _record_train(v, runs[b], args)
-            _check_train(v, runs[b], runs[EAGER])
-            v.compile_stats = _compile_stats(b, old)
-
-        work.variants[backend] = _run_variant(backend, compiled)
-    work.extra["losses"] = {name: run.losses for name, run in runs.items()}
+                    f"MLP {'-'.join(map(str, MLP_DIMS))} + ReLU, batch {args.mlp_batch}, "
+                    f"cross-entropy, SGD(lr={MLP_LR:g}, momentum={MLP_MOMENTUM:g}), {steps} steps")
+    trainers: dict[str, Trainer] = {}
+    for backend in [EAGER] + _compilers(args):
+        variant = work.variants[backend] = Variant(backend)
+        log(f"MLP training: {backend}, first step")
+        trainer = _run_variant(variant, lambda b=backend: _mlp_first_step(base, b, batches, variant))
+        if trainer is not None:
+            trainers[backend] = trainer
+    log(f"MLP training: timing {', '.join(trainers)} interleaved")
+    _time_variants(work, {name: t.step for name, t in trainers.items()}, args)
+    for name, trainer in trainers.items():
+        if name != EAGER and EAGER in trainers and work.variants[name].error is None:
+            _check_train(work.variants[name], trainer, trainers[EAGER])
+    work.extra["losses"] = {name: t.losses for name, t in trainers.items()}
     return work
+
+
+def _mlp_first_step(base: nn.Module, backend: str, batches: list, variant: Variant) -> Trainer:
+    trainer = Trainer(base, backend, batches)
+    _first_call(variant, backend, trainer.step)
+    return trainer
 
 
 # ------------------------------------------------------------------------------- reporting
@@ -376,7 +422,7 @@ def compile_table(workloads: list[Workload]) -> str:
                             for g in graphs) or "-"
             rows.append([w.name, name, s["dynamo_graphs"], s["graph_breaks"],
                          c.get("graphs_compiled", "-"), ops, c.get("eager_graph_fallbacks", "-"),
-                         f"{c['cache_hits']}/{c['cache_misses']}" if c else "-"])
+                         f"{s['cache_hits']}/{s['cache_misses']}"])
     headers = ["workload", "backend", "dynamo graphs", "graph breaks", "graphs compiled",
                "ops generated/fallback per graph (cache)", "eager graph fallbacks",
                "cache hits/misses"]
@@ -387,7 +433,8 @@ def print_report(workloads: list[Workload], info: dict[str, Any], args: argparse
     print(f"\ninductor_cpp main job: torch {info['torch']}, {info['threads']} thread(s) "
           f"of {info['cpu_count']} CPU(s), {args.iters} timed iters after {args.warmup} warm-up "
           f"(median), cache: {'cold (temporary)' if args.cold_cache else 'user cache'}")
-    print(f"load average (1 min) before the job: {info['load_average_1m']} "
+    load = info["load_average_1m"]
+    print(f"load average (1 min) before the job: {'-' if load is None else f'{load:.2f}'} "
           f"(well above 0: other work shares the cores and timings are noisy)\n")
     print(summary_table(workloads))
     print("\nCorrectness against eager:\n")

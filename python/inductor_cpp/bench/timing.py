@@ -15,7 +15,7 @@ import random
 import statistics
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import torch
 
@@ -100,6 +100,23 @@ def time_median(fn: Callable[[], Any], iters: int, warmup: int) -> Timing:
     return summarize([time_once(fn)[0] for _ in range(iters)])
 
 
+def time_interleaved(fns: Mapping[str, Callable[[], Any]], iters: int,
+                     warmup: int) -> dict[str, Timing]:
+    """time_median for several callables at once, calling them round-robin (warm-up rounds,
+    then `iters` timed rounds), so that a burst of other load on the machine hits every
+    candidate alike instead of skewing whichever happened to run during it."""
+    if iters < 1:
+        raise ValueError(f"iters must be >= 1, got {iters}")
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(iters):
+        for name, fn in fns.items():
+            samples[name].append(time_once(fn)[0])
+    return {name: summarize(s) for name, s in samples.items()}
+
+
 # --------------------------------------------------------------------------------- errors
 
 def _flat(tensors: torch.Tensor | Iterable[torch.Tensor]) -> list[torch.Tensor]:
@@ -116,12 +133,15 @@ def max_abs_diff(actual, expected) -> float:
 
 
 def max_rel_diff(actual, expected, floor: float = 1e-12) -> float:
-    """Largest |actual - expected| / max(|expected|, floor), elementwise, over all tensors."""
+    """Largest relative difference over the tensors, each tensor's max |actual - expected|
+    divided by its max |expected| (not elementwise: entries near zero would dominate)."""
     worst = 0.0
     for a, e in zip(_flat(actual), _flat(expected), strict=True):
+        if a.numel() == 0:
+            continue
         a, e = a.detach().double(), e.detach().double()
-        rel = (a - e).abs() / e.abs().clamp_min(floor)
-        worst = max(worst, float(rel.max()) if rel.numel() else 0.0)
+        scale = max(float(e.abs().max()), floor)
+        worst = max(worst, float((a - e).abs().max()) / scale)
     return worst
 
 

@@ -1,0 +1,471 @@
+"""OpInfo correctness harness: compiled (backend="inductor_cpp") vs eager, per OpInfo sample.
+
+Why: PyTorch's OpInfo database (`op_db`) holds sample inputs for ~700 operators, covering
+broadcasting, non-contiguous inputs, scalars, empty tensors, keyword arguments and the odd
+corner cases that hand-written tests miss. Running every sample through torch.compile with our
+backend and comparing against eager is the broadest correctness check we have. The CI slice
+(test_opinfo_slice.py) and the full sweep (sweep.py) both use this module.
+
+Protocol, per (OpInfo, dtype) pair on CPU, per sample of
+`op.sample_inputs("cpu", dtype, requires_grad=False)`:
+
+* `torch._dynamo.reset()` first: after its recompile limit Dynamo silently runs eagerly, which
+  would count as a pass.
+* eager runs on an exact copy of the sample (same storages, strides and offsets, cloned) -- if
+  eager raises, the sample is an "eager error" and does not count;
+* `torch.compile(lambda *a, **k: fn(*a, **k), backend="inductor_cpp", fullgraph=False)` runs on
+  the sample and its outputs are compared with eager's: torch.testing.assert_close with
+  rtol=1e-4, atol=1e-5 for floating dtypes (exact for integers and bool), equal_nan=True,
+  check_dtype=True; tuples/lists elementwise; non-tensor outputs with ==. The inputs are
+  compared afterwards too (an op that mutates its input must mutate it the same way).
+* Ops with uninitialized outputs (empty, new_empty, resize_, ...) compare only metadata.
+* Random ops are skipped (see `skip_reason`).
+
+Per sample we also record how it ran, from the backend's counters:
+
+* "compiled": at least one graph was compiled by inductor_cpp and none ran eagerly;
+* "ran eagerly": inductor_cpp.counters()["eager_graph_fallbacks"] increased -- the backend gave
+  the graph back to Python (e.g. dynamic shapes); the result is still correct, but not ours;
+* "no graph": Dynamo never called the backend (graph break before any op, or an empty graph);
+* "generated": compiled, and every compiled graph reports ops_fallback == 0 (today always False:
+  every op runs as an ATen call; the number becomes meaningful with code generation).
+
+An aliasing mismatch (eager's output is a view of an input, the compiled one is not, or the
+other way round) is recorded as a note on the sample; it does not fail it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+import torch
+import torch.utils._pytree as pytree
+
+import inductor_cpp
+from inductor_cpp import dynamo_backend as _dynamo_backend
+
+RTOL = 1e-4
+ATOL = 1e-5
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "int64": torch.int64,
+    "int32": torch.int32,
+    "bool": torch.bool,
+}
+
+# Random ops: eager and compiled draw different numbers, nothing to compare.
+RANDOM_OPS = {
+    "bernoulli", "cauchy", "exponential", "geometric", "log_normal", "multinomial", "normal",
+    "uniform", "rand_like", "randn", "randn_like", "randint", "randint_like",
+    "nn.functional.dropout", "nn.functional.dropout2d", "nn.functional.dropout3d",
+    "nn.functional.alpha_dropout", "nn.functional.feature_alpha_dropout",
+    "nn.functional.rrelu", "nn.functional.fractional_max_pool2d",
+    "nn.functional.fractional_max_pool3d", "svd_lowrank", "pca_lowrank",
+}
+# Matches the names above and any random op added to op_db later ...
+_RANDOM_NAME = re.compile(r"rand|bernoulli|normal|uniform|multinomial|dropout")
+# ... except these deterministic ones whose names happen to match.
+NOT_RANDOM = {
+    "__rand__",  # reflected bitwise and
+    "nn.functional.normalize", "masked.normalize",
+    "native_dropout_backward",  # a pointwise mask-and-scale
+    "nn.functional.feature_alpha_dropout.without_train",  # identity in eval mode
+}
+
+# Ops whose outputs are (partly) uninitialized memory: only metadata can be compared.
+UNINITIALIZED_OUTPUT_OPS = {
+    "empty", "empty_like", "empty_strided", "empty_permuted", "new_empty",
+    "new_empty_strided", "resize_", "resize_as_",
+}
+
+
+def pair_name(op) -> str:
+    """'max.reduction_with_dim' -- op name plus variant, the key used everywhere here."""
+    return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+
+
+def pair_key(op_or_name, dtype: str) -> str:
+    name = op_or_name if isinstance(op_or_name, str) else pair_name(op_or_name)
+    return f"{name}|{dtype}"
+
+
+def skip_reason(op) -> str | None:
+    """Why the op is not compared at all (random ops), or None."""
+    name = pair_name(op)
+    if name in NOT_RANDOM or op.name in NOT_RANDOM:
+        return None
+    if op.name in RANDOM_OPS or name in RANDOM_OPS or _RANDOM_NAME.search(op.name):
+        return "random op"
+    if getattr(op, "skip_correctness_check_compile_vs_eager", False):
+        return "OpInfo: skip_correctness_check_compile_vs_eager (random)"
+    return None
+
+
+def supported_dtype_names(op, wanted: Iterable[str] = DTYPES) -> list[str]:
+    supported = op.supported_dtypes("cpu")
+    return [d for d in wanted if DTYPES[d] in supported]
+
+
+_OP_DB = None
+
+
+def op_db() -> list:
+    global _OP_DB
+    if _OP_DB is None:
+        from torch.testing._internal.common_methods_invocations import op_db as db
+
+        _OP_DB = list(db)
+    return _OP_DB
+
+
+def find_op(name: str):
+    """The OpInfo named 'name' or 'name.variant' (exact)."""
+    for op in op_db():
+        if pair_name(op) == name:
+            return op
+    raise KeyError(f"no OpInfo named {name!r}")
+
+
+# ---- results --------------------------------------------------------------------------------
+
+@dataclass
+class SampleResult:
+    index: int
+    desc: str
+    status: str  # "pass" | "fail" | "eager_error"
+    error: str = ""
+    how: str = ""  # "compiled" | "ran_eagerly" | "no_graph" (for run samples)
+    generated: bool = False
+    graphs: int = 0
+    eager_reasons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass
+class PairResult:
+    op: str
+    dtype: str
+    # "pass" | "fail" | "eager_error" (every sample raised eagerly, or none) | "skipped"
+    # | "sample_error" (sample generation raised) | "crash" | "timeout" (sweep workers)
+    status: str = "pass"
+    reason: str = ""
+    samples: list[SampleResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def key(self) -> str:
+        return f"{self.op}|{self.dtype}"
+
+    @property
+    def run_samples(self) -> list[SampleResult]:
+        return [s for s in self.samples if s.status != "eager_error"]
+
+    @property
+    def failures(self) -> list[SampleResult]:
+        return [s for s in self.samples if s.status == "fail"]
+
+    @property
+    def generated(self) -> bool:
+        run = self.run_samples
+        return self.status == "pass" and bool(run) and all(s.generated for s in run)
+
+    @property
+    def ran_eagerly(self) -> int:
+        return sum(s.how == "ran_eagerly" for s in self.run_samples)
+
+    @property
+    def no_graph(self) -> int:
+        return sum(s.how == "no_graph" for s in self.run_samples)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.update(key=self.key, generated=self.generated, ran_eagerly=self.ran_eagerly,
+                 no_graph=self.no_graph)
+        return d
+
+    @staticmethod
+    def from_dict(d: dict) -> "PairResult":
+        samples = [SampleResult(**s) for s in d.get("samples", [])]
+        return PairResult(op=d["op"], dtype=d["dtype"], status=d["status"],
+                          reason=d.get("reason", ""), samples=samples,
+                          seconds=d.get("seconds", 0.0))
+
+    def summary(self) -> str:
+        run = self.run_samples
+        lines = [f"{self.key}: {self.status}"
+                 f" ({len(run) - len(self.failures)}/{len(run)} samples pass,"
+                 f" {len(self.samples) - len(run)} eager errors) {self.reason}"]
+        for s in self.failures:
+            lines.append(f"  sample {s.index} {s.desc}\n    {s.error}")
+        return "\n".join(lines)
+
+
+# ---- copying and describing samples -----------------------------------------------------------
+
+def _exact_clone(t: torch.Tensor, memo: dict) -> torch.Tensor:
+    """A copy with the same sizes, strides and storage offset over a cloned storage (inputs that
+    share a storage keep sharing one), so views and overlapping strides stay what they were."""
+    if type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
+        return t.clone()
+    if t.layout != torch.strided or t.is_conj() or t.is_neg():
+        return t.clone()
+    storage = t.untyped_storage()
+    key = (storage.data_ptr(), storage.nbytes(), t.device)
+    if key not in memo:
+        memo[key] = storage.clone()
+    out = torch.empty(0, dtype=t.dtype, device=t.device)
+    out.set_(memo[key], t.storage_offset(), t.size(), t.stride())
+    return out
+
+
+def clone_tree(tree: Any) -> Any:
+    memo: dict = {}
+    return pytree.tree_map(lambda x: _exact_clone(x, memo) if isinstance(x, torch.Tensor) else x, tree)
+
+
+_DTYPE_SHORT = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64",
+                torch.int32: "i32", torch.bool: "b8", torch.int16: "i16", torch.int8: "i8",
+                torch.uint8: "u8", torch.float16: "f16", torch.bfloat16: "bf16"}
+
+
+def describe(x: Any, depth: int = 0) -> str:
+    """Compact description of a sample argument: f32[2,3]{strides 1,2}, [..], scalars."""
+    if isinstance(x, torch.Tensor):
+        s = f"{_DTYPE_SHORT.get(x.dtype, str(x.dtype).removeprefix('torch.'))}{list(x.shape)}"
+        if x.layout != torch.strided:
+            return s + f"<{x.layout}>"
+        if x.numel() > 1 and not x.is_contiguous():
+            s += "{strides " + ",".join(map(str, x.stride())) + "}"
+        if x.storage_offset():
+            s += f"@{x.storage_offset()}"
+        if x.dim() == 0 or (x.numel() <= 4 and x.dtype != torch.bool):
+            try:
+                s += "=" + str(x.tolist()).replace(" ", "")
+            except Exception:
+                pass
+        return s
+    if isinstance(x, (list, tuple)):
+        if depth > 2 or len(x) > 12:
+            return f"{type(x).__name__}(len {len(x)})"
+        inner = ",".join(describe(i, depth + 1) for i in x)
+        return f"[{inner}]" if isinstance(x, list) else f"({inner})"
+    if isinstance(x, dict):
+        return "{" + ",".join(f"{k}={describe(v, depth + 1)}" for k, v in x.items()) + "}"
+    if callable(x) and hasattr(x, "__name__"):
+        return x.__name__
+    r = repr(x)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def describe_sample(sample) -> str:
+    parts = [describe(sample.input)] + [describe(a) for a in sample.args]
+    parts += [f"{k}={describe(v)}" for k, v in sample.kwargs.items()]
+    s = "(" + ", ".join(parts) + ")"
+    if getattr(sample, "name", ""):
+        s += f" [{sample.name}]"
+    return s if len(s) <= 400 else s[:397] + "..."
+
+
+# ---- comparing ----------------------------------------------------------------------------------
+
+class Mismatch(AssertionError):
+    pass
+
+
+def _compare(actual: Any, expected: Any, path: str, floating: bool, metadata_only: bool) -> None:
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(actual, torch.Tensor):
+            raise Mismatch(f"{path}: expected a Tensor, got {type(actual).__name__}")
+        if actual.dtype != expected.dtype:
+            raise Mismatch(f"{path}: dtype {actual.dtype} != eager {expected.dtype}")
+        if actual.shape != expected.shape:
+            raise Mismatch(f"{path}: shape {list(actual.shape)} != eager {list(expected.shape)}")
+        if actual.layout != expected.layout:
+            raise Mismatch(f"{path}: layout {actual.layout} != eager {expected.layout}")
+        if metadata_only:
+            return
+        tol = {"rtol": RTOL, "atol": ATOL} if floating else {}
+        try:
+            torch.testing.assert_close(actual, expected, equal_nan=True, check_dtype=True,
+                                       check_device=True, **tol)
+        except AssertionError as e:
+            first = str(e).strip().splitlines()
+            raise Mismatch(f"{path}: values differ: " + " ".join(first[:4])) from None
+        return
+    if isinstance(expected, (tuple, list)) and not isinstance(expected, torch.Size):
+        if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
+            raise Mismatch(f"{path}: expected {type(expected).__name__} of {len(expected)}, got "
+                           f"{describe(actual)}")
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            _compare(a, e, f"{path}[{i}]", floating, metadata_only)
+        return
+    if isinstance(expected, float) and isinstance(actual, float):
+        if math.isnan(expected) and math.isnan(actual):
+            return
+        if floating and math.isclose(actual, expected, rel_tol=RTOL, abs_tol=ATOL):
+            return
+    if metadata_only and isinstance(expected, (int, float, bool)):
+        return
+    if type(actual) is not type(expected) and not (isinstance(expected, (int, float))
+                                                   and isinstance(actual, (int, float))):
+        raise Mismatch(f"{path}: {type(actual).__name__} {actual!r} != eager "
+                       f"{type(expected).__name__} {expected!r}")
+    if actual != expected:
+        raise Mismatch(f"{path}: {actual!r} != eager {expected!r}")
+
+
+def _storages(tree: Any) -> list[int | None]:
+    out = []
+    for x in pytree.tree_leaves(tree):
+        if isinstance(x, torch.Tensor) and x.layout == torch.strided and x.untyped_storage().nbytes():
+            out.append(x.untyped_storage().data_ptr())
+        else:
+            out.append(None)
+    return out
+
+
+def _alias_map(inputs: Any, outputs: Any) -> list[int | None]:
+    """For each output leaf, the index of the input leaf whose storage it shares (or None)."""
+    ins = _storages(inputs)
+    result = []
+    for ptr in _storages(outputs):
+        result.append(ins.index(ptr) if ptr is not None and ptr in ins else None)
+    return result
+
+
+# ---- running --------------------------------------------------------------------------------
+
+def _short_error(e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}"
+    lines = [l for l in text.splitlines() if l.strip()]
+    drop = ("Set TORCH_LOGS", "You can suppress", "torch._dynamo.config", "For even more",
+            "from user code", "Developer debug context", "To execute this test")
+    lines = [l for l in lines if not any(l.strip().startswith(d) for d in drop)]
+    text = " | ".join(lines[:4])
+    return text if len(text) <= 600 else text[:597] + "..."
+
+
+def _backend_state() -> tuple[int, list[str]]:
+    reasons = list(_dynamo_backend.eager_graph_fallbacks)
+    return inductor_cpp.counters()["eager_graph_fallbacks"], reasons
+
+
+def run_sample(op, sample, index: int, dtype: str) -> SampleResult:
+    """Eager vs compiled on one sample (see the module docstring)."""
+    desc = describe_sample(sample)
+    fn = op.op
+    metadata_only = op.name in UNINITIALIZED_OUTPUT_OPS
+    floating = DTYPES[dtype].is_floating_point
+
+    eager_inputs = clone_tree((sample.input, sample.args, sample.kwargs))
+    try:
+        expected = fn(eager_inputs[0], *eager_inputs[1], **eager_inputs[2])
+    except Exception as e:
+        return SampleResult(index, desc, "eager_error", _short_error(e))
+
+    torch._dynamo.reset()
+    compiled_inputs = clone_tree((sample.input, sample.args, sample.kwargs))
+    fallbacks_before, reasons_before = _backend_state()
+    graphs_before = set(inductor_cpp.live_graphs())
+    compiled_fn = torch.compile(lambda *a, **k: fn(*a, **k), backend="inductor_cpp",
+                                fullgraph=False)
+    start = time.perf_counter()
+    result = SampleResult(index, desc, "pass")
+    try:
+        actual = compiled_fn(compiled_inputs[0], *compiled_inputs[1], **compiled_inputs[2])
+    except Exception as e:
+        result.status, result.error = "fail", _short_error(e)
+        actual = None
+    result.seconds = round(time.perf_counter() - start, 3)
+
+    fallbacks_after, reasons_after = _backend_state()
+    new_graphs = [g for g in inductor_cpp.live_graphs() if g not in graphs_before]
+    del graphs_before
+    counters = [g.counters() for g in new_graphs]
+    called = [c for c in counters if c.get("calls", 0) > 0]
+    result.graphs = len(called)
+    if fallbacks_after > fallbacks_before:
+        result.how = "ran_eagerly"
+        result.eager_reasons = reasons_after[len(reasons_before):] if len(reasons_after) > len(
+            reasons_before) else ["(eager_graph_fallbacks increased)"]
+    elif called:
+        result.how = "compiled"
+    else:
+        result.how = "no_graph"
+    result.generated = (result.how == "compiled"
+                        and all(c.get("ops_fallback", 1) == 0 for c in called))
+
+    if result.status == "pass":
+        try:
+            _compare(actual, expected, "output", floating, metadata_only)
+            _compare(compiled_inputs, eager_inputs, "input (after the call)", floating,
+                     metadata_only)
+        except Mismatch as e:
+            result.status, result.error = "fail", str(e)
+            if len(result.error) > 600:
+                result.error = result.error[:597] + "..."
+        except Exception as e:  # the comparison itself blew up
+            result.status, result.error = "fail", "comparison raised " + _short_error(e)
+    if result.status == "pass" and not metadata_only:
+        try:
+            eager_alias = _alias_map(eager_inputs, expected)
+            compiled_alias = _alias_map(compiled_inputs, actual)
+            if eager_alias != compiled_alias:
+                result.notes.append(f"aliasing differs: output->input leaf eager {eager_alias}, "
+                                    f"compiled {compiled_alias}")
+        except Exception:
+            pass
+    torch._dynamo.reset()
+    return result
+
+
+def iter_samples(op, dtype: str, max_samples: int | None = None):
+    torch.manual_seed(0)
+    samples = op.sample_inputs("cpu", DTYPES[dtype], requires_grad=False)
+    return itertools.islice(samples, max_samples) if max_samples else samples
+
+
+def run_pair(op, dtype: str, max_samples: int | None = None) -> PairResult:
+    """Every sample (or the first `max_samples`) of one OpInfo at one dtype."""
+    pr = PairResult(pair_name(op), dtype)
+    start = time.perf_counter()
+    reason = skip_reason(op)
+    if reason:
+        pr.status, pr.reason = "skipped", reason
+        return pr
+    try:
+        samples = iter_samples(op, dtype, max_samples)
+        index = 0
+        while True:
+            try:
+                sample = next(samples)
+            except StopIteration:
+                break
+            except Exception as e:
+                if not pr.samples:
+                    pr.status, pr.reason = "sample_error", _short_error(e)
+                    return pr
+                break
+            pr.samples.append(run_sample(op, sample, index, dtype))
+            index += 1
+    finally:
+        pr.seconds = round(time.perf_counter() - start, 2)
+    if pr.failures:
+        pr.status = "fail"
+    elif not pr.run_samples:
+        pr.status = "eager_error"
+        pr.reason = pr.samples[0].error if pr.samples else "no samples"
+    return pr
+
+
+def format_traceback() -> str:
+    return traceback.format_exc()
