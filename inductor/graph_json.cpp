@@ -33,10 +33,27 @@ std::string as_string(const json& j, const std::string& path) {
   return j.get<std::string>();
 }
 
-std::vector<int64_t> as_int_list(const json& j, const std::string& path) {
-  if (!j.is_array()) fail(path, "expected a list of integers");
-  std::vector<int64_t> out;
-  for (size_t i = 0; i < j.size(); ++i) out.push_back(as_int(j[i], path + "[" + std::to_string(i) + "]"));
+ir::Dim as_dim(const json& j, const std::string& path) {
+  if (j.is_number_integer()) return j.get<int64_t>();
+  if (j.is_string() && !j.get<std::string>().empty()) return j.get<std::string>();
+  fail(path, "expected an integer or a symbolic expression, got " + j.dump());
+}
+
+std::vector<ir::Dim> as_dim_list(const json& j, const std::string& path) {
+  if (!j.is_array()) fail(path, "expected a list of sizes");
+  std::vector<ir::Dim> out;
+  for (size_t i = 0; i < j.size(); ++i) out.push_back(as_dim(j[i], path + "[" + std::to_string(i) + "]"));
+  return out;
+}
+
+json dim_to_json(const ir::Dim& d) {
+  if (const auto* n = std::get_if<int64_t>(&d)) return *n;
+  return std::get<std::string>(d);
+}
+
+json dims_to_json(const std::vector<ir::Dim>& dims) {
+  json out = json::array();
+  for (const ir::Dim& d : dims) out.push_back(dim_to_json(d));
   return out;
 }
 
@@ -66,16 +83,17 @@ const std::pair<const char*, Arg::Kind> kNamedTags[] = {
 }  // namespace
 
 json meta_to_json(const ir::TensorMeta& m) {
-  return json{{"sizes", m.sizes},     {"strides", m.strides}, {"offset", m.storage_offset},
+  return json{{"sizes", dims_to_json(m.sizes)}, {"strides", dims_to_json(m.strides)},
+              {"offset", dim_to_json(m.storage_offset)},
               {"dtype", m.dtype},     {"device", m.device},   {"requires_grad", m.requires_grad}};
 }
 
 ir::TensorMeta meta_from_json(const json& j, const std::string& path) {
   ir::TensorMeta m;
-  m.sizes = as_int_list(field(j, "sizes", path), path + ".sizes");
-  m.strides = as_int_list(field(j, "strides", path), path + ".strides");
+  m.sizes = as_dim_list(field(j, "sizes", path), path + ".sizes");
+  m.strides = as_dim_list(field(j, "strides", path), path + ".strides");
   if (m.sizes.size() != m.strides.size()) fail(path, "sizes and strides differ in length");
-  m.storage_offset = as_int(field(j, "offset", path), path + ".offset");
+  m.storage_offset = as_dim(field(j, "offset", path), path + ".offset");
   m.dtype = as_string(field(j, "dtype", path), path + ".dtype");
   m.device = as_string(field(j, "device", path), path + ".device");
   auto rg = j.find("requires_grad");
@@ -188,7 +206,14 @@ ir::Graph graph_from_json(const json& desc) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string path = "inputs[" + std::to_string(i) + "]";
     if (inputs[i].is_null()) {
-      g.inputs.emplace_back(std::nullopt);
+      g.inputs.emplace_back();
+      continue;
+    }
+    if (auto scalar = inputs[i].find("scalar"); scalar != inputs[i].end()) {
+      const std::string type = as_string(*scalar, path + ".scalar");
+      if (type != "int" && type != "float" && type != "bool") fail(path + ".scalar", "expected int, float or bool");
+      auto expr = inputs[i].find("expr");
+      g.inputs.push_back(ir::GraphInput::number(type, expr == inputs[i].end() ? "" : as_string(*expr, path + ".expr")));
       continue;
     }
     g.inputs.emplace_back(meta_from_json(inputs[i], path));
@@ -239,7 +264,17 @@ ir::Graph graph_from_json(const json& desc) {
 
 json graph_to_json(const ir::Graph& g, bool with_sources) {
   json inputs = json::array();
-  for (const auto& in : g.inputs) inputs.push_back(in ? meta_to_json(*in) : json(nullptr));
+  for (const ir::GraphInput& in : g.inputs) {
+    if (in.tensor) {
+      inputs.push_back(meta_to_json(*in.tensor));
+    } else if (in.scalar_type.empty()) {
+      inputs.push_back(nullptr);
+    } else {
+      json number{{"scalar", in.scalar_type}};
+      if (!in.expr.empty()) number["expr"] = in.expr;
+      inputs.push_back(number);
+    }
+  }
   json constants = json::array();
   for (const auto& c : g.constants) constants.push_back(meta_to_json(c));
   json nodes = json::array();

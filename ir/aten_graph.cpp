@@ -12,6 +12,19 @@ bool TensorMeta::operator==(const TensorMeta& o) const {
          dtype == o.dtype && device == o.device && requires_grad == o.requires_grad;
 }
 
+GraphInput GraphInput::number(std::string scalar_type, std::string expr) {
+  GraphInput in;
+  in.scalar_type = std::move(scalar_type);
+  in.expr = std::move(expr);
+  return in;
+}
+
+bool GraphInput::operator==(const GraphInput& o) const {
+  return tensor == o.tensor && scalar_type == o.scalar_type && expr == o.expr;
+}
+
+bool is_scalar_op(const std::string& op) { return op.rfind("sym::", 0) == 0; }
+
 Arg Arg::input(int64_t i) {
   Arg a;
   a.kind = Kind::Input;
@@ -102,12 +115,22 @@ std::pair<std::string, std::string> split_op_name(const std::string& op) {
 
 namespace {
 
-template <typename T>
-void join(std::ostringstream& os, const std::vector<T>& xs) {
-  for (size_t i = 0; i < xs.size(); ++i) os << (i ? ", " : "") << xs[i];
+void join(std::ostringstream& os, const std::vector<Dim>& xs) {
+  for (size_t i = 0; i < xs.size(); ++i) os << (i ? ", " : "") << to_string(xs[i]);
 }
 
 }  // namespace
+
+std::string to_string(const Dim& dim) {
+  if (const auto* n = std::get_if<int64_t>(&dim)) return std::to_string(*n);
+  return std::get<std::string>(dim);
+}
+
+std::string to_string(const GraphInput& input) {
+  if (input.tensor) return to_string(*input.tensor);
+  if (input.scalar_type.empty()) return "scalar";
+  return input.expr.empty() ? input.scalar_type : input.scalar_type + " " + input.expr;
+}
 
 std::string to_string(const TensorMeta& meta) {
   std::ostringstream os;
@@ -116,7 +139,7 @@ std::string to_string(const TensorMeta& meta) {
   os << "]{";
   join(os, meta.strides);
   os << "}";
-  if (meta.storage_offset != 0) os << "+" << meta.storage_offset;
+  if (meta.storage_offset != Dim{int64_t{0}}) os << "+" << to_string(meta.storage_offset);
   os << " " << meta.device;
   if (meta.requires_grad) os << " grad";
   return os.str();
@@ -168,7 +191,7 @@ std::string to_text(const Graph& graph) {
   os << "graph " << graph.kind << "(";
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     os << (i ? ", " : "") << "%in" << i << ": "
-       << (graph.inputs[i] ? to_string(*graph.inputs[i]) : "scalar");
+       << to_string(graph.inputs[i]);
   }
   os << ") {\n";
   for (size_t i = 0; i < graph.constants.size(); ++i) {

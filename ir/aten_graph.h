@@ -11,15 +11,21 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace inductor_cpp::ir {
 
+/// A size, stride or offset: a number, or, in a graph with dynamic shapes, the symbolic
+/// expression Dynamo gave it ("s0", "2*s1"). Expressions are kept as text for now: they
+/// identify the graph (cache key) and show in its text form; nothing computes with them yet.
+using Dim = std::variant<int64_t, std::string>;
+
 /// Layout and type of one tensor value, read from FX's `node.meta["val"]`.
 struct TensorMeta {
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
-  int64_t storage_offset = 0;
+  std::vector<Dim> sizes;
+  std::vector<Dim> strides;
+  Dim storage_offset = int64_t{0};
   std::string dtype;   ///< torch name without prefix: "float32", "int64", "bool", ...
   std::string device;  ///< "cpu", "cuda:0", ...
   bool requires_grad = false;
@@ -69,9 +75,12 @@ struct Arg {
   bool operator==(const Arg& o) const;
 };
 
-/// One ATen operator call.
+/// One operator call: an ATen (dispatcher) operator, or arithmetic on Python numbers.
 struct Node {
-  std::string op;  ///< full schema name: "aten::add.Tensor" ("aten::relu" has no overload)
+  /// Full schema name: "aten::add.Tensor" ("aten::relu" has no overload); or "sym::<fn>"
+  /// for arithmetic on sizes in graphs with dynamic shapes ("sym::mul", "sym::floordiv"),
+  /// with Python's semantics (see is_scalar_op).
+  std::string op;
   std::vector<Arg> args;
   std::vector<std::pair<std::string, Arg>> kwargs;
   /// One entry per output; nullopt for outputs that are not tensors (or unknown).
@@ -81,21 +90,39 @@ struct Node {
   std::string source;
 };
 
+/// One graph input: a tensor, or a Python number (symbolic in graphs with dynamic shapes).
+struct GraphInput {
+  std::optional<TensorMeta> tensor;
+  std::string scalar_type;  ///< for a number: "int", "float" or "bool"; empty if unknown
+  std::string expr;         ///< for a symbolic number: its symbol ("s0")
+
+  GraphInput() = default;
+  GraphInput(TensorMeta meta) : tensor(std::move(meta)) {}  // NOLINT: implicit on purpose
+  static GraphInput number(std::string scalar_type, std::string expr);
+  bool operator==(const GraphInput& o) const;
+};
+
 /// A whole graph: inputs, constants, nodes in execution order, outputs.
 struct Graph {
   static constexpr int kSchemaVersion = 1;
   std::string kind = "inference";  ///< "forward", "backward" or "inference"
-  std::vector<std::optional<TensorMeta>> inputs;  ///< nullopt: a non-tensor input
+  std::vector<GraphInput> inputs;
   std::vector<TensorMeta> constants;
   std::vector<Node> nodes;
   std::vector<Arg> outputs;
 };
 
+/// True for the "sym::" ops: Python arithmetic and comparisons on numbers, run by the runtime
+/// itself rather than by the dispatcher.
+bool is_scalar_op(const std::string& op);
+
 /// Splits "aten::add.Tensor" into {"aten::add", "Tensor"}; no dot gives an empty overload.
 std::pair<std::string, std::string> split_op_name(const std::string& op);
 
 /// Readable one-line forms, used in messages and in the text form of a graph.
+std::string to_string(const Dim& dim);
 std::string to_string(const TensorMeta& meta);
+std::string to_string(const GraphInput& input);
 std::string to_string(const Arg& arg);
 
 /// The text form of a graph, e.g.

@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "runtime/scalar_ops.h"
+
 namespace inductor_cpp::runtime {
 
 namespace {
@@ -56,6 +58,14 @@ c10::MemoryFormat memory_format_from_name(const std::string& name) {
   if (name == "channels_last_3d") return c10::MemoryFormat::ChannelsLast3d;
   if (name == "preserve_format") return c10::MemoryFormat::Preserve;
   throw std::runtime_error("unknown memory format '" + name + "'");
+}
+
+/// A 0-dim tensor that type promotion treats like a Python number (what the Python argument
+/// parser makes of `torch.mul(x, 2)`).
+at::Tensor wrapped_number(const c10::IValue& number) {
+  at::Tensor t = at::scalar_to_tensor(number.toScalar());
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
 }
 
 c10::TypePtr strip_optional(const c10::TypePtr& type) {
@@ -111,10 +121,7 @@ c10::IValue literal_to_ivalue(const json& lit, const c10::TypePtr& declared, std
   if (type->kind() == c10::TypeKind::TensorType && (tag == "int" || tag == "float" || tag == "bool")) {
     // Python passes a number where a Tensor is declared (`mul.Tensor(x, 2)`) as a 0-dim
     // "wrapped number" tensor, which type promotion treats like a Python scalar. Same here.
-    c10::IValue number = literal_to_ivalue(lit, c10::NumberType::get(), std::nullopt);
-    at::Tensor t = at::scalar_to_tensor(number.toScalar());
-    t.unsafeGetTensorImpl()->set_wrapped_number(true);
-    return c10::IValue(std::move(t));
+    return c10::IValue(wrapped_number(literal_to_ivalue(lit, c10::NumberType::get(), std::nullopt)));
   }
   if (tag == "int") {
     if (type->kind() == c10::TypeKind::FloatType) return c10::IValue(static_cast<double>(v.get<int64_t>()));
@@ -143,25 +150,34 @@ c10::IValue literal_to_ivalue(const json& lit, const c10::TypePtr& declared, std
 
 /// How one schema argument gets its value on each call.
 struct Operand {
-  enum class Kind { Constant, Slot, TensorList, OptionalTensorList };
+  enum class Kind { Constant, Slot, TensorList, OptionalTensorList, NumberList };
   Kind kind = Kind::Constant;
   c10::IValue constant;
   int32_t slot = -1;
+  /// A Tensor is declared but the slot may hold a number (a size, in dynamic-shape graphs):
+  /// pass it as a wrapped-number tensor, as Python would.
+  bool wrap_number = false;
   std::vector<int32_t> slots;  ///< list members; -1 is None in an optional-tensor list
+  /// NumberList: each member is slots[i] if >= 0, else members[i] (a literal).
+  std::vector<c10::IValue> members;
+  c10::TypePtr element_type;  ///< NumberList: int, float or bool
 };
+
 
 Operand bind_operand(const PlanArg& arg, const c10::Argument& formal) {
   Operand out;
   if (arg.kind == PlanArg::Kind::Slot) {
     out.kind = Operand::Kind::Slot;
     out.slot = arg.slot;
+    out.wrap_number = strip_optional(formal.type())->kind() == c10::TypeKind::TensorType;
     return out;
   }
   if (arg.kind == PlanArg::Kind::Literal) {
     out.constant = literal_to_ivalue(arg.literal, formal.type(), formal.N());
     return out;
   }
-  // A list holding slots: Tensor[] or Tensor?[] (int[] lists of literals stay literals).
+  // A list holding slots: Tensor[] or Tensor?[], or a size list mixing literals and slots
+  // ([-1, s0 * 2] in dynamic-shape graphs). Lists of literals only are constants.
   const auto list_type = strip_optional(formal.type())->cast<c10::ListType>();
   if (!list_type) throw std::runtime_error("a list was given for '" + formal.name() + "', declared " + formal.type()->str());
   const bool optional_elems = list_type->getElementType()->cast<c10::OptionalType>() != nullptr;
@@ -171,6 +187,18 @@ Operand bind_operand(const PlanArg& arg, const c10::Argument& formal) {
     json items = json::array();
     for (const PlanArg& item : arg.items) items.push_back(item.literal);
     out.constant = list_literal(items, list_type);
+    return out;
+  }
+  const c10::TypePtr elem = list_type->getElementType();
+  if (elem->kind() != c10::TypeKind::TensorType && !optional_elems) {
+    out.kind = Operand::Kind::NumberList;
+    out.element_type = elem;
+    for (const PlanArg& item : arg.items) {
+      if (item.kind == PlanArg::Kind::List) throw std::runtime_error("nested list argument '" + formal.name() + "'");
+      out.slots.push_back(item.kind == PlanArg::Kind::Slot ? item.slot : -1);
+      out.members.push_back(item.kind == PlanArg::Kind::Slot ? c10::IValue()
+                                                              : literal_to_ivalue(item.literal, elem, std::nullopt));
+    }
     return out;
   }
   for (const PlanArg& item : arg.items) {
@@ -187,7 +215,8 @@ Operand bind_operand(const PlanArg& arg, const c10::Argument& formal) {
 }
 
 struct BoundStep {
-  c10::OperatorHandle op;
+  std::optional<ScalarOp> scalar_op;  ///< set for "sym::" steps, which never touch the dispatcher
+  std::optional<c10::OperatorHandle> op;
   std::vector<Operand> operands;  ///< one per schema argument, in schema order
   std::vector<int32_t> outs;
   bool flatten_list_return = false;
@@ -195,7 +224,30 @@ struct BoundStep {
   int32_t node = -1;
 };
 
+BoundStep bind_scalar_step(const Step& step) {
+  BoundStep bound;
+  bound.scalar_op = scalar_op_from_name(step.call.op);
+  if (!bound.scalar_op) throw std::runtime_error("unknown scalar operation " + step.call.op);
+  for (const PlanArg& arg : step.call.args) {
+    Operand o;
+    if (arg.kind == PlanArg::Kind::Slot) {
+      o.kind = Operand::Kind::Slot;
+      o.slot = arg.slot;
+    } else if (arg.kind == PlanArg::Kind::Literal) {
+      o.constant = literal_to_ivalue(arg.literal, c10::AnyType::get(), std::nullopt);
+    } else {
+      throw std::runtime_error(step.call.op + ": list arguments are not supported");
+    }
+    bound.operands.push_back(std::move(o));
+  }
+  bound.outs = step.call.outs;
+  bound.free_after = step.free_after;
+  bound.node = step.node;
+  return bound;
+}
+
 BoundStep bind_step(const Step& step) {
+  if (step.call.op.rfind("sym::", 0) == 0) return bind_scalar_step(step);
   const auto [name, overload] = [&] {
     const auto ns = step.call.op.find("::");
     const auto dot = step.call.op.find('.', ns == std::string::npos ? 0 : ns + 2);
@@ -204,7 +256,11 @@ BoundStep bind_step(const Step& step) {
   }();
   auto handle = c10::Dispatcher::singleton().findSchema({name, overload});
   if (!handle) throw std::runtime_error("operator " + step.call.op + " is not registered with the dispatcher");
-  BoundStep bound{*handle, {}, step.call.outs, false, step.free_after, step.node};
+  BoundStep bound;
+  bound.op = *handle;
+  bound.outs = step.call.outs;
+  bound.free_after = step.free_after;
+  bound.node = step.node;
   const c10::FunctionSchema& schema = handle->schema();
   const auto& formals = schema.arguments();
   if (step.call.args.size() > formals.size())
@@ -242,9 +298,32 @@ void push_operand(const Operand& o, const std::vector<c10::IValue>& slots, torch
     case Operand::Kind::Constant:
       stack.push_back(o.constant);
       return;
-    case Operand::Kind::Slot:
-      stack.push_back(slots[o.slot]);
+    case Operand::Kind::Slot: {
+      const c10::IValue& v = slots[o.slot];
+      if (o.wrap_number && (v.isInt() || v.isDouble() || v.isBool() || v.isSymInt())) {
+        stack.emplace_back(wrapped_number(v));
+      } else {
+        stack.push_back(v);
+      }
       return;
+    }
+    case Operand::Kind::NumberList: {
+      auto member = [&](size_t i) -> const c10::IValue& { return o.slots[i] >= 0 ? slots[o.slots[i]] : o.members[i]; };
+      if (o.element_type->kind() == c10::TypeKind::FloatType) {
+        c10::List<double> list;
+        for (size_t i = 0; i < o.slots.size(); ++i) list.push_back(member(i).toScalar().toDouble());
+        stack.emplace_back(std::move(list));
+      } else if (o.element_type->kind() == c10::TypeKind::BoolType) {
+        c10::List<bool> list;
+        for (size_t i = 0; i < o.slots.size(); ++i) list.push_back(member(i).toScalar().toBool());
+        stack.emplace_back(std::move(list));
+      } else {
+        c10::List<int64_t> list;
+        for (size_t i = 0; i < o.slots.size(); ++i) list.push_back(member(i).toScalar().toLong());
+        stack.emplace_back(std::move(list));
+      }
+      return;
+    }
     case Operand::Kind::TensorList: {
       c10::List<at::Tensor> list;
       list.reserve(o.slots.size());
@@ -266,6 +345,32 @@ void push_operand(const Operand& o, const std::vector<c10::IValue>& slots, torch
       return;
     }
   }
+}
+
+Number to_number(const c10::IValue& v) {
+  if (v.isBool()) return v.toBool();
+  if (v.isInt()) return v.toInt();
+  if (v.isDouble()) return v.toDouble();
+  if (v.isSymInt()) return v.toSymInt().expect_int();
+  if (v.isSymFloat()) return v.toSymFloat().expect_float();
+  if (v.isSymBool()) return v.toSymBool().expect_bool();
+  if (v.isTensor() && v.toTensor().numel() == 1) {
+    const at::Tensor& t = v.toTensor();
+    if (t.scalar_type() == c10::kBool) return t.item<bool>();
+    if (c10::isIntegralType(t.scalar_type(), false)) return t.item<int64_t>();
+    return t.item<double>();
+  }
+  throw std::runtime_error("expected a number, got " + v.tagKind());
+}
+
+/// Replaces the arguments on `stack` by the result, like a boxed call.
+void run_scalar_step(ScalarOp op, torch::jit::Stack& stack) {
+  std::vector<Number> args;
+  args.reserve(stack.size());
+  for (const c10::IValue& v : stack) args.push_back(to_number(v));
+  const Number result = eval_scalar_op(op, args);
+  stack.clear();
+  std::visit([&](auto x) { stack.emplace_back(x); }, result);
 }
 
 std::string error_text(const std::exception& e) {
@@ -337,7 +442,11 @@ std::vector<c10::IValue> AtenExecutable::run(std::vector<c10::IValue> inputs) co
     stack.clear();
     for (const Operand& o : step.operands) push_operand(o, slots, stack);
     try {
-      step.op.callBoxed(stack);
+      if (step.scalar_op) {
+        run_scalar_step(*step.scalar_op, stack);
+      } else {
+        step.op->callBoxed(stack);
+      }
     } catch (const std::exception& e) {
       throw std::runtime_error("inductor_cpp: " + b.labels.at(step.node) + " failed: " + error_text(e));
     }

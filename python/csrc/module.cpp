@@ -44,6 +44,7 @@ py::object to_python(const c10::IValue& v) {
   if (v.isBool()) return py::bool_(v.toBool());
   if (v.isInt()) return py::int_(v.toInt());
   if (v.isDouble()) return py::float_(v.toDouble());
+  if (v.isSymInt()) return py::int_(v.toSymInt().expect_int());
   throw std::runtime_error("inductor_cpp: graph output of unsupported kind " + v.tagKind());
 }
 

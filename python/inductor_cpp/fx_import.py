@@ -10,6 +10,7 @@ the backend runs that graph eagerly instead (or raises, in strict mode).
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from typing import Any
@@ -48,20 +49,39 @@ def op_name(target: torch._ops.OpOverload) -> str:
     return schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
 
 
+# Python functions on sizes that Dynamo leaves in graphs with dynamic shapes, and the
+# "sym::" op each becomes (runtime/scalar_ops.h evaluates them with Python's semantics).
+SCALAR_FUNCTIONS: dict[Any, str] = {
+    operator.add: "sym::add", operator.sub: "sym::sub", operator.mul: "sym::mul",
+    operator.floordiv: "sym::floordiv", operator.mod: "sym::mod", operator.truediv: "sym::truediv",
+    operator.pow: "sym::pow", operator.neg: "sym::neg", operator.eq: "sym::eq",
+    operator.ne: "sym::ne", operator.lt: "sym::lt", operator.le: "sym::le", operator.gt: "sym::gt",
+    operator.ge: "sym::ge", operator.and_: "sym::and", operator.or_: "sym::or",
+    torch.sym_not: "sym::not", torch.sym_max: "sym::max", torch.sym_min: "sym::min",
+    torch.sym_float: "sym::float", torch.sym_int: "sym::int", torch.sym_ite: "sym::ite",
+    math.trunc: "sym::int",
+}
+
+
 def _is_symbolic(x: Any) -> bool:
     return isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
+def _dim(x: Any) -> int | str:
+    """A size as the description writes it: an int, or a symbolic expression's text."""
+    if isinstance(x, torch.SymInt):
+        constant = x.node.maybe_as_int()
+        return constant if constant is not None else str(x.node.expr)
+    return int(x)
 
 
 def tensor_meta(t: torch.Tensor, node: torch.fx.Node | None) -> dict[str, Any]:
     if t.layout != torch.strided:
         raise UnsupportedGraph(f"{t.layout} tensors are not supported", node)
-    sizes, strides, offset = list(t.shape), list(t.stride()), t.storage_offset()
-    if any(_is_symbolic(s) for s in (*sizes, *strides, offset)):
-        raise UnsupportedGraph("symbolic sizes (dynamic shapes) are not supported yet", node)
     return {
-        "sizes": [int(s) for s in sizes],
-        "strides": [int(s) for s in strides],
-        "offset": int(offset),
+        "sizes": [_dim(s) for s in t.shape],
+        "strides": [_dim(s) for s in t.stride()],
+        "offset": _dim(t.storage_offset()),
         "dtype": str(t.dtype).removeprefix("torch."),
         "device": str(t.device),
         "requires_grad": bool(t.requires_grad),
@@ -74,9 +94,17 @@ def _output_metas(node: torch.fx.Node) -> list[dict[str, Any] | None]:
         return [tensor_meta(val, node)]
     if isinstance(val, (tuple, list)):
         return [tensor_meta(v, node) if isinstance(v, torch.Tensor) else None for v in val]
+    return [None]  # a number (a size, in dynamic-shape graphs), None, or unknown
+
+
+def _target_name(target: Any) -> str:
+    return getattr(target, "__name__", None) or str(target)
+
+
+def _number_input(kind: str, val: Any) -> dict[str, Any]:
     if _is_symbolic(val):
-        raise UnsupportedGraph("symbolic sizes (dynamic shapes) are not supported yet", node)
-    return [None]
+        return {"scalar": kind, "expr": str(val.node.expr)}
+    return {"scalar": kind}
 
 
 class _Importer:
@@ -88,10 +116,12 @@ class _Importer:
         self.constant_metas: list[dict[str, Any]] = []
         self.nodes: list[dict[str, Any]] = []
         self.outputs: list[Any] = []
-        self.symbolic_input: torch.fx.Node | None = None
+        self.non_tensor_attrs: set[torch.fx.Node] = set()
 
     def arg(self, a: Any, node: torch.fx.Node) -> Any:
         if isinstance(a, torch.fx.Node):
+            if a in self.non_tensor_attrs:
+                raise UnsupportedGraph(f"{_target_name(node.target)} takes a submodule or other non-tensor attribute", node)
             if a not in self.refs:
                 raise UnsupportedGraph(f"argument {a.name} has no value", node)
             return self.refs[a]
@@ -116,19 +146,19 @@ class _Importer:
         if isinstance(a, (list, tuple)):
             return {"list": [self.arg(x, node) for x in a]}
         if _is_symbolic(a):
-            raise UnsupportedGraph("symbolic sizes (dynamic shapes) are not supported yet", node)
+            raise UnsupportedGraph("a symbolic number that is not a graph value", node)
         raise UnsupportedGraph(f"argument of type {type(a).__name__} is not supported", node)
 
     def placeholder(self, node: torch.fx.Node, example: Any) -> None:
         val = node.meta.get("val", example)
-        symbolic_tensor = isinstance(val, torch.Tensor) and any(
-            _is_symbolic(s) for s in (*val.shape, *val.stride(), val.storage_offset()))
-        if isinstance(val, torch.Tensor) and not symbolic_tensor:
+        if isinstance(val, torch.Tensor):
             self.inputs.append(tensor_meta(val, node))
-        elif _is_symbolic(val) or symbolic_tensor:
-            # Reported at the first op that uses sizes, which has a source line to show.
-            self.symbolic_input = self.symbolic_input or node
-            self.inputs.append(None)
+        elif isinstance(val, (bool, torch.SymBool)):
+            self.inputs.append(_number_input("bool", val))
+        elif isinstance(val, (int, torch.SymInt)):
+            self.inputs.append(_number_input("int", val))
+        elif isinstance(val, (float, torch.SymFloat)):
+            self.inputs.append(_number_input("float", val))
         else:
             self.inputs.append(None)
         self.refs[node] = {"in": len(self.inputs) - 1}
@@ -138,7 +168,10 @@ class _Importer:
         for part in str(node.target).split("."):
             value = getattr(value, part)
         if not isinstance(value, torch.Tensor):
-            raise UnsupportedGraph(f"get_attr of a {type(value).__name__} is not supported", node)
+            # A submodule of a higher-order op (cond, while_loop, ...): reported at the op that
+            # uses it, which has a source line to show.
+            self.non_tensor_attrs.add(node)
+            return
         self.constants.append(value)
         self.constant_metas.append(tensor_meta(value, node))
         self.refs[node] = {"const": len(self.constants) - 1}
@@ -153,15 +186,14 @@ class _Importer:
                 raise UnsupportedGraph("getitem on something other than an op's outputs", node)
             self.refs[node] = {"val": [ref["val"][0], index]}
             return
-        if not isinstance(target, torch._ops.OpOverload):
-            name = getattr(target, "__name__", str(target))
-            if self.symbolic_input is not None:
-                raise UnsupportedGraph(f"symbolic sizes (dynamic shapes) are not supported yet: {name}", node)
-            raise UnsupportedGraph(f"call to {name} (not an ATen operator) is not supported", node)
-        if self.symbolic_input is not None:
-            raise UnsupportedGraph(f"symbolic sizes (dynamic shapes) are not supported yet: {op_name(target)}", node)
+        if target in SCALAR_FUNCTIONS:
+            op = SCALAR_FUNCTIONS[target]
+        elif isinstance(target, torch._ops.OpOverload):
+            op = op_name(target)
+        else:
+            raise UnsupportedGraph(f"call to {_target_name(target)} (not an ATen operator) is not supported", node)
         entry = {
-            "op": op_name(target),
+            "op": op,
             "args": [self.arg(a, node) for a in node.args],
             "kwargs": {k: self.arg(v, node) for k, v in node.kwargs.items()},
             "outputs": _output_metas(node),
@@ -197,8 +229,6 @@ def describe(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str) -> 
         elif node.op == "call_function":
             imp.call_function(node)
         elif node.op == "output":
-            if imp.symbolic_input is not None:
-                raise UnsupportedGraph("symbolic sizes (dynamic shapes) are not supported yet", imp.symbolic_input)
             imp.output(node)
         else:
             raise UnsupportedGraph(f"FX node kind {node.op} is not supported", node)

@@ -124,6 +124,35 @@ TEST(GraphImport, RejectsInvalidDescriptions) {
   expect_rejected(d, "nodes[0].op");
 }
 
+TEST(GraphImport, SymbolicSizesAndNumberInputs) {
+  const json desc = {
+      {"schema", "inductor_cpp.graph"}, {"version", 1}, {"kind", "forward"},
+      {"inputs", {{{"scalar", "int"}, {"expr", "s0"}},
+                  {{"sizes", {"s0", 6}}, {"strides", {6, 1}}, {"offset", 0}, {"dtype", "float32"}, {"device", "cpu"}}}},
+      {"constants", json::array()},
+      {"nodes", {{{"op", "sym::mul"}, {"args", {{{"in", 0}}, {{"int", 2}}}}, {"outputs", {nullptr}}},
+                 {{"op", "aten::view"},
+                  {"args", {{{"in", 1}}, {{"list", {{{"int", -1}}, {{"val", {0, 0}}}}}}}},
+                  {"outputs", {{{"sizes", {"((s0*3)//s0)", "2*s0"}}, {"strides", {"2*s0", 1}}, {"offset", 0},
+                                {"dtype", "float32"}, {"device", "cpu"}}}}}}},
+      {"outputs", {{{"val", {1, 0}}}, {{"val", {0, 0}}}}},
+  };
+  const ir::Graph g = graph_from_json(desc);
+  EXPECT_EQ(g.inputs[0].scalar_type, "int");
+  EXPECT_EQ(g.inputs[0].expr, "s0");
+  EXPECT_TRUE(ir::is_scalar_op(g.nodes[0].op));
+  EXPECT_FALSE(ir::is_scalar_op(g.nodes[1].op));
+  EXPECT_EQ(ir::to_text(g),
+            "graph forward(%in0: int s0, %in1: float32[s0, 6]{6, 1} cpu) {\n"
+            "  %0 = sym::mul(%in0, 2) -> (_)\n"
+            "  %1 = aten::view(%in1, [-1, %0]) -> (float32[((s0*3)//s0), 2*s0]{2*s0, 1} cpu)\n"
+            "  return (%1, %0)\n"
+            "}\n");
+  const json again = graph_to_json(g, /*with_sources=*/true);
+  EXPECT_EQ(again.at("inputs"), desc.at("inputs"));
+  EXPECT_EQ(graph_to_json(graph_from_json(again), true), again);
+}
+
 TEST(GraphImport, SplitsOpNames) {
   EXPECT_EQ(ir::split_op_name("aten::add.Tensor"), std::make_pair(std::string("aten::add"), std::string("Tensor")));
   EXPECT_EQ(ir::split_op_name("aten::relu"), std::make_pair(std::string("aten::relu"), std::string()));

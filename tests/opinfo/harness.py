@@ -144,7 +144,8 @@ class SampleResult:
     error: str = ""
     how: str = ""  # "compiled" | "ran_eagerly" | "no_graph" (for run samples)
     generated: bool = False
-    graphs: int = 0
+    graphs: int = 0  # graphs compiled by inductor_cpp and called
+    ops: int = 0  # ATen ops in those graphs (generated + fallback); 0: trivially "generated"
     eager_reasons: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -179,6 +180,12 @@ class PairResult:
         return self.status == "pass" and bool(run) and all(s.generated for s in run)
 
     @property
+    def trivially_generated(self) -> bool:
+        """Generated only because every compiled graph is empty (views/identity that AOT
+        autograd handles outside the graph)."""
+        return self.generated and all(s.ops == 0 for s in self.run_samples)
+
+    @property
     def ran_eagerly(self) -> int:
         return sum(s.how == "ran_eagerly" for s in self.run_samples)
 
@@ -188,7 +195,8 @@ class PairResult:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d.update(key=self.key, generated=self.generated, ran_eagerly=self.ran_eagerly,
+        d.update(key=self.key, generated=self.generated,
+                 trivially_generated=self.trivially_generated, ran_eagerly=self.ran_eagerly,
                  no_graph=self.no_graph)
         return d
 
@@ -308,6 +316,13 @@ def _compare(actual: Any, expected: Any, path: str, floating: bool, metadata_onl
         for i, (a, e) in enumerate(zip(actual, expected)):
             _compare(a, e, f"{path}[{i}]", floating, metadata_only)
         return
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict) or set(actual) != set(expected):
+            raise Mismatch(f"{path}: expected a dict with keys {sorted(expected)}, got "
+                           f"{describe(actual)}")
+        for k in expected:
+            _compare(actual[k], expected[k], f"{path}[{k!r}]", floating, metadata_only)
+        return
     if isinstance(expected, float) and isinstance(actual, float):
         if math.isnan(expected) and math.isnan(actual):
             return
@@ -393,6 +408,7 @@ def run_sample(op, sample, index: int, dtype: str) -> SampleResult:
     counters = [g.counters() for g in new_graphs]
     called = [c for c in counters if c.get("calls", 0) > 0]
     result.graphs = len(called)
+    result.ops = sum(c.get("ops_generated", 0) + c.get("ops_fallback", 0) for c in called)
     if fallbacks_after > fallbacks_before:
         result.how = "ran_eagerly"
         result.eager_reasons = reasons_after[len(reasons_before):] if len(reasons_after) > len(

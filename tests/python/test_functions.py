@@ -132,11 +132,38 @@ def test_inference_mode():
         assert_same(compile_cpp(f)(x), f(x))
 
 
-def test_new_shapes_keep_working():
-    def f(x):
-        return torch.tanh(x).sum(-1) * x.shape[0]
+def test_new_shapes_keep_working_and_compile_once():
+    def f(x, y):
+        z = x.view(-1, x.shape[1] * 2) * x.shape[0]
+        return z.sum(0) + y[: x.shape[0] // 2].sum(), torch.tanh(x).mean(-1) * (x.shape[0] / 3)
 
     cf = compile_cpp(f)
-    for n in (4, 7, 13, 2):
+    for n in (4, 8, 12, 6, 2):
+        x, y = torch.randn(n, 6), torch.randn(9)
+        assert_same(cf(x, y), f(x, y), rtol=1e-5, atol=1e-5)
+    assert inductor_cpp.counters()["eager_graph_fallbacks"] == 0
+
+    torch._dynamo.reset()
+    inductor_cpp.reset_counters()
+    g = compile_cpp(lambda x: torch.tanh(x).sum(-1) * x.shape[0])
+    for n in (4, 7, 13, 5):
         x = torch.randn(n, 3)
-        assert_same(cf(x), f(x))
+        assert_same(g(x), torch.tanh(x).sum(-1) * n)
+    c = inductor_cpp.counters()
+    # one static graph, then one with symbolic sizes that serves every later shape
+    assert c["graphs_compiled"] == 2 and c["eager_graph_fallbacks"] == 0, c
+
+
+def test_dynamic_shapes_training():
+    model = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.ReLU(), torch.nn.Linear(7, 1))
+    cm = torch.compile(model, backend="inductor_cpp", dynamic=True)
+    for n in (3, 9, 4):
+        x = torch.randn(n, 5)
+        model.zero_grad()
+        model(x).pow(2).mean().backward()
+        expected = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        cm(x).pow(2).mean().backward()
+        for p, e in zip(model.parameters(), expected):
+            assert_same(p.grad, e, rtol=1e-5, atol=1e-6)
+    assert inductor_cpp.counters()["eager_graph_fallbacks"] == 0

@@ -27,7 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
     for name in SUBCOMMANDS:
         module = _load(name)
-        module.add_arguments(sub.add_parser(name, help=module.HELP, description=module.HELP))
+        module.add_arguments(sub.add_parser(
+            name, help=module.HELP, description=module.HELP,
+            formatter_class=argparse.ArgumentDefaultsHelpFormatter))
     return parser
 
 

@@ -8,9 +8,10 @@ eagerly, with backend="inductor_cpp" and (unless --no-stock) with stock Inductor
     (momentum) step eager; every variant starts from the same weights and sees the same data.
 
 Compiled results are checked against eager (inductor_cpp's check decides the exit code; stock
-Inductor's is reported only). Times are medians after warm-up at a fixed thread count; the
-first (compiling) call is timed separately. Why: this is the job that tells whether the backend
-is correct on real models and how it compares with eager and stock Inductor.
+Inductor's is reported only). Times are medians after warm-up at a fixed thread count, the
+variants of a workload called round-robin so that load from elsewhere on the machine hits them
+alike; the first (compiling) call is timed separately. Why: this is the job that tells whether
+the backend is correct on real models and how it compares with eager and stock Inductor.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ import itertools
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -161,7 +163,7 @@ def _run_variant(variant: Variant, body: Callable[[], Any]) -> Any:
     """body(), recording an exception as the variant's error instead of aborting the job."""
     try:
         return body()
-    except Exception as e:  # report and go on: the other variants still tell something
+    except Exception as e:  # noqa: BLE001  (report and go on: the other variants still count)
         variant.error = f"{type(e).__name__}: {e}"
         log(f"{variant.name} failed: {variant.error}")
         return None
@@ -246,7 +248,8 @@ def run_resnet(args: argparse.Namespace) -> Workload:
         fns: dict[str, Callable[[], Any]] = {EAGER: lambda: model(x)}
         for backend in _compilers(args):
             variant = work.variants[backend] = Variant(backend)
-            fn = _run_variant(variant, lambda b=backend: _resnet_compile(model, x, ref, b, variant))
+            fn = _run_variant(variant,
+                              lambda b=backend, v=variant: _resnet_compile(model, x, ref, b, v))
             if fn is not None:
                 fns[backend] = fn
         log(f"resnet18: timing {', '.join(fns)} interleaved")
@@ -272,7 +275,7 @@ class MLPWithLoss(nn.Module):
     def __init__(self, dims: tuple[int, ...]):
         super().__init__()
         layers: list[nn.Module] = []
-        for i, (d_in, d_out) in enumerate(zip(dims[:-1], dims[1:])):
+        for i, (d_in, d_out) in enumerate(itertools.pairwise(dims)):
             layers.append(nn.Linear(d_in, d_out))
             if i < len(dims) - 2:
                 layers.append(nn.ReLU())
@@ -295,7 +298,8 @@ class Trainer:
 
     def __init__(self, base: nn.Module, backend: str, batches: list):
         self.model = copy.deepcopy(base)
-        self.forward = self.model if backend == EAGER else torch.compile(self.model, backend=backend)
+        compiled = backend != EAGER
+        self.forward = torch.compile(self.model, backend=backend) if compiled else self.model
         self.opt = torch.optim.SGD(self.model.parameters(), lr=MLP_LR, momentum=MLP_MOMENTUM)
         # cycled: should another variant fail while timed, the survivors are timed again
         self.batches = itertools.cycle(batches)
@@ -338,10 +342,11 @@ def run_mlp(args: argparse.Namespace) -> Workload:
                     f"MLP {'-'.join(map(str, MLP_DIMS))} + ReLU, batch {args.mlp_batch}, "
                     f"cross-entropy, SGD(lr={MLP_LR:g}, momentum={MLP_MOMENTUM:g}), {steps} steps")
     trainers: dict[str, Trainer] = {}
-    for backend in [EAGER] + _compilers(args):
+    for backend in [EAGER, *_compilers(args)]:
         variant = work.variants[backend] = Variant(backend)
         log(f"MLP training: {backend}, first step")
-        trainer = _run_variant(variant, lambda b=backend: _mlp_first_step(base, b, batches, variant))
+        trainer = _run_variant(variant,
+                               lambda b=backend, v=variant: _mlp_first_step(base, b, batches, v))
         if trainer is not None:
             trainers[backend] = trainer
     log(f"MLP training: timing {', '.join(trainers)} interleaved")
@@ -462,6 +467,8 @@ def _validate(args: argparse.Namespace) -> None:
     for name in ("iters", "batch", "mlp_batch"):
         if getattr(args, name) < 1:
             raise SystemExit(f"--{name.replace('_', '-')} must be >= 1")
+    if args.threads is not None and args.threads < 1:
+        raise SystemExit("--threads must be >= 1")
     if args.warmup < 0:
         raise SystemExit("--warmup must be >= 0")
 

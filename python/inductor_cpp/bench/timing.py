@@ -14,11 +14,11 @@ import platform
 import random
 import statistics
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import torch
-
 
 # ---------------------------------------------------------------------------------- setup
 
@@ -175,7 +175,7 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
 
     def line(row: Sequence[str]) -> str:
-        return " | ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+        return " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
 
     rule = "-+-".join("-" * w for w in widths)
     return "\n".join([line(cells[0]), rule] + [line(r) for r in cells[1:]])
