@@ -128,7 +128,8 @@ TEST(GraphImport, SymbolicSizesAndNumberInputs) {
   const json desc = {
       {"schema", "inductor_cpp.graph"}, {"version", 1}, {"kind", "forward"},
       {"inputs", {{{"scalar", "int"}, {"expr", "s0"}},
-                  {{"sizes", {"s0", 6}}, {"strides", {6, 1}}, {"offset", 0}, {"dtype", "float32"}, {"device", "cpu"}}}},
+                  {{"sizes", {"s0", 6}}, {"strides", {6, 1}}, {"offset", 0}, {"dtype", "float32"}, {"device", "cpu"},
+                   {"requires_grad", false}}}},
       {"constants", json::array()},
       {"nodes", {{{"op", "sym::mul"}, {"args", {{{"in", 0}}, {{"int", 2}}}}, {"outputs", {nullptr}}},
                  {{"op", "aten::view"},
