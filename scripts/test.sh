@@ -15,4 +15,4 @@ ctest --test-dir "$ROOT/build/cpp" --output-on-failure -j "$(nproc)"
 marker=(-m "not slow")
 [ "${INDUCTOR_CPP_FULL:-0}" = "1" ] && marker=()
 cd "$ROOT"
-"$VENV_PYTHON" -m pytest tests/python "${marker[@]}" -q -rs "$@"
+"$VENV_PYTHON" -m pytest tests/python tests/opinfo "${marker[@]}" -q -rs "$@"

@@ -27,6 +27,7 @@ import os
 import queue
 import re
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -339,7 +340,14 @@ def run_sweep(pairs, max_samples: int | None, workers: int, timeout: float,
         t.start()
     for t in threads:
         t.join()
-    return [r for r in results if r is not None]
+    done_results = [r for r in results if r is not None]
+    # The private cache goes; worker logs stay only where a worker crashed or hung.
+    shutil.rmtree(tmp / "cache", ignore_errors=True)
+    if any(r.status in ("crash", "timeout") for r in done_results):
+        print(f"worker logs: {tmp}", file=sys.stderr)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return done_results
 
 
 def main(argv: list[str] | None = None) -> int:

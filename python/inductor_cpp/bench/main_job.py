@@ -144,8 +144,11 @@ def _compile_stats(backend: str, old_graphs: set[int]) -> dict[str, Any]:
     }
     if backend == OURS:
         stats["counters"] = inductor_cpp.counters()
-        stats["graphs"] = [{"key": g.key, **g.counters()} for g in inductor_cpp.live_graphs()
-                           if id(g) not in old_graphs]
+        graphs = [{"key": g.key, **g.counters()} for g in inductor_cpp.live_graphs()
+                  if id(g) not in old_graphs]
+        # largest first, for a stable order (the live set is unordered)
+        stats["graphs"] = sorted(graphs, key=lambda g: (-g["ops_generated"] - g["ops_fallback"],
+                                                        g["key"]))
         stats["eager_fallback_reasons"] = list(dynamo_backend.eager_graph_fallbacks)
         stats["cache_hits"] = stats["counters"]["cache_hits"]
         stats["cache_misses"] = stats["counters"]["cache_misses"]
