@@ -52,8 +52,10 @@ def test_train_eval_toggling():
     for mode in ("train", "eval", "train", "eval"):
         getattr(eager, mode)()
         getattr(compiled_model, mode)()
-        with torch.no_grad():
+        with torch.no_grad():  # train mode under no_grad: an inference graph that mutates buffers
             assert_same(cm(x), eager(x), rtol=1e-5, atol=1e-6)
+        assert_same(compiled_model[1].running_mean, eager[1].running_mean, rtol=1e-5, atol=1e-6)
+        assert compiled_model[1].num_batches_tracked.item() == eager[1].num_batches_tracked.item()
 
 
 def _mlp():
@@ -114,3 +116,19 @@ def test_resnet18_inference():
     assert_same(actual, expected, rtol=1e-3, atol=1e-3)
     c = inductor_cpp.counters()
     assert c["graphs_compiled"] == 1 and c["eager_graph_fallbacks"] == 0
+
+
+def test_autocast_bfloat16_training_step():
+    torch.manual_seed(2)
+    eager = _mlp()
+    compiled_model = copy.deepcopy(eager)
+    cm = compile_cpp(compiled_model)
+    x = torch.randn(8, 32)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out_e, out_c = eager(x), cm(x)
+    assert out_c.dtype == out_e.dtype == torch.bfloat16
+    assert_same(out_c, out_e, rtol=1.6e-2, atol=1e-2)
+    out_e.float().sum().backward()
+    out_c.float().sum().backward()
+    for p_e, p_c in zip(eager.parameters(), compiled_model.parameters()):
+        assert_same(p_c.grad, p_e.grad, rtol=1.6e-2, atol=1e-2)
