@@ -2,6 +2,7 @@
 /// Plan <-> JSON. The JSON is the cached artifact `plan.json`.
 #include "runtime/plan.h"
 
+#include <sstream>
 #include <stdexcept>
 
 namespace inductor_cpp::runtime {
@@ -58,7 +59,70 @@ PlanArg arg_from_json(const json& j, const std::string& path) {
   throw std::runtime_error("plan: " + path + ": unknown operand kind");
 }
 
+std::string literal_text(const json& lit) {
+  if (lit.is_null()) return "None";
+  const std::string& tag = lit.begin().key();
+  const json& v = lit.begin().value();
+  if (tag == "list") {
+    std::string out = "[";
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + literal_text(v[i]);
+    return out + "]";
+  }
+  if (tag == "bool") return v.get<bool>() ? "True" : "False";
+  if (tag == "str") return v.dump();
+  if (tag == "dtype" || tag == "layout" || tag == "memory_format") return "torch." + v.get<std::string>();
+  if (tag == "device") return "device(" + v.get<std::string>() + ")";
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+std::string arg_text(const PlanArg& a) {
+  switch (a.kind) {
+    case PlanArg::Kind::Slot:
+      return "%s" + std::to_string(a.slot);
+    case PlanArg::Kind::List: {
+      std::string out = "[";
+      for (size_t i = 0; i < a.items.size(); ++i) out += (i ? ", " : "") + arg_text(a.items[i]);
+      return out + "]";
+    }
+    case PlanArg::Kind::Literal:
+      break;
+  }
+  return literal_text(a.literal);
+}
+
+std::string slots_text(const std::vector<int32_t>& slots) {
+  std::string out;
+  for (size_t i = 0; i < slots.size(); ++i) out += (i ? ", " : "") + (slots[i] < 0 ? std::string("_") : "%s" + std::to_string(slots[i]));
+  return out;
+}
+
 }  // namespace
+
+std::string plan_to_text(const Plan& p) {
+  std::ostringstream os;
+  os << "plan(inputs %s0..%s" << p.num_inputs - 1 << ", constants " << p.num_constants << ", "
+     << p.steps.size() << " steps: " << p.ops_generated << " generated, " << p.ops_fallback << " ATen) {\n";
+  if (!p.free_at_start.empty()) os << "  free " << slots_text(p.free_at_start) << "\n";
+  for (const Step& s : p.steps) {
+    std::string line = "  " + slots_text(s.call.outs) + " = " + s.call.op + "(";
+    bool first = true;
+    for (const PlanArg& a : s.call.args) {
+      line += (first ? "" : ", ") + arg_text(a);
+      first = false;
+    }
+    for (const auto& [name, a] : s.call.kwargs) {
+      line += (first ? "" : ", ") + name + "=" + arg_text(a);
+      first = false;
+    }
+    line += ")";
+    if (!s.free_after.empty()) line += std::string(line.size() < 48 ? 48 - line.size() : 1, ' ') + "free " + slots_text(s.free_after);
+    os << line << "\n";
+  }
+  os << "  return (";
+  for (size_t i = 0; i < p.outputs.size(); ++i) os << (i ? ", " : "") << arg_text(p.outputs[i]);
+  os << ")\n}\n";
+  return os.str();
+}
 
 json plan_to_json(const Plan& p) {
   json steps = json::array();

@@ -58,6 +58,10 @@ struct Plan {
 };
 
 nlohmann::json plan_to_json(const Plan& plan);
+
+/// The readable form INDUCTOR_CPP_LOGS=output_code prints, one step a line:
+///   %s2 = aten::add.Tensor(%s1, 1)    free %s1
+std::string plan_to_text(const Plan& plan);
 /// Throws std::runtime_error naming the path on malformed input.
 Plan plan_from_json(const nlohmann::json& j);
 

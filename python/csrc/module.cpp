@@ -54,7 +54,8 @@ class CompiledGraph {
   CompiledGraph(inductor::CompiledPlan compiled, std::vector<at::Tensor> constants)
       : key_(compiled.key),
         cache_outcome_(compiled.cache_outcome),
-        plan_json_(runtime::plan_to_json(compiled.plan).dump(1)),
+        plan_json_(runtime::plan_to_json(compiled.plan).dump()),
+        plan_text_(runtime::plan_to_text(compiled.plan)),
         ops_generated_(compiled.plan.ops_generated),
         ops_fallback_(compiled.plan.ops_fallback),
         logs_(std::move(compiled.logs)),
@@ -96,11 +97,13 @@ class CompiledGraph {
   const std::string& key() const { return key_; }
   const std::string& cache_outcome() const { return cache_outcome_; }
   const std::string& plan_json() const { return plan_json_; }
+  const std::string& plan_text() const { return plan_text_; }
 
  private:
   std::string key_;
   std::string cache_outcome_;
   std::string plan_json_;
+  std::string plan_text_;
   int64_t ops_generated_;
   int64_t ops_fallback_;
   std::vector<inductor::LogRecord> logs_;
@@ -139,7 +142,8 @@ PYBIND11_MODULE(_C, m) {
       .def("logs", &CompiledGraph::logs)
       .def_property_readonly("key", &CompiledGraph::key)
       .def_property_readonly("cache_outcome", &CompiledGraph::cache_outcome)
-      .def_property_readonly("plan_json", &CompiledGraph::plan_json);
+      .def_property_readonly("plan_json", &CompiledGraph::plan_json)
+      .def_property_readonly("plan_text", &CompiledGraph::plan_text);
 
   m.def("compile_graph", &python::compile, py::arg("description"), py::arg("constants"),
         py::arg("options"), py::arg("environment"),

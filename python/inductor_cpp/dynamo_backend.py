@@ -75,7 +75,7 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind
         else:
             logs.emit(artifact, message)
     if logs.enabled("output_code"):
-        logs.emit("output_code", f"graph {compiled.key} plan:\n{compiled.plan_json}")
+        logs.emit("output_code", f"graph {compiled.key}:\n{compiled.plan_text}")
     _live_graphs.add(compiled)
     return _boxed(compiled)
 

@@ -63,6 +63,17 @@ TEST(BuildPlan, LiteralsKeepTheirTags) {
   EXPECT_EQ(runtime::plan_to_json(p)["steps"][1]["args"][1], json({{"lit", {{"int", 0}}}}));
 }
 
+TEST(BuildPlan, TextForm) {
+  EXPECT_EQ(runtime::plan_to_text(build_plan(sample()).plan),
+            "plan(inputs %s0..%s1, constants 1, 3 steps: 0 generated, 3 ATen) {\n"
+            "  free %s1\n"
+            "  %s3 = aten::relu(%s0)                         free %s0\n"
+            "  _, %s4 = aten::max.dim(%s3, 0)\n"
+            "  %s5 = aten::add.Tensor(%s4, %s2)              free %s2, %s4\n"
+            "  return (%s5, %s3)\n"
+            "}\n");
+}
+
 TEST(BuildPlan, RejectsMalformedPlans) {
   EXPECT_THROW(runtime::plan_from_json(json{{"format", 99}}), std::runtime_error);
   EXPECT_THROW(runtime::plan_from_json(json::object()), std::runtime_error);

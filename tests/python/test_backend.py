@@ -118,7 +118,7 @@ def test_logs_env_variable_prints_artifacts():
     assert "[graph] graph inference(%in0: float32[4]{1} cpu)" in err
     assert "[cache] graph " in err and ": built" in err
     assert "[fallbacks] aten::sigmoid" in err and "runs as an ATen call" in err
-    assert "[output_code] graph " in err and '"steps"' in err
+    assert "[output_code] graph " in err and "= aten::sigmoid(%s0)" in err and "free %s0" in err
 
 
 def test_set_logs_from_python_and_unknown_artifact():
