@@ -3,6 +3,7 @@
 #include "inductor/compile_graph.h"
 
 #include <filesystem>
+#include <functional>
 
 #include "inductor/build_plan.h"
 #include "inductor/cache_key.h"
@@ -43,6 +44,39 @@ kernels_cache::Artifacts build_artifacts(const ir::Graph& graph, const CompileCo
   return {{"plan.json", runtime::plan_to_json(built.plan).dump()}};
 }
 
+/// The cache protocol for one graph. A hit can lose a race with another process's eviction
+/// between the store's verification and our read; then we go round once more (which rebuilds),
+/// and if even that fails, build without the cache: cache trouble never fails a compile.
+void load_through_cache(const ir::Graph& graph, kernels_cache::Store& store,
+                        const std::function<kernels_cache::Artifacts()>& build, CompiledPlan& out) {
+  std::string read_error;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    kernels_cache::LookupResult found = store.get_or_build(out.key, build, json{{"kind", graph.kind}});
+    std::string bytes;
+    try {
+      bytes = found.entry.read("plan.json");
+    } catch (const std::exception& e) {
+      read_error = e.what();
+      continue;
+    }
+    out.cache_outcome = kernels_cache::outcome_name(found.outcome);
+    out.plan = runtime::plan_from_json(json::parse(bytes));
+    std::string line = "graph " + out.key + ": " + out.cache_outcome;
+    if (!found.note.empty()) line += " (" + found.note + ")";
+    out.logs.push_back({"cache", line});
+    if (found.outcome == kernels_cache::Outcome::Uncached) {
+      // The store built into a private temp dir; everything is read, so it can go.
+      std::error_code ignored;
+      std::filesystem::remove_all(found.entry.dir, ignored);
+      out.logs.push_back({"warning", "cache not used: " + found.note});
+    }
+    return;
+  }
+  out.cache_outcome = "uncached";
+  out.plan = runtime::plan_from_json(json::parse(build().at("plan.json")));
+  out.logs.push_back({"warning", "cache not used: " + read_error});
+}
+
 void log_fallbacks(CompiledPlan& out) {
   for (const runtime::Step& step : out.plan.steps) {
     out.logs.push_back({"fallbacks", out.labels[step.node] + ": runs as an ATen call (no generated kernel for this op yet)"});
@@ -61,22 +95,11 @@ CompiledPlan compile_graph(const json& description, const CompileContext& ctx) {
                        ctx.environment, build_id(), host_toolchain()});
   auto build = [&] { return build_artifacts(graph, ctx); };
   if (ctx.store && ctx.options.use_cache) {
-    kernels_cache::LookupResult found = ctx.store->get_or_build(out.key, build, json{{"kind", graph.kind}});
-    out.cache_outcome = kernels_cache::outcome_name(found.outcome);
-    out.plan = runtime::plan_from_json(json::parse(found.entry.read("plan.json")));
-    std::string line = "graph " + out.key + ": " + out.cache_outcome;
-    if (!found.note.empty()) line += " (" + found.note + ")";
-    out.logs.push_back({"cache", line});
-    if (found.outcome == kernels_cache::Outcome::Uncached) {
-      // The store built into a private temp dir; everything is read, so it can go.
-      std::error_code ignored;
-      std::filesystem::remove_all(found.entry.dir, ignored);
-      out.logs.push_back({"warning", "cache not used: " + found.note});
-    }
+    load_through_cache(graph, *ctx.store, build, out);
   } else {
     out.cache_outcome = "uncached";
     out.plan = runtime::plan_from_json(json::parse(build().at("plan.json")));
-    out.logs.push_back({"cache", "graph " + out.key + ": uncached (cache disabled by option)"});
+    out.logs.push_back({"cache", "graph " + out.key + ": uncached (cache disabled)"});
   }
   if (ctx.stats) {
     ++ctx.stats->graphs_compiled;

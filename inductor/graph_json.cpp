@@ -25,6 +25,8 @@ const json& field(const json& obj, const char* name, const std::string& path) {
 
 int64_t as_int(const json& j, const std::string& path) {
   if (!j.is_number_integer()) fail(path, "expected an integer, got " + j.dump());
+  if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    fail(path, "integer " + j.dump() + " does not fit in int64");
   return j.get<int64_t>();
 }
 
@@ -34,7 +36,7 @@ std::string as_string(const json& j, const std::string& path) {
 }
 
 ir::Dim as_dim(const json& j, const std::string& path) {
-  if (j.is_number_integer()) return j.get<int64_t>();
+  if (j.is_number_integer()) return as_int(j, path);
   if (j.is_string() && !j.get<std::string>().empty()) return j.get<std::string>();
   fail(path, "expected an integer or a symbolic expression, got " + j.dump());
 }

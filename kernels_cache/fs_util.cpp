@@ -4,6 +4,8 @@
 
 #include "kernels_cache/fs_util.h"
 
+#include <thread>
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -211,21 +213,28 @@ std::string random_hex(size_t n) {
   return out;
 }
 
-FileLock::FileLock(const fs::path& p, Mode mode) {
+FileLock::FileLock(const fs::path& p, Mode mode, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   // Retry if the lock file was unlinked/replaced between open() and flock(): a lock on an
   // orphaned inode would not exclude a process that opens the new file.
   for (int attempt = 0; attempt < 100; ++attempt) {
     const int fd = ::open(p.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) throw io_error("cannot open lock file", p, errno);
-    const int op = LOCK_EX | (mode == Mode::TryOnce ? LOCK_NB : 0);
+    const int op = LOCK_EX | (mode == Mode::Blocking ? 0 : LOCK_NB);
     int rc;
-    do {
+    for (;;) {
       rc = ::flock(fd, op);
-    } while (rc != 0 && errno == EINTR);
+      if (rc == 0 || errno == EINTR) {
+        if (rc == 0) break;
+        continue;
+      }
+      if (errno != EWOULDBLOCK || mode != Mode::Timed || std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     if (rc != 0) {
       const int err = errno;
       ::close(fd);
-      if (err == EWOULDBLOCK && mode == Mode::TryOnce) return;
+      if (err == EWOULDBLOCK && mode != Mode::Blocking) return;
       throw io_error("cannot lock", p, err);
     }
     struct stat held {

@@ -7,6 +7,8 @@
 /// out of store.cpp. None of them hold global state.
 #pragma once
 
+#include <chrono>
+
 #include <sys/types.h>
 
 #include <cstdint>
@@ -79,11 +81,13 @@ std::string random_hex(size_t n);
 /// retaken on the new file, so holders of one path always exclude each other.
 class FileLock {
  public:
-  enum class Mode { Blocking, TryOnce };
+  enum class Mode { Blocking, TryOnce, Timed };
 
-  /// Takes the lock. Blocking waits for it; TryOnce gives up at once if another holder has it
-  /// (then held() is false). Throws std::runtime_error on IO errors.
-  FileLock(const fs::path& p, Mode mode);
+  /// Takes the lock. Blocking waits for it; TryOnce gives up at once if another holder has it;
+  /// Timed polls until `timeout` has passed (a holder that is stopped, e.g. in a debugger,
+  /// must not hang every other process). When it gives up, held() is false. Throws
+  /// std::runtime_error on IO errors.
+  FileLock(const fs::path& p, Mode mode, std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
   ~FileLock();
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;

@@ -32,6 +32,26 @@ using detail::EntryInfo;
 using detail::kLastUsedFile;
 constexpr int64_t kStaleTmpNs = int64_t(3600) * 1000000000;  // tmp/ leftovers older than 1 h
 
+/// Whether a name in tmp/ or locks/ is one the store makes: "<key>.<...>" (staging dirs,
+/// trash dirs, lock files) or "evict.lock". The root may be a directory the user also keeps
+/// other things in (a project, $HOME), so nothing else there is ever deleted.
+bool is_store_owned_name(const std::string& name) {
+  if (name == "evict.lock") return true;
+  return name.size() > 65 && name[64] == '.' && detail::is_lower_hex(name.substr(0, 64), 64);
+}
+
+/// Delete our own names in `dir`, then `dir` itself if that left it empty.
+void remove_owned_contents(const fs::path& dir) {
+  if (!detail::is_real_dir(dir)) return;
+  std::vector<fs::path> owned;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (is_store_owned_name(it->path().filename().string())) owned.push_back(it->path());
+  }
+  for (const fs::path& p : owned) fs::remove_all(p, ec);
+  ::rmdir(dir.c_str());
+}
+
 /// Delete leftovers in tmp/ (staging or trash dirs of crashed processes) older than an hour.
 void remove_stale_tmp(const fs::path& tmp) {
   const int64_t cutoff = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -42,6 +62,7 @@ void remove_stale_tmp(const fs::path& tmp) {
   std::error_code ec;
   for (fs::directory_iterator it(tmp, ec); !ec && it != fs::directory_iterator();
        it.increment(ec)) {
+    if (!is_store_owned_name(it->path().filename().string())) continue;
     const std::optional<int64_t> t = detail::mtime_ns(it->path());
     if (t && *t < cutoff) stale.push_back(it->path());
   }
@@ -100,6 +121,12 @@ CacheConfig cache_config_from_env() {
     const char* end = m + std::char_traits<char>::length(m);
     const auto [ptr, err] = std::from_chars(m, end, v);
     if (err == std::errc() && ptr == end) c.max_bytes = v;
+  }
+  if (const char* m = std::getenv("INDUCTOR_CPP_CACHE_LOCK_TIMEOUT_MS"); m != nullptr && *m != '\0') {
+    uint32_t v = 0;
+    const char* end = m + std::char_traits<char>::length(m);
+    const auto [ptr, err] = std::from_chars(m, end, v);
+    if (err == std::errc() && ptr == end) c.lock_timeout_ms = v;
   }
   if (const char* e = std::getenv("INDUCTOR_CPP_CACHE"); e != nullptr) {
     std::string v = e;
@@ -224,7 +251,9 @@ LookupResult Store::get_or_build(const std::string& key, const std::function<Art
       if (r.status == Probe::Unusable) problem = r.reason;
       if (r.status == Probe::Removed) corrupt = r.reason;
       if (pass == 0 && problem.empty()) {
-        lock.emplace(locks_dir() / (key + ".lock"), detail::FileLock::Mode::Blocking);
+        lock.emplace(locks_dir() / (key + ".lock"), detail::FileLock::Mode::Timed,
+                     std::chrono::milliseconds(config_.lock_timeout_ms));
+        if (!lock->held()) break;  // timed out: build without it (publish stays atomic)
       }
     }
   } catch (const std::invalid_argument&) {
@@ -311,7 +340,11 @@ void Store::evict_to_cap_except(const std::string& protected_key) {
     for (const EntryInfo& e : entries) {
       if (total <= config_.max_bytes) break;
       if (e.key == protected_key) continue;
-      if (detail::remove_tree(e.dir, tmp_ok ? tmp_dir() : fs::path()).empty()) total -= e.bytes;
+      if (!detail::remove_tree(e.dir, tmp_ok ? tmp_dir() : fs::path()).empty()) continue;
+      total -= e.bytes;
+      // Its lock file too, or locks/ grows by one file per key ever compiled. A process
+      // waiting on it re-takes the lock on a fresh file (FileLock).
+      ::unlink((locks_dir() / (e.key + ".lock")).c_str());
     }
   } catch (const std::exception&) {
     // Best effort: a failed eviction leaves the cache over its cap until the next one.
@@ -335,9 +368,7 @@ size_t Store::clear() {
     }
   }
   for (const fs::path& s : shards) ::rmdir(s.c_str());
-  for (const fs::path& sub : {tmp_dir(), locks_dir()}) {
-    if (detail::is_real_dir(sub)) fs::remove_all(sub, ec);
-  }
+  for (const fs::path& sub : {tmp_dir(), locks_dir()}) remove_owned_contents(sub);
   return removed;
 }
 

@@ -40,6 +40,9 @@ struct CacheConfig {
   std::filesystem::path root;       ///< e.g. ~/.cache/inductor_cpp
   uint64_t max_bytes = 1ull << 30;  ///< LRU cap over all entries (bytes of their files)
   bool enabled = true;              ///< false: get_or_build() never touches the disk cache
+  /// How long get_or_build() waits for another process building the same key before it
+  /// builds too (publishing is atomic, so the second build is only wasted work).
+  uint32_t lock_timeout_ms = 120000;
 };
 
 /// Configuration from the environment:
@@ -47,7 +50,8 @@ struct CacheConfig {
 ///    (home from the password database if $HOME is unset; if no home can be found the cache
 ///    is disabled);
 ///  - max_bytes: $INDUCTOR_CPP_CACHE_MAX_BYTES if set to a decimal integer (else the default);
-///  - enabled: false if $INDUCTOR_CPP_CACHE is "0", "false", "off" or "no" (any case).
+///  - enabled: false if $INDUCTOR_CPP_CACHE is "0", "false", "off" or "no" (any case);
+///  - lock_timeout_ms: $INDUCTOR_CPP_CACHE_LOCK_TIMEOUT_MS if set to a decimal integer.
 CacheConfig cache_config_from_env();
 
 /// One verified cache entry (or, for Outcome::Uncached, a private temp directory laid out the

@@ -11,6 +11,8 @@
 #include <c10/core/ScalarType.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <cctype>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -36,8 +38,15 @@ c10::ScalarType dtype_from_name(const std::string& name) {
       {"float8_e5m2", c10::ScalarType::Float8_e5m2},
   };
   auto it = table.find(name);
-  if (it == table.end()) throw std::runtime_error("unknown dtype '" + name + "'");
-  return it->second;
+  if (it != table.end()) return it->second;
+  // Newer dtypes are named after their c10 name in lower case: float8_e4m3fnuz, uint3, ...
+  for (int i = 0; i < static_cast<int>(c10::ScalarType::NumOptions); ++i) {
+    const auto type = static_cast<c10::ScalarType>(i);
+    std::string lowered = c10::toString(type);
+    std::transform(lowered.begin(), lowered.end(), lowered.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (lowered == name) return type;
+  }
+  throw std::runtime_error("unknown dtype '" + name + "'");
 }
 
 c10::Layout layout_from_name(const std::string& name) {
@@ -447,8 +456,8 @@ std::vector<c10::IValue> AtenExecutable::run(std::vector<c10::IValue> inputs) co
       } else {
         step.op->callBoxed(stack);
       }
-    } catch (const std::exception& e) {
-      throw std::runtime_error("inductor_cpp: " + b.labels.at(step.node) + " failed: " + error_text(e));
+    } catch (...) {
+      std::throw_with_nested(StepError("inductor_cpp: while running " + b.labels.at(step.node)));
     }
     if (step.flatten_list_return) {
       const c10::List<c10::IValue> list = stack.at(0).toList();

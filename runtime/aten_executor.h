@@ -9,13 +9,24 @@
 #include <ATen/core/ivalue.h>
 #include <ATen/core/Tensor.h>
 
+#include <exception>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "runtime/plan.h"
 
 namespace inductor_cpp::runtime {
+
+/// A step of a plan failed. The original exception (a c10::Error subclass, a Python error
+/// from a Python kernel, ...) is nested inside, so the caller can rethrow it with its own type;
+/// what() names the op and the user's source line:
+///   "inductor_cpp: while running aten::index.Tensor (model.py:3 in f: return x[i])".
+class StepError : public std::runtime_error, public std::nested_exception {
+ public:
+  explicit StepError(const std::string& context) : std::runtime_error(context) {}
+};
 
 /// A plan bound to the dispatcher, plus the constant tensors it reads. Immutable after
 /// construction, so one instance may run on several threads at once.
@@ -27,7 +38,7 @@ class AtenExecutable {
   ~AtenExecutable();
 
   /// Runs the plan. `inputs` is consumed (the caller's references are released as soon as
-  /// no step needs them). Errors name the failing op and the user's source line.
+  /// no step needs them). A failing step throws StepError with the original error nested.
   std::vector<c10::IValue> run(std::vector<c10::IValue> inputs) const;
 
  private:

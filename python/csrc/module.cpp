@@ -4,6 +4,7 @@
 /// Python hands over a graph description (JSON text), the constant tensors and the options;
 /// C++ returns a CompiledGraph whose __call__ runs the whole plan with the GIL released.
 /// Everything here is conversion; decisions live in inductor/ and runtime/.
+#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
 
@@ -48,6 +49,39 @@ py::object to_python(const c10::IValue& v) {
   throw std::runtime_error("inductor_cpp: graph output of unsupported kind " + v.tagKind());
 }
 
+/// Appends `context` to the pending Python exception: to its message when that is its only
+/// argument (so str() shows it, as for RuntimeError/IndexError/ValueError), else as a note.
+void add_context_to_python_error(const std::string& context) {
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyErr_NormalizeException(&type, &value, &traceback);
+  try {
+    py::handle exc(value);
+    py::tuple args = exc.attr("args");
+    if (args.size() == 1 && py::isinstance<py::str>(args[0])) {
+      exc.attr("args") = py::make_tuple(args[0].cast<std::string>() + "\n" + context);
+    } else if (py::hasattr(exc, "add_note")) {
+      exc.attr("add_note")(context);
+    }
+  } catch (const py::error_already_set&) {
+    // An exception class that refuses both: leave it as it was.
+  }
+  PyErr_Restore(type, value, traceback);
+}
+
+/// Raises the error of a failed plan step in Python with its original type (IndexError stays
+/// IndexError, a Python kernel's exception stays itself), plus which op and source line.
+[[noreturn]] void raise_step_error(const runtime::StepError& e) {
+  try {
+    std::rethrow_if_nested(e);
+    throw std::runtime_error(e.what());
+  } catch (...) {
+    torch::translate_exception_to_python(std::current_exception());
+  }
+  add_context_to_python_error(e.what());
+  throw py::error_already_set();
+}
+
 /// A compiled graph as Python sees it.
 class CompiledGraph {
  public:
@@ -69,9 +103,11 @@ class CompiledGraph {
     for (const py::handle& a : args) inputs.push_back(to_ivalue(a));
     if (PyList_Check(args.ptr())) args.attr("clear")();
     std::vector<c10::IValue> outputs;
-    {
+    try {
       py::gil_scoped_release no_gil;
       outputs = executable_.run(std::move(inputs));
+    } catch (const runtime::StepError& e) {
+      raise_step_error(e);
     }
     ++calls_;
     py::list result;
@@ -117,8 +153,11 @@ std::unique_ptr<CompiledGraph> compile(const std::string& description, std::vect
   ctx.options = inductor::CompileOptions::from_json(json::parse(options));
   ctx.environment = json::parse(environment);
   ctx.stats = &process_stats();
+  // Whether to use the cache is the options' call (Python resolved option vs environment);
+  // the environment still says where the cache is and how big it may grow.
   kernels_cache::CacheConfig config = kernels_cache::cache_config_from_env();
   std::unique_ptr<kernels_cache::Store> store;
+  config.enabled = ctx.options.use_cache && !config.root.empty();
   if (config.enabled) store = std::make_unique<kernels_cache::Store>(config);
   ctx.store = store.get();
   inductor::CompiledPlan compiled = inductor::compile_graph(json::parse(description), ctx);

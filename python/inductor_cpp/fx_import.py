@@ -130,6 +130,8 @@ class _Importer:
         if isinstance(a, bool):
             return {"bool": a}
         if isinstance(a, int):
+            if not -(2**63) <= a < 2**63:
+                raise UnsupportedGraph(f"integer literal {a} does not fit in int64", node)
             return {"int": a}
         if isinstance(a, float):
             return {"float": a if a == a and abs(a) != float("inf") else str(a)}

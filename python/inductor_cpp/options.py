@@ -59,6 +59,9 @@ def resolve(mode: str | None = None, options: dict[str, Any] | None = None) -> O
         if value is not None:
             values[name] = value
     strict = values.get("strict", False)
-    if strict not in (True, False, "all"):
-        raise ValueError('inductor_cpp: option "strict" must be True, False or "all"')
-    return Options(mode=mode, strict=strict, cache=bool(values.get("cache", True)))
+    if not (isinstance(strict, bool) or strict == "all"):
+        raise ValueError(f'inductor_cpp: option "strict" must be True, False or "all", not {strict!r}')
+    cache = values.get("cache", True)
+    if not isinstance(cache, bool):
+        raise ValueError(f'inductor_cpp: option "cache" must be True or False, not {cache!r}')
+    return Options(mode=mode, strict=strict, cache=cache)

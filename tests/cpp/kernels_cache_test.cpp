@@ -7,6 +7,7 @@
 /// permission cases are set up with mode bits, never relying on access() failing.
 
 #include "kernels_cache/store.h"
+#include "kernels_cache/fs_util.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -371,15 +372,57 @@ TEST_F(KernelsCacheTest, FreshlyBuiltEntryIsNeverEvicted) {
 TEST_F(KernelsCacheTest, EvictionSweepsStaleTmpLeftovers) {
   kc::Store store(config());
   store.get_or_build(key_of("tmp-sweep"), builder(files_));
-  const fs::path old_dir = root_ / "tmp" / "crashed.123.abc";
-  const fs::path new_dir = root_ / "tmp" / "inflight.456.def";
+  const fs::path old_dir = root_ / "tmp" / (key_of("crashed") + ".123.abc");
+  const fs::path new_dir = root_ / "tmp" / (key_of("inflight") + ".456.def");
+  const fs::path users_file = root_ / "tmp" / "notes.txt";  // the root may be a user's dir
   fs::create_directories(old_dir);
   fs::create_directories(new_dir);
+  write_file(users_file, "mine");
   set_age(old_dir, 2 * 3600);
+  set_age(users_file, 2 * 3600);
   store.evict_to_cap();
   EXPECT_FALSE(fs::exists(old_dir));
   EXPECT_TRUE(fs::exists(new_dir));
+  EXPECT_EQ(read_file(users_file), "mine");
   EXPECT_EQ(store.summary().entries, 1u);
+}
+
+TEST_F(KernelsCacheTest, ClearKeepsUnrelatedFilesInTmpAndLocks) {
+  kc::Store store(config());
+  store.get_or_build(key_of("a"), builder(files_));
+  write_file(root_ / "tmp" / "notes.txt", "mine");
+  write_file(root_ / "locks" / "other.lock", "mine too");
+  EXPECT_EQ(store.clear(), 1u);
+  EXPECT_EQ(read_file(root_ / "tmp" / "notes.txt"), "mine");
+  EXPECT_EQ(read_file(root_ / "locks" / "other.lock"), "mine too");
+  EXPECT_FALSE(fs::exists(root_ / "locks" / (key_of("a") + ".lock")));
+}
+
+TEST_F(KernelsCacheTest, AStuckLockHolderDoesNotHangOthers) {
+  kc::CacheConfig cfg = config();
+  cfg.lock_timeout_ms = 100;
+  kc::Store store(cfg);
+  store.get_or_build(key_of("warm-up"), builder(files_));  // creates locks/
+  const std::string key = key_of("stuck");
+  kc::detail::FileLock held(root_ / "locks" / (key + ".lock"), kc::detail::FileLock::Mode::Blocking);
+  ASSERT_TRUE(held.held());
+  const auto t0 = std::chrono::steady_clock::now();
+  const kc::LookupResult r = store.get_or_build(key, builder(files_));
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.outcome, Outcome::Built);
+  EXPECT_EQ(r.entry.read("graph.so"), files_.at("graph.so"));
+  EXPECT_LT(waited, std::chrono::seconds(5));
+  EXPECT_GE(waited, std::chrono::milliseconds(90));
+}
+
+TEST_F(KernelsCacheTest, EvictionRemovesLockFilesOfEvictedEntries) {
+  kc::CacheConfig cfg = config();
+  cfg.max_bytes = 1;  // every publish evicts everything else
+  kc::Store store(cfg);
+  for (const char* seed : {"l1", "l2", "l3"}) store.get_or_build(key_of(seed), builder(files_));
+  EXPECT_EQ(store.summary().entries, 1u);
+  EXPECT_FALSE(fs::exists(root_ / "locks" / (key_of("l1") + ".lock")));
+  EXPECT_FALSE(fs::exists(root_ / "locks" / (key_of("l2") + ".lock")));
 }
 
 TEST_F(KernelsCacheTest, ClearRemovesEntriesButNotUnrelatedFiles) {

@@ -54,6 +54,23 @@ def test_options_are_accepted_and_unknown_ones_rejected():
         g(x)
 
 
+@pytest.mark.parametrize("options", [{"strict": 0}, {"strict": "yes"}, {"cache": "no"}])
+def test_option_values_are_validated(options):
+    f = torch.compile(lambda x: x.cos(), backend="inductor_cpp", options=options)
+    with pytest.raises(Exception, match="must be True"):
+        f(torch.randn(3))
+
+
+def test_explicit_cache_option_wins_over_the_environment(monkeypatch):
+    monkeypatch.setenv("INDUCTOR_CPP_CACHE", "0")
+    compile_cpp(lambda x: x.cos())(torch.randn(3))
+    assert [g.cache_outcome for g in inductor_cpp.live_graphs()] == ["uncached"]
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: x.sin(), backend="inductor_cpp", options={"cache": True})
+    f(torch.randn(3))
+    assert "built" in [g.cache_outcome for g in inductor_cpp.live_graphs()]
+
+
 def f_for_strict(x):
     return torch.relu(x) + 1  # the op strict mode must name
 
@@ -97,14 +114,41 @@ def index_fn(x, i):
     return x[i] * 2
 
 
-def test_runtime_errors_name_the_op_and_the_source_line():
+def test_runtime_errors_keep_their_type_and_name_the_op_and_the_source_line():
     f = compile_cpp(index_fn)
     x = torch.randn(4)
     assert_same(f(x, torch.tensor([0, 3])), index_fn(x, torch.tensor([0, 3])))
-    with pytest.raises(Exception) as info:
-        f(x, torch.tensor([0, 10]))
-    message = str(info.value)
-    assert "aten::index.Tensor" in message and "return x[i] * 2" in message and "out of bounds" in message
+    for _ in range(2):  # the first call runs under AOT autograd's dispatch mode, later ones not
+        with pytest.raises(IndexError) as info:
+            f(x, torch.tensor([0, 10]))
+        message = str(info.value)
+        assert "out of bounds" in message
+        assert "aten::index.Tensor" in message and "return x[i] * 2" in message
+
+
+def test_runtime_error_on_the_first_call_keeps_its_message():
+    emb = torch.nn.Embedding(10, 4)
+    f = compile_cpp(emb)
+    for _ in range(2):
+        with pytest.raises(IndexError, match="index out of range in self(.|\n)*aten::embedding"):
+            f(torch.tensor([3, 12]))
+
+
+def test_integer_literals_beyond_int64_stay_correct():
+    def f(x):
+        return x * 2**63, x == 2**63
+
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    assert_same(compile_cpp(f)(x), f(x))
+
+
+def test_float8_dtypes_are_compiled():
+    def f(x):
+        return x.to(torch.float8_e4m3fnuz).to(torch.float32)
+
+    x = torch.randn(8)
+    assert_same(compile_cpp(f)(x), f(x))
+    assert inductor_cpp.counters()["eager_graph_fallbacks"] == 0
 
 
 def test_logs_env_variable_prints_artifacts():
