@@ -193,9 +193,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("toolchain", [] { return inductor::host_toolchain().dump(); });
   m.def("cache_root", [] { return kernels_cache::cache_config_from_env().root.string(); });
   m.def("cache_summary", [] {
-    kernels_cache::Store store(kernels_cache::cache_config_from_env());
-    auto s = store.summary();
-    return py::make_tuple(s.entries, s.bytes);
+    const kernels_cache::CacheConfig config = kernels_cache::cache_config_from_env();
+    auto s = kernels_cache::Store(config).summary();
+    return py::make_tuple(s.entries, s.bytes, config.max_bytes);
   });
   m.def("cache_clear", [] {
     kernels_cache::Store store(kernels_cache::cache_config_from_env());
