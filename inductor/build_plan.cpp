@@ -100,11 +100,14 @@ PlanBuild build_plan(const ir::Graph& g) {
     step.node = static_cast<int32_t>(n);
     step.call.op = node.op;
     for (const Arg& a : node.args) step.call.args.push_back(to_plan_arg(a, slots));
-    for (const auto& [name, a] : node.kwargs) step.call.kwargs.emplace_back(name, to_plan_arg(a, slots));
+    for (const auto& [name, a] : node.kwargs)
+      step.call.kwargs.emplace_back(name, to_plan_arg(a, slots));
     for (size_t k = 0; k < node.outputs.size(); ++k)
-      step.call.outs.push_back(slots.slot_of(Arg::value(static_cast<int64_t>(n), static_cast<int64_t>(k))));
+      step.call.outs.push_back(
+          slots.slot_of(Arg::value(static_cast<int64_t>(n), static_cast<int64_t>(k))));
     plan.steps.push_back(std::move(step));
-    out.decisions.push_back({static_cast<int32_t>(n), false, "no generated kernel for this op yet"});
+    out.decisions.push_back(
+        {static_cast<int32_t>(n), false, "no generated kernel for this op yet"});
     ++plan.ops_fallback;
   }
   for (const Arg& a : g.outputs) plan.outputs.push_back(to_plan_arg(a, slots));

@@ -51,7 +51,8 @@ void load_through_cache(const ir::Graph& graph, kernels_cache::Store& store,
                         const std::function<kernels_cache::Artifacts()>& build, CompiledPlan& out) {
   std::string read_error;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    kernels_cache::LookupResult found = store.get_or_build(out.key, build, json{{"kind", graph.kind}});
+    kernels_cache::LookupResult found =
+        store.get_or_build(out.key, build, json{{"kind", graph.kind}});
     std::string bytes;
     try {
       bytes = found.entry.read("plan.json");
@@ -79,7 +80,9 @@ void load_through_cache(const ir::Graph& graph, kernels_cache::Store& store,
 
 void log_fallbacks(CompiledPlan& out) {
   for (const runtime::Step& step : out.plan.steps) {
-    out.logs.push_back({"fallbacks", out.labels[step.node] + ": runs as an ATen call (no generated kernel for this op yet)"});
+    out.logs.push_back(
+        {"fallbacks",
+         out.labels[step.node] + ": runs as an ATen call (no generated kernel for this op yet)"});
   }
 }
 

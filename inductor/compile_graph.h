@@ -26,7 +26,7 @@ struct CompileStats {
   std::atomic<int64_t> cache_hits{0};
   std::atomic<int64_t> cache_misses{0};
   std::atomic<int64_t> cache_corrupt_rebuilt{0};
-  std::atomic<int64_t> plan_builds{0};            ///< "compiler invocations" before codegen
+  std::atomic<int64_t> plan_builds{0};  ///< "compiler invocations" before codegen
   std::atomic<int64_t> cxx_compiler_invocations{0};
 
   nlohmann::json to_json() const;
@@ -42,7 +42,7 @@ struct LogRecord {
 struct CompileContext {
   CompileOptions options;
   nlohmann::json environment = nlohmann::json::object();  ///< torch version, Python ABI
-  kernels_cache::Store* store = nullptr;                    ///< null: compile without cache
+  kernels_cache::Store* store = nullptr;                  ///< null: compile without cache
   CompileStats* stats = nullptr;
 };
 

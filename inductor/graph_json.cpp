@@ -7,8 +7,8 @@
 
 namespace inductor_cpp::inductor {
 
-using nlohmann::json;
 using ir::Arg;
+using nlohmann::json;
 
 namespace {
 
@@ -25,7 +25,8 @@ const json& field(const json& obj, const char* name, const std::string& path) {
 
 int64_t as_int(const json& j, const std::string& path) {
   if (!j.is_number_integer()) fail(path, "expected an integer, got " + j.dump());
-  if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+  if (j.is_number_unsigned() &&
+      j.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
     fail(path, "integer " + j.dump() + " does not fit in int64");
   return j.get<int64_t>();
 }
@@ -44,7 +45,8 @@ ir::Dim as_dim(const json& j, const std::string& path) {
 std::vector<ir::Dim> as_dim_list(const json& j, const std::string& path) {
   if (!j.is_array()) fail(path, "expected a list of sizes");
   std::vector<ir::Dim> out;
-  for (size_t i = 0; i < j.size(); ++i) out.push_back(as_dim(j[i], path + "[" + std::to_string(i) + "]"));
+  for (size_t i = 0; i < j.size(); ++i)
+    out.push_back(as_dim(j[i], path + "[" + std::to_string(i) + "]"));
   return out;
 }
 
@@ -85,9 +87,12 @@ const std::pair<const char*, Arg::Kind> kNamedTags[] = {
 }  // namespace
 
 json meta_to_json(const ir::TensorMeta& m) {
-  return json{{"sizes", dims_to_json(m.sizes)}, {"strides", dims_to_json(m.strides)},
+  return json{{"sizes", dims_to_json(m.sizes)},
+              {"strides", dims_to_json(m.strides)},
               {"offset", dim_to_json(m.storage_offset)},
-              {"dtype", m.dtype},     {"device", m.device},   {"requires_grad", m.requires_grad}};
+              {"dtype", m.dtype},
+              {"device", m.device},
+              {"requires_grad", m.requires_grad}};
 }
 
 ir::TensorMeta meta_from_json(const json& j, const std::string& path) {
@@ -134,7 +139,8 @@ json arg_to_json(const Arg& a) {
 
 Arg arg_from_json(const json& j, const std::string& path) {
   if (j.is_null()) return Arg::none();
-  if (!j.is_object() || j.size() != 1) fail(path, "expected null or a one-key tagged object, got " + j.dump());
+  if (!j.is_object() || j.size() != 1)
+    fail(path, "expected null or a one-key tagged object, got " + j.dump());
   const std::string tag = j.begin().key();
   const json& v = j.begin().value();
   if (tag == "in") return Arg::input(as_int(v, path + ".in"));
@@ -152,7 +158,8 @@ Arg arg_from_json(const json& j, const std::string& path) {
   if (tag == "list") {
     if (!v.is_array()) fail(path, "'list' needs an array");
     std::vector<Arg> items;
-    for (size_t i = 0; i < v.size(); ++i) items.push_back(arg_from_json(v[i], path + ".list[" + std::to_string(i) + "]"));
+    for (size_t i = 0; i < v.size(); ++i)
+      items.push_back(arg_from_json(v[i], path + ".list[" + std::to_string(i) + "]"));
     return Arg::list(std::move(items));
   }
   for (const auto& [name, kind] : kNamedTags) {
@@ -176,14 +183,17 @@ void check_refs(const Arg& a, const ir::Graph& g, size_t node_limit, const std::
       return;
     case Arg::Kind::Value: {
       if (a.index < 0 || static_cast<size_t>(a.index) >= node_limit)
-        fail(path, "reference to node " + std::to_string(a.index) + ", which is not an earlier node");
+        fail(path,
+             "reference to node " + std::to_string(a.index) + ", which is not an earlier node");
       const auto& outs = g.nodes[a.index].outputs;
       if (a.output < 0 || static_cast<size_t>(a.output) >= outs.size())
-        fail(path, "node " + std::to_string(a.index) + " has no output " + std::to_string(a.output));
+        fail(path,
+             "node " + std::to_string(a.index) + " has no output " + std::to_string(a.output));
       return;
     }
     case Arg::Kind::List:
-      for (size_t i = 0; i < a.items.size(); ++i) check_refs(a.items[i], g, node_limit, path + "[" + std::to_string(i) + "]");
+      for (size_t i = 0; i < a.items.size(); ++i)
+        check_refs(a.items[i], g, node_limit, path + "[" + std::to_string(i) + "]");
       return;
     default:
       return;
@@ -194,10 +204,12 @@ void check_refs(const Arg& a, const ir::Graph& g, size_t node_limit, const std::
 
 ir::Graph graph_from_json(const json& desc) {
   if (!desc.is_object()) fail("$", "expected an object");
-  if (field(desc, "schema", "$") != "inductor_cpp.graph") fail("$.schema", "expected \"inductor_cpp.graph\"");
+  if (field(desc, "schema", "$") != "inductor_cpp.graph")
+    fail("$.schema", "expected \"inductor_cpp.graph\"");
   const int64_t version = as_int(field(desc, "version", "$"), "$.version");
   if (version != ir::Graph::kSchemaVersion)
-    fail("$.version", "version " + std::to_string(version) + " is not supported (this build reads " +
+    fail("$.version", "version " + std::to_string(version) +
+                          " is not supported (this build reads " +
                           std::to_string(ir::Graph::kSchemaVersion) + ")");
   ir::Graph g;
   g.kind = as_string(field(desc, "kind", "$"), "$.kind");
@@ -213,9 +225,11 @@ ir::Graph graph_from_json(const json& desc) {
     }
     if (auto scalar = inputs[i].find("scalar"); scalar != inputs[i].end()) {
       const std::string type = as_string(*scalar, path + ".scalar");
-      if (type != "int" && type != "float" && type != "bool") fail(path + ".scalar", "expected int, float or bool");
+      if (type != "int" && type != "float" && type != "bool")
+        fail(path + ".scalar", "expected int, float or bool");
       auto expr = inputs[i].find("expr");
-      g.inputs.push_back(ir::GraphInput::number(type, expr == inputs[i].end() ? "" : as_string(*expr, path + ".expr")));
+      g.inputs.push_back(ir::GraphInput::number(
+          type, expr == inputs[i].end() ? "" : as_string(*expr, path + ".expr")));
       continue;
     }
     g.inputs.emplace_back(meta_from_json(inputs[i], path));
@@ -231,7 +245,8 @@ ir::Graph graph_from_json(const json& desc) {
     const json& jn = nodes[n];
     ir::Node node;
     node.op = as_string(field(jn, "op", path), path + ".op");
-    if (node.op.find("::") == std::string::npos) fail(path + ".op", "expected 'namespace::name[.overload]'");
+    if (node.op.find("::") == std::string::npos)
+      fail(path + ".op", "expected 'namespace::name[.overload]'");
     const json& args = field(jn, "args", path);
     for (size_t i = 0; i < args.size(); ++i) {
       node.args.push_back(arg_from_json(args[i], path + ".args[" + std::to_string(i) + "]"));
@@ -250,7 +265,8 @@ ir::Graph graph_from_json(const json& desc) {
         node.outputs.emplace_back(std::nullopt);
         continue;
       }
-      node.outputs.emplace_back(meta_from_json(outs[k], path + ".outputs[" + std::to_string(k) + "]"));
+      node.outputs.emplace_back(
+          meta_from_json(outs[k], path + ".outputs[" + std::to_string(k) + "]"));
     }
     if (auto src = jn.find("source"); src != jn.end() && src->is_string()) node.source = *src;
     g.nodes.push_back(std::move(node));
@@ -293,9 +309,13 @@ json graph_to_json(const ir::Graph& g, bool with_sources) {
   }
   json outputs = json::array();
   for (const Arg& a : g.outputs) outputs.push_back(arg_to_json(a));
-  return json{{"schema", "inductor_cpp.graph"}, {"version", ir::Graph::kSchemaVersion},
-              {"kind", g.kind}, {"inputs", inputs}, {"constants", constants},
-              {"nodes", nodes}, {"outputs", outputs}};
+  return json{{"schema", "inductor_cpp.graph"},
+              {"version", ir::Graph::kSchemaVersion},
+              {"kind", g.kind},
+              {"inputs", inputs},
+              {"constants", constants},
+              {"nodes", nodes},
+              {"outputs", outputs}};
 }
 
 }  // namespace inductor_cpp::inductor

@@ -21,7 +21,8 @@ CompileOptions CompileOptions::from_json(const nlohmann::json& j) {
         throw std::invalid_argument("option 'strict' must be true, false or \"all\"");
       }
     } else if (name == "cache") {
-      o.use_cache = v.is_boolean() ? v.get<bool>() : throw std::invalid_argument("option 'cache' must be a bool");
+      o.use_cache = v.is_boolean() ? v.get<bool>()
+                                   : throw std::invalid_argument("option 'cache' must be a bool");
     } else {
       o.codegen[name] = v;
     }

@@ -23,7 +23,9 @@ bool GraphInput::operator==(const GraphInput& o) const {
   return tensor == o.tensor && scalar_type == o.scalar_type && expr == o.expr;
 }
 
-bool is_scalar_op(const std::string& op) { return op.rfind("sym::", 0) == 0; }
+bool is_scalar_op(const std::string& op) {
+  return op.rfind("sym::", 0) == 0;
+}
 
 Arg Arg::input(int64_t i) {
   Arg a;
@@ -95,8 +97,7 @@ bool Arg::operator==(const Arg& o) const {
     case Kind::Int:
       return int_value == o.int_value;
     case Kind::Float:  // NaN equals NaN here: this is structural, not numeric, equality
-      return float_value == o.float_value ||
-             (std::isnan(float_value) && std::isnan(o.float_value));
+      return float_value == o.float_value || (std::isnan(float_value) && std::isnan(o.float_value));
     case Kind::Bool:
       return bool_value == o.bool_value;
     case Kind::List:
@@ -178,7 +179,8 @@ std::string to_string(const Arg& arg) {
       return "torch." + arg.text;
     case Arg::Kind::List: {
       os << "[";
-      for (size_t i = 0; i < arg.items.size(); ++i) os << (i ? ", " : "") << to_string(arg.items[i]);
+      for (size_t i = 0; i < arg.items.size(); ++i)
+        os << (i ? ", " : "") << to_string(arg.items[i]);
       os << "]";
       return os.str();
     }
@@ -190,8 +192,7 @@ std::string to_text(const Graph& graph) {
   std::ostringstream os;
   os << "graph " << graph.kind << "(";
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
-    os << (i ? ", " : "") << "%in" << i << ": "
-       << to_string(graph.inputs[i]);
+    os << (i ? ", " : "") << "%in" << i << ": " << to_string(graph.inputs[i]);
   }
   os << ") {\n";
   for (size_t i = 0; i < graph.constants.size(); ++i) {

@@ -36,10 +36,10 @@ struct TensorMeta {
 /// One argument of a node, or one graph output.
 struct Arg {
   enum class Kind {
-    None,          ///< Python None
-    Input,         ///< graph input `index`
-    Constant,      ///< constant tensor `index` (an FX get_attr)
-    Value,         ///< output `output` of node `index`
+    None,      ///< Python None
+    Input,     ///< graph input `index`
+    Constant,  ///< constant tensor `index` (an FX get_attr)
+    Value,     ///< output `output` of node `index`
     Int,
     Float,
     Bool,

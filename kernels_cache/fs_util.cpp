@@ -228,7 +228,9 @@ FileLock::FileLock(const fs::path& p, Mode mode, std::chrono::milliseconds timeo
         if (rc == 0) break;
         continue;
       }
-      if (errno != EWOULDBLOCK || mode != Mode::Timed || std::chrono::steady_clock::now() >= deadline) break;
+      if (errno != EWOULDBLOCK || mode != Mode::Timed ||
+          std::chrono::steady_clock::now() >= deadline)
+        break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (rc != 0) {

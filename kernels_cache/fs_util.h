@@ -87,7 +87,8 @@ class FileLock {
   /// Timed polls until `timeout` has passed (a holder that is stopped, e.g. in a debugger,
   /// must not hang every other process). When it gives up, held() is false. Throws
   /// std::runtime_error on IO errors.
-  FileLock(const fs::path& p, Mode mode, std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+  FileLock(const fs::path& p, Mode mode,
+           std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
   ~FileLock();
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;

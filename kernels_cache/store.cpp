@@ -45,7 +45,8 @@ void remove_owned_contents(const fs::path& dir) {
   if (!detail::is_real_dir(dir)) return;
   std::vector<fs::path> owned;
   std::error_code ec;
-  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
     if (is_store_owned_name(it->path().filename().string())) owned.push_back(it->path());
   }
   for (const fs::path& p : owned) fs::remove_all(p, ec);
@@ -122,7 +123,8 @@ CacheConfig cache_config_from_env() {
     const auto [ptr, err] = std::from_chars(m, end, v);
     if (err == std::errc() && ptr == end) c.max_bytes = v;
   }
-  if (const char* m = std::getenv("INDUCTOR_CPP_CACHE_LOCK_TIMEOUT_MS"); m != nullptr && *m != '\0') {
+  if (const char* m = std::getenv("INDUCTOR_CPP_CACHE_LOCK_TIMEOUT_MS");
+      m != nullptr && *m != '\0') {
     uint32_t v = 0;
     const char* end = m + std::char_traits<char>::length(m);
     const auto [ptr, err] = std::from_chars(m, end, v);

@@ -35,7 +35,6 @@ struct Operand {
   c10::TypePtr element_type;  ///< NumberList: int, float or bool
 };
 
-
 Operand bind_operand(const PlanArg& arg, const c10::Argument& formal) {
   Operand out;
   if (arg.kind == PlanArg::Kind::Slot) {
@@ -51,7 +50,9 @@ Operand bind_operand(const PlanArg& arg, const c10::Argument& formal) {
   // A list holding slots: Tensor[] or Tensor?[], or a size list mixing literals and slots
   // ([-1, s0 * 2] in dynamic-shape graphs). Lists of literals only are constants.
   const auto list_type = strip_optional(formal.type())->cast<c10::ListType>();
-  if (!list_type) throw std::runtime_error("a list was given for '" + formal.name() + "', declared " + formal.type()->str());
+  if (!list_type)
+    throw std::runtime_error("a list was given for '" + formal.name() + "', declared " +
+                             formal.type()->str());
   const bool optional_elems = list_type->getElementType()->cast<c10::OptionalType>() != nullptr;
   const bool has_slot = std::any_of(arg.items.begin(), arg.items.end(),
                                     [](const PlanArg& i) { return i.kind == PlanArg::Kind::Slot; });
@@ -66,10 +67,12 @@ Operand bind_operand(const PlanArg& arg, const c10::Argument& formal) {
     out.kind = Operand::Kind::NumberList;
     out.element_type = elem;
     for (const PlanArg& item : arg.items) {
-      if (item.kind == PlanArg::Kind::List) throw std::runtime_error("nested list argument '" + formal.name() + "'");
+      if (item.kind == PlanArg::Kind::List)
+        throw std::runtime_error("nested list argument '" + formal.name() + "'");
       out.slots.push_back(item.kind == PlanArg::Kind::Slot ? item.slot : -1);
-      out.members.push_back(item.kind == PlanArg::Kind::Slot ? c10::IValue()
-                                                              : literal_to_ivalue(item.literal, elem, std::nullopt));
+      out.members.push_back(item.kind == PlanArg::Kind::Slot
+                                ? c10::IValue()
+                                : literal_to_ivalue(item.literal, elem, std::nullopt));
     }
     return out;
   }
@@ -79,7 +82,8 @@ Operand bind_operand(const PlanArg& arg, const c10::Argument& formal) {
     } else if (item.kind == PlanArg::Kind::Literal && item.literal.is_null() && optional_elems) {
       out.slots.push_back(-1);
     } else {
-      throw std::runtime_error("list argument '" + formal.name() + "' mixes tensors and other values");
+      throw std::runtime_error("list argument '" + formal.name() +
+                               "' mixes tensors and other values");
     }
   }
   out.kind = optional_elems ? Operand::Kind::OptionalTensorList : Operand::Kind::TensorList;
@@ -105,7 +109,8 @@ Operand bind_untyped(const PlanArg& arg, const std::string& what) {
     o.slot = arg.slot;
     return o;
   }
-  if (arg.kind == PlanArg::Kind::List) throw std::runtime_error(what + ": list values are not supported");
+  if (arg.kind == PlanArg::Kind::List)
+    throw std::runtime_error(what + ": list values are not supported");
   o.constant = literal_to_ivalue(arg.literal, c10::AnyType::get(), std::nullopt);
   return o;
 }
@@ -114,7 +119,8 @@ BoundStep bind_scalar_step(const Step& step) {
   BoundStep bound;
   bound.scalar_op = scalar_op_from_name(step.call.op);
   if (!bound.scalar_op) throw std::runtime_error("unknown scalar operation " + step.call.op);
-  for (const PlanArg& arg : step.call.args) bound.operands.push_back(bind_untyped(arg, step.call.op));
+  for (const PlanArg& arg : step.call.args)
+    bound.operands.push_back(bind_untyped(arg, step.call.op));
   bound.outs = step.call.outs;
   bound.free_after = step.free_after;
   bound.node = step.node;
@@ -130,7 +136,8 @@ BoundStep bind_step(const Step& step) {
     return std::make_pair(step.call.op.substr(0, dot), step.call.op.substr(dot + 1));
   }();
   auto handle = c10::Dispatcher::singleton().findSchema({name, overload});
-  if (!handle) throw std::runtime_error("operator " + step.call.op + " is not registered with the dispatcher");
+  if (!handle)
+    throw std::runtime_error("operator " + step.call.op + " is not registered with the dispatcher");
   BoundStep bound;
   bound.op = *handle;
   bound.outs = step.call.outs;
@@ -139,8 +146,8 @@ BoundStep bind_step(const Step& step) {
   const c10::FunctionSchema& schema = handle->schema();
   const auto& formals = schema.arguments();
   if (step.call.args.size() > formals.size())
-    throw std::runtime_error(step.call.op + ": " + std::to_string(step.call.args.size()) + " arguments given, schema takes " +
-                             std::to_string(formals.size()));
+    throw std::runtime_error(step.call.op + ": " + std::to_string(step.call.args.size()) +
+                             " arguments given, schema takes " + std::to_string(formals.size()));
   for (size_t i = 0; i < formals.size(); ++i) {
     const c10::Argument& formal = formals[i];
     if (i < step.call.args.size()) {
@@ -160,15 +167,19 @@ BoundStep bind_step(const Step& step) {
     bound.operands.push_back(std::move(def));
   }
   for (const auto& kw : step.call.kwargs) {
-    const bool known = std::any_of(formals.begin(), formals.end(), [&](const c10::Argument& f) { return f.name() == kw.first; });
-    if (!known) throw std::runtime_error(step.call.op + ": unknown keyword argument '" + kw.first + "'");
+    const bool known = std::any_of(formals.begin(), formals.end(),
+                                   [&](const c10::Argument& f) { return f.name() == kw.first; });
+    if (!known)
+      throw std::runtime_error(step.call.op + ": unknown keyword argument '" + kw.first + "'");
   }
   const auto& returns = schema.returns();
-  bound.flatten_list_return = returns.size() == 1 && returns[0].type()->kind() == c10::TypeKind::ListType;
+  bound.flatten_list_return =
+      returns.size() == 1 && returns[0].type()->kind() == c10::TypeKind::ListType;
   return bound;
 }
 
-void push_operand(const Operand& o, const std::vector<c10::IValue>& slots, torch::jit::Stack& stack) {
+void push_operand(const Operand& o, const std::vector<c10::IValue>& slots,
+                  torch::jit::Stack& stack) {
   switch (o.kind) {
     case Operand::Kind::Constant:
       stack.push_back(o.constant);
@@ -183,7 +194,9 @@ void push_operand(const Operand& o, const std::vector<c10::IValue>& slots, torch
       return;
     }
     case Operand::Kind::NumberList: {
-      auto member = [&](size_t i) -> const c10::IValue& { return o.slots[i] >= 0 ? slots[o.slots[i]] : o.members[i]; };
+      auto member = [&](size_t i) -> const c10::IValue& {
+        return o.slots[i] >= 0 ? slots[o.slots[i]] : o.members[i];
+      };
       if (o.element_type->kind() == c10::TypeKind::FloatType) {
         c10::List<double> list;
         for (size_t i = 0; i < o.slots.size(); ++i) list.push_back(member(i).toScalar().toDouble());
@@ -249,7 +262,8 @@ void run_scalar_step(ScalarOp op, torch::jit::Stack& stack) {
 }
 
 std::string error_text(const std::exception& e) {
-  if (auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
+  if (auto* c10_error = dynamic_cast<const c10::Error*>(&e))
+    return c10_error->what_without_backtrace();
   return e.what();
 }
 
@@ -265,11 +279,12 @@ struct AtenExecutable::Bound {
   std::vector<std::string> labels;
 };
 
-AtenExecutable::AtenExecutable(const Plan& plan, std::vector<at::Tensor> constants, std::vector<std::string> labels) {
+AtenExecutable::AtenExecutable(const Plan& plan, std::vector<at::Tensor> constants,
+                               std::vector<std::string> labels) {
   auto b = std::make_unique<Bound>();
   if (static_cast<int32_t>(constants.size()) != plan.num_constants)
-    throw std::runtime_error("plan expects " + std::to_string(plan.num_constants) + " constants, got " +
-                             std::to_string(constants.size()));
+    throw std::runtime_error("plan expects " + std::to_string(plan.num_constants) +
+                             " constants, got " + std::to_string(constants.size()));
   b->num_inputs = plan.num_inputs;
   b->num_slots = plan.num_slots;
   b->constants = std::move(constants);
@@ -280,11 +295,13 @@ AtenExecutable::AtenExecutable(const Plan& plan, std::vector<at::Tensor> constan
       b->steps.push_back(bind_step(step));
     } catch (const std::exception& e) {
       const std::string where = step.node >= 0 && step.node < static_cast<int32_t>(b->labels.size())
-                                    ? b->labels[step.node] : step.call.op;
+                                    ? b->labels[step.node]
+                                    : step.call.op;
       throw std::runtime_error("inductor_cpp: cannot bind " + where + ": " + error_text(e));
     }
   }
-  for (const PlanArg& out : plan.outputs) b->outputs.push_back(bind_untyped(out, "inductor_cpp: graph output"));
+  for (const PlanArg& out : plan.outputs)
+    b->outputs.push_back(bind_untyped(out, "inductor_cpp: graph output"));
   bound_ = std::move(b);
 }
 
@@ -293,8 +310,8 @@ AtenExecutable::~AtenExecutable() = default;
 std::vector<c10::IValue> AtenExecutable::run(std::vector<c10::IValue> inputs) const {
   const Bound& b = *bound_;
   if (static_cast<int32_t>(inputs.size()) != b.num_inputs)
-    throw std::runtime_error("inductor_cpp: compiled graph takes " + std::to_string(b.num_inputs) + " inputs, got " +
-                             std::to_string(inputs.size()));
+    throw std::runtime_error("inductor_cpp: compiled graph takes " + std::to_string(b.num_inputs) +
+                             " inputs, got " + std::to_string(inputs.size()));
   std::vector<c10::IValue> slots(b.num_slots);
   for (int32_t i = 0; i < b.num_inputs; ++i) slots[i] = std::move(inputs[i]);
   inputs.clear();
@@ -329,7 +346,8 @@ std::vector<c10::IValue> AtenExecutable::run(std::vector<c10::IValue> inputs) co
 
   std::vector<c10::IValue> outputs;
   outputs.reserve(b.outputs.size());
-  for (const Operand& o : b.outputs) outputs.push_back(o.kind == Operand::Kind::Slot ? slots[o.slot] : o.constant);
+  for (const Operand& o : b.outputs)
+    outputs.push_back(o.kind == Operand::Kind::Slot ? slots[o.slot] : o.constant);
   return outputs;
 }
 

@@ -6,8 +6,8 @@
 /// Python binding): each such file costs most of a minute to compile.
 #pragma once
 
-#include <ATen/core/ivalue.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
 
 #include <exception>
 #include <memory>
@@ -34,7 +34,8 @@ class AtenExecutable {
  public:
   /// `labels[node]` names each graph node in error messages ("aten::mm (model.py:3 in f)").
   /// Throws std::runtime_error if an operator is unknown or an argument cannot be bound.
-  AtenExecutable(const Plan& plan, std::vector<at::Tensor> constants, std::vector<std::string> labels);
+  AtenExecutable(const Plan& plan, std::vector<at::Tensor> constants,
+                 std::vector<std::string> labels);
   ~AtenExecutable();
 
   /// Runs the plan. `inputs` is consumed (the caller's references are released as soon as

@@ -20,14 +20,23 @@ using nlohmann::json;
 
 namespace {
 
-
 c10::ScalarType dtype_from_name(const std::string& name) {
   static const std::unordered_map<std::string, c10::ScalarType> table = {
-      {"float32", c10::kFloat},       {"float64", c10::kDouble},        {"float16", c10::kHalf},
-      {"bfloat16", c10::kBFloat16},   {"int8", c10::kChar},             {"int16", c10::kShort},
-      {"int32", c10::kInt},           {"int64", c10::kLong},            {"uint8", c10::kByte},
-      {"uint16", c10::kUInt16},       {"uint32", c10::kUInt32},         {"uint64", c10::kUInt64},
-      {"bool", c10::kBool},           {"complex32", c10::kComplexHalf}, {"complex64", c10::kComplexFloat},
+      {"float32", c10::kFloat},
+      {"float64", c10::kDouble},
+      {"float16", c10::kHalf},
+      {"bfloat16", c10::kBFloat16},
+      {"int8", c10::kChar},
+      {"int16", c10::kShort},
+      {"int32", c10::kInt},
+      {"int64", c10::kLong},
+      {"uint8", c10::kByte},
+      {"uint16", c10::kUInt16},
+      {"uint32", c10::kUInt32},
+      {"uint64", c10::kUInt64},
+      {"bool", c10::kBool},
+      {"complex32", c10::kComplexHalf},
+      {"complex64", c10::kComplexFloat},
       {"complex128", c10::kComplexDouble},
       {"float8_e4m3fn", c10::ScalarType::Float8_e4m3fn},
       {"float8_e5m2", c10::ScalarType::Float8_e5m2},
@@ -38,7 +47,8 @@ c10::ScalarType dtype_from_name(const std::string& name) {
   for (int i = 0; i < static_cast<int>(c10::ScalarType::NumOptions); ++i) {
     const auto type = static_cast<c10::ScalarType>(i);
     std::string lowered = c10::toString(type);
-    std::transform(lowered.begin(), lowered.end(), lowered.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::transform(lowered.begin(), lowered.end(), lowered.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
     if (lowered == name) return type;
   }
   throw std::runtime_error("unknown dtype '" + name + "'");
@@ -81,7 +91,6 @@ c10::TypePtr strip_optional(const c10::TypePtr& type) {
   return type;
 }
 
-
 c10::IValue list_literal(const json& items, const c10::ListTypePtr& list_type) {
   const c10::TypePtr elem = list_type->getElementType();
   if (is_int_like(elem)) {
@@ -104,14 +113,16 @@ c10::IValue list_literal(const json& items, const c10::ListTypePtr& list_type) {
   return out;
 }
 
-c10::IValue literal_to_ivalue(const json& lit, const c10::TypePtr& declared, std::optional<int32_t> fixed_len) {
+c10::IValue literal_to_ivalue(const json& lit, const c10::TypePtr& declared,
+                              std::optional<int32_t> fixed_len) {
   if (lit.is_null()) return c10::IValue();
   const c10::TypePtr type = strip_optional(declared);
   const std::string tag = lit.begin().key();
   const json& v = lit.begin().value();
   if (tag == "list") {
     auto list_type = type->cast<c10::ListType>();
-    if (!list_type) throw std::runtime_error("a list was given where the schema declares " + declared->str());
+    if (!list_type)
+      throw std::runtime_error("a list was given where the schema declares " + declared->str());
     return list_literal(v, list_type);
   }
   if (auto list_type = type->cast<c10::ListType>()) {
@@ -120,13 +131,16 @@ c10::IValue literal_to_ivalue(const json& lit, const c10::TypePtr& declared, std
     for (int32_t i = 0; i < fixed_len.value_or(1); ++i) items.push_back(lit);
     return list_literal(items, list_type);
   }
-  if (type->kind() == c10::TypeKind::TensorType && (tag == "int" || tag == "float" || tag == "bool")) {
+  if (type->kind() == c10::TypeKind::TensorType &&
+      (tag == "int" || tag == "float" || tag == "bool")) {
     // Python passes a number where a Tensor is declared (`mul.Tensor(x, 2)`) as a 0-dim
     // "wrapped number" tensor, which type promotion treats like a Python scalar. Same here.
-    return c10::IValue(wrapped_number(literal_to_ivalue(lit, c10::NumberType::get(), std::nullopt)));
+    return c10::IValue(
+        wrapped_number(literal_to_ivalue(lit, c10::NumberType::get(), std::nullopt)));
   }
   if (tag == "int") {
-    if (type->kind() == c10::TypeKind::FloatType) return c10::IValue(static_cast<double>(v.get<int64_t>()));
+    if (type->kind() == c10::TypeKind::FloatType)
+      return c10::IValue(static_cast<double>(v.get<int64_t>()));
     if (type->kind() == c10::TypeKind::BoolType) return c10::IValue(v.get<int64_t>() != 0);
     return c10::IValue(v.get<int64_t>());
   }
@@ -134,15 +148,19 @@ c10::IValue literal_to_ivalue(const json& lit, const c10::TypePtr& declared, std
     if (v.is_string()) {
       const std::string s = v.get<std::string>();
       const double inf = std::numeric_limits<double>::infinity();
-      return c10::IValue(s == "inf" ? inf : s == "-inf" ? -inf : std::numeric_limits<double>::quiet_NaN());
+      return c10::IValue(s == "inf"    ? inf
+                         : s == "-inf" ? -inf
+                                       : std::numeric_limits<double>::quiet_NaN());
     }
     return c10::IValue(v.get<double>());
   }
   if (tag == "bool") return c10::IValue(v.get<bool>());
   if (tag == "str") return c10::IValue(v.get<std::string>());
-  if (tag == "dtype") return c10::IValue(static_cast<int64_t>(dtype_from_name(v.get<std::string>())));
+  if (tag == "dtype")
+    return c10::IValue(static_cast<int64_t>(dtype_from_name(v.get<std::string>())));
   if (tag == "device") return c10::IValue(c10::Device(v.get<std::string>()));
-  if (tag == "layout") return c10::IValue(static_cast<int64_t>(layout_from_name(v.get<std::string>())));
+  if (tag == "layout")
+    return c10::IValue(static_cast<int64_t>(layout_from_name(v.get<std::string>())));
   if (tag == "memory_format")
     return c10::IValue(static_cast<int64_t>(memory_format_from_name(v.get<std::string>())));
   throw std::runtime_error("cannot pass literal " + lit.dump() + " as " + declared->str());

@@ -48,12 +48,14 @@ json arg_to_json(const PlanArg& a) {
 }
 
 PlanArg arg_from_json(const json& j, const std::string& path) {
-  if (!j.is_object() || j.size() != 1) throw std::runtime_error("plan: " + path + ": malformed operand");
+  if (!j.is_object() || j.size() != 1)
+    throw std::runtime_error("plan: " + path + ": malformed operand");
   if (auto it = j.find("slot"); it != j.end()) return PlanArg::of_slot(it->get<int32_t>());
   if (auto it = j.find("lit"); it != j.end()) return PlanArg::of_literal(*it);
   if (auto it = j.find("items"); it != j.end()) {
     std::vector<PlanArg> items;
-    for (size_t i = 0; i < it->size(); ++i) items.push_back(arg_from_json((*it)[i], path + "[" + std::to_string(i) + "]"));
+    for (size_t i = 0; i < it->size(); ++i)
+      items.push_back(arg_from_json((*it)[i], path + "[" + std::to_string(i) + "]"));
     return PlanArg::of_list(std::move(items));
   }
   throw std::runtime_error("plan: " + path + ": unknown operand kind");
@@ -70,7 +72,8 @@ std::string literal_text(const json& lit) {
   }
   if (tag == "bool") return v.get<bool>() ? "True" : "False";
   if (tag == "str") return v.dump();
-  if (tag == "dtype" || tag == "layout" || tag == "memory_format") return "torch." + v.get<std::string>();
+  if (tag == "dtype" || tag == "layout" || tag == "memory_format")
+    return "torch." + v.get<std::string>();
   if (tag == "device") return "device(" + v.get<std::string>() + ")";
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
@@ -92,7 +95,8 @@ std::string arg_text(const PlanArg& a) {
 
 std::string slots_text(const std::vector<int32_t>& slots) {
   std::string out;
-  for (size_t i = 0; i < slots.size(); ++i) out += (i ? ", " : "") + (slots[i] < 0 ? std::string("_") : "%s" + std::to_string(slots[i]));
+  for (size_t i = 0; i < slots.size(); ++i)
+    out += (i ? ", " : "") + (slots[i] < 0 ? std::string("_") : "%s" + std::to_string(slots[i]));
   return out;
 }
 
@@ -101,7 +105,8 @@ std::string slots_text(const std::vector<int32_t>& slots) {
 std::string plan_to_text(const Plan& p) {
   std::ostringstream os;
   os << "plan(inputs %s0..%s" << p.num_inputs - 1 << ", constants " << p.num_constants << ", "
-     << p.steps.size() << " steps: " << p.ops_generated << " generated, " << p.ops_fallback << " ATen) {\n";
+     << p.steps.size() << " steps: " << p.ops_generated << " generated, " << p.ops_fallback
+     << " ATen) {\n";
   if (!p.free_at_start.empty()) os << "  free " << slots_text(p.free_at_start) << "\n";
   for (const Step& s : p.steps) {
     std::string line = "  " + slots_text(s.call.outs) + " = " + s.call.op + "(";
@@ -115,7 +120,9 @@ std::string plan_to_text(const Plan& p) {
       first = false;
     }
     line += ")";
-    if (!s.free_after.empty()) line += std::string(line.size() < 48 ? 48 - line.size() : 1, ' ') + "free " + slots_text(s.free_after);
+    if (!s.free_after.empty())
+      line += std::string(line.size() < 48 ? 48 - line.size() : 1, ' ') + "free " +
+              slots_text(s.free_after);
     os << line << "\n";
   }
   os << "  return (";
@@ -131,21 +138,30 @@ json plan_to_json(const Plan& p) {
     for (const PlanArg& a : s.call.args) args.push_back(arg_to_json(a));
     json kwargs = json::object();
     for (const auto& [name, a] : s.call.kwargs) kwargs[name] = arg_to_json(a);
-    steps.push_back(json{{"node", s.node},     {"op", s.call.op},        {"args", args},
-                         {"kwargs", kwargs},   {"outs", s.call.outs},    {"free", s.free_after}});
+    steps.push_back(json{{"node", s.node},
+                         {"op", s.call.op},
+                         {"args", args},
+                         {"kwargs", kwargs},
+                         {"outs", s.call.outs},
+                         {"free", s.free_after}});
   }
   json outputs = json::array();
   for (const PlanArg& a : p.outputs) outputs.push_back(arg_to_json(a));
-  return json{{"format", Plan::kFormat},       {"num_inputs", p.num_inputs},
-              {"num_constants", p.num_constants}, {"num_slots", p.num_slots},
-              {"free_at_start", p.free_at_start}, {"steps", steps},
-              {"outputs", outputs},              {"ops_generated", p.ops_generated},
+  return json{{"format", Plan::kFormat},
+              {"num_inputs", p.num_inputs},
+              {"num_constants", p.num_constants},
+              {"num_slots", p.num_slots},
+              {"free_at_start", p.free_at_start},
+              {"steps", steps},
+              {"outputs", outputs},
+              {"ops_generated", p.ops_generated},
               {"ops_fallback", p.ops_fallback}};
 }
 
 Plan plan_from_json(const json& j) {
   try {
-    if (j.at("format").get<int>() != Plan::kFormat) throw std::runtime_error("plan: unsupported format");
+    if (j.at("format").get<int>() != Plan::kFormat)
+      throw std::runtime_error("plan: unsupported format");
     Plan p;
     p.num_inputs = j.at("num_inputs").get<int32_t>();
     p.num_constants = j.at("num_constants").get<int32_t>();
@@ -159,7 +175,8 @@ Plan plan_from_json(const json& j) {
       s.node = js.at("node").get<int32_t>();
       s.call.op = js.at("op").get<std::string>();
       const json& args = js.at("args");
-      for (size_t a = 0; a < args.size(); ++a) s.call.args.push_back(arg_from_json(args[a], path + ".args"));
+      for (size_t a = 0; a < args.size(); ++a)
+        s.call.args.push_back(arg_from_json(args[a], path + ".args"));
       for (auto it = js.at("kwargs").begin(); it != js.at("kwargs").end(); ++it)
         s.call.kwargs.emplace_back(it.key(), arg_from_json(it.value(), path + ".kwargs"));
       s.call.outs = js.at("outs").get<std::vector<int32_t>>();

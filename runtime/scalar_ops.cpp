@@ -10,7 +10,9 @@ namespace inductor_cpp::runtime {
 
 namespace {
 
-bool is_double(const Number& n) { return std::holds_alternative<double>(n); }
+bool is_double(const Number& n) {
+  return std::holds_alternative<double>(n);
+}
 
 int64_t as_int(const Number& n) {
   if (const auto* b = std::get_if<bool>(&n)) return *b ? 1 : 0;
@@ -23,7 +25,9 @@ double as_double(const Number& n) {
   return static_cast<double>(as_int(n));
 }
 
-bool truthy(const Number& n) { return is_double(n) ? as_double(n) != 0.0 : as_int(n) != 0; }
+bool truthy(const Number& n) {
+  return is_double(n) ? as_double(n) != 0.0 : as_int(n) != 0;
+}
 
 int64_t floor_div(int64_t a, int64_t b) {
   if (b == 0) throw std::domain_error("integer division or modulo by zero");
@@ -32,7 +36,9 @@ int64_t floor_div(int64_t a, int64_t b) {
   return q;
 }
 
-int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
+int64_t floor_mod(int64_t a, int64_t b) {
+  return a - floor_div(a, b) * b;
+}
 
 /// +, -, *, max, min: int if both are ints (bools count as ints), else float.
 template <typename IntFn, typename DoubleFn>
@@ -50,24 +56,25 @@ Number compare(const Number& a, const Number& b, Cmp cmp) {
 void expect_arity(ScalarOp op, const std::vector<Number>& args, size_t n) {
   if (args.size() != n)
     throw std::invalid_argument("scalar op " + std::to_string(static_cast<int>(op)) + " takes " +
-                                std::to_string(n) + " arguments, got " + std::to_string(args.size()));
+                                std::to_string(n) + " arguments, got " +
+                                std::to_string(args.size()));
 }
 
 }  // namespace
 
 std::optional<ScalarOp> scalar_op_from_name(const std::string& op) {
   static const std::unordered_map<std::string, ScalarOp> table = {
-      {"sym::add", ScalarOp::Add},       {"sym::sub", ScalarOp::Sub},
-      {"sym::mul", ScalarOp::Mul},       {"sym::floordiv", ScalarOp::FloorDiv},
-      {"sym::mod", ScalarOp::Mod},       {"sym::truediv", ScalarOp::TrueDiv},
-      {"sym::pow", ScalarOp::Pow},       {"sym::neg", ScalarOp::Neg},
-      {"sym::eq", ScalarOp::Eq},         {"sym::ne", ScalarOp::Ne},
-      {"sym::lt", ScalarOp::Lt},         {"sym::le", ScalarOp::Le},
-      {"sym::gt", ScalarOp::Gt},         {"sym::ge", ScalarOp::Ge},
-      {"sym::and", ScalarOp::And},       {"sym::or", ScalarOp::Or},
-      {"sym::not", ScalarOp::Not},       {"sym::max", ScalarOp::Max},
-      {"sym::min", ScalarOp::Min},       {"sym::float", ScalarOp::ToFloat},
-      {"sym::int", ScalarOp::ToInt},     {"sym::ite", ScalarOp::IfThenElse},
+      {"sym::add", ScalarOp::Add},   {"sym::sub", ScalarOp::Sub},
+      {"sym::mul", ScalarOp::Mul},   {"sym::floordiv", ScalarOp::FloorDiv},
+      {"sym::mod", ScalarOp::Mod},   {"sym::truediv", ScalarOp::TrueDiv},
+      {"sym::pow", ScalarOp::Pow},   {"sym::neg", ScalarOp::Neg},
+      {"sym::eq", ScalarOp::Eq},     {"sym::ne", ScalarOp::Ne},
+      {"sym::lt", ScalarOp::Lt},     {"sym::le", ScalarOp::Le},
+      {"sym::gt", ScalarOp::Gt},     {"sym::ge", ScalarOp::Ge},
+      {"sym::and", ScalarOp::And},   {"sym::or", ScalarOp::Or},
+      {"sym::not", ScalarOp::Not},   {"sym::max", ScalarOp::Max},
+      {"sym::min", ScalarOp::Min},   {"sym::float", ScalarOp::ToFloat},
+      {"sym::int", ScalarOp::ToInt}, {"sym::ite", ScalarOp::IfThenElse},
       {"sym::sum", ScalarOp::Sum},
   };
   auto it = table.find(op);
@@ -95,7 +102,8 @@ Number eval_scalar_op(ScalarOp op, const std::vector<Number>& args) {
       return truthy(args[0]) ? args[1] : args[2];
     case ScalarOp::Sum: {
       Number total = int64_t{0};
-      for (const Number& n : args) total = arith(total, n, std::plus<int64_t>(), std::plus<double>());
+      for (const Number& n : args)
+        total = arith(total, n, std::plus<int64_t>(), std::plus<double>());
       return total;
     }
     default:
@@ -112,11 +120,13 @@ Number eval_scalar_op(ScalarOp op, const std::vector<Number>& args) {
     case ScalarOp::Mul:
       return arith(a, b, std::multiplies<int64_t>(), std::multiplies<double>());
     case ScalarOp::Max:
-      return arith(a, b, [](int64_t x, int64_t y) { return std::max(x, y); },
-                   [](double x, double y) { return std::max(x, y); });
+      return arith(
+          a, b, [](int64_t x, int64_t y) { return std::max(x, y); },
+          [](double x, double y) { return std::max(x, y); });
     case ScalarOp::Min:
-      return arith(a, b, [](int64_t x, int64_t y) { return std::min(x, y); },
-                   [](double x, double y) { return std::min(x, y); });
+      return arith(
+          a, b, [](int64_t x, int64_t y) { return std::min(x, y); },
+          [](double x, double y) { return std::min(x, y); });
     case ScalarOp::FloorDiv:
       if (is_double(a) || is_double(b)) {
         if (as_double(b) == 0.0) throw std::domain_error("float floor division by zero");
@@ -155,10 +165,12 @@ Number eval_scalar_op(ScalarOp op, const std::vector<Number>& args) {
     case ScalarOp::Ge:
       return compare(a, b, [](auto x, auto y) { return x >= y; });
     case ScalarOp::And:
-      if (std::holds_alternative<bool>(a) && std::holds_alternative<bool>(b)) return std::get<bool>(a) && std::get<bool>(b);
+      if (std::holds_alternative<bool>(a) && std::holds_alternative<bool>(b))
+        return std::get<bool>(a) && std::get<bool>(b);
       return as_int(a) & as_int(b);
     case ScalarOp::Or:
-      if (std::holds_alternative<bool>(a) && std::holds_alternative<bool>(b)) return std::get<bool>(a) || std::get<bool>(b);
+      if (std::holds_alternative<bool>(a) && std::holds_alternative<bool>(b))
+        return std::get<bool>(a) || std::get<bool>(b);
       return as_int(a) | as_int(b);
     default:
       throw std::logic_error("eval_scalar_op: unhandled op");

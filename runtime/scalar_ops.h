@@ -17,9 +17,29 @@ namespace inductor_cpp::runtime {
 using Number = std::variant<bool, int64_t, double>;
 
 enum class ScalarOp {
-  Add, Sub, Mul, FloorDiv, Mod, TrueDiv, Pow, Neg,
-  Eq, Ne, Lt, Le, Gt, Ge, And, Or, Not,
-  Max, Min, ToFloat, ToInt, IfThenElse, Sum,
+  Add,
+  Sub,
+  Mul,
+  FloorDiv,
+  Mod,
+  TrueDiv,
+  Pow,
+  Neg,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  And,
+  Or,
+  Not,
+  Max,
+  Min,
+  ToFloat,
+  ToInt,
+  IfThenElse,
+  Sum,
 };
 
 /// "sym::mul" -> ScalarOp::Mul; nullopt for names we do not know.

@@ -147,7 +147,8 @@ class CompiledGraph {
   std::atomic<int64_t> calls_{0};
 };
 
-std::unique_ptr<CompiledGraph> compile(const std::string& description, std::vector<at::Tensor> constants,
+std::unique_ptr<CompiledGraph> compile(const std::string& description,
+                                       std::vector<at::Tensor> constants,
                                        const std::string& options, const std::string& environment) {
   inductor::CompileContext ctx;
   ctx.options = inductor::CompileOptions::from_json(json::parse(options));
@@ -173,7 +174,8 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "inductor_cpp compiler and runtime (C++)";
 
   static py::exception<inductor::CompileError> compile_error(m, "CompileError", PyExc_RuntimeError);
-  static py::exception<inductor::GraphSchemaError> schema_error(m, "GraphSchemaError", PyExc_ValueError);
+  static py::exception<inductor::GraphSchemaError> schema_error(m, "GraphSchemaError",
+                                                                PyExc_ValueError);
 
   py::class_<CompiledGraph>(m, "CompiledGraph")
       .def("__call__", &CompiledGraph::call, py::arg("args"))

@@ -11,7 +11,9 @@ namespace {
 
 using nlohmann::json;
 
-ir::TensorMeta m() { return ir::TensorMeta{{4}, {1}, 0, "float32", "cpu", false}; }
+ir::TensorMeta m() {
+  return ir::TensorMeta{{4}, {1}, 0, "float32", "cpu", false};
+}
 
 /// in0, in1 (unused), c0
 /// %0 = relu(in0); %1 = max.dim(%0, 0) -> (values, indices); %2 = add(%1#1, c0)
@@ -44,10 +46,10 @@ TEST(BuildPlan, SlotsAndLifetimes) {
   EXPECT_EQ(p.steps[0].call.outs, std::vector<int32_t>({3}));
   EXPECT_EQ(p.steps[1].call.outs, std::vector<int32_t>({-1, 4}));
   EXPECT_EQ(p.steps[2].call.outs, std::vector<int32_t>({5}));
-  EXPECT_EQ(p.free_at_start, std::vector<int32_t>({1}));              // in1 is never read
-  EXPECT_EQ(p.steps[0].free_after, std::vector<int32_t>({0}));        // in0 dies after relu
-  EXPECT_TRUE(p.steps[1].free_after.empty());                          // %0 is a graph output
-  EXPECT_EQ(p.steps[2].free_after, std::vector<int32_t>({2, 4}));     // c0 and %1#1
+  EXPECT_EQ(p.free_at_start, std::vector<int32_t>({1}));           // in1 is never read
+  EXPECT_EQ(p.steps[0].free_after, std::vector<int32_t>({0}));     // in0 dies after relu
+  EXPECT_TRUE(p.steps[1].free_after.empty());                      // %0 is a graph output
+  EXPECT_EQ(p.steps[2].free_after, std::vector<int32_t>({2, 4}));  // c0 and %1#1
   EXPECT_EQ(p.ops_fallback, 3);
   EXPECT_EQ(p.ops_generated, 0);
 }

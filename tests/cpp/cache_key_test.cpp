@@ -11,13 +11,22 @@ namespace {
 
 using nlohmann::json;
 
-json description(std::vector<int64_t> sizes, const char* op = "aten::relu", const char* source = "a.py:1") {
-  json m = {{"sizes", sizes}, {"strides", sizes.size() == 2 ? std::vector<int64_t>{sizes[1], 1} : std::vector<int64_t>{1}},
-            {"offset", 0}, {"dtype", "float32"}, {"device", "cpu"}};
-  return json{{"schema", "inductor_cpp.graph"}, {"version", 1}, {"kind", "inference"},
-              {"inputs", {m}}, {"constants", json::array()},
-              {"nodes", {{{"op", op}, {"args", {{{"in", 0}}}}, {"outputs", {m}}, {"source", source}}}},
-              {"outputs", {{{"val", {0, 0}}}}}};
+json description(std::vector<int64_t> sizes, const char* op = "aten::relu",
+                 const char* source = "a.py:1") {
+  json m = {
+      {"sizes", sizes},
+      {"strides", sizes.size() == 2 ? std::vector<int64_t>{sizes[1], 1} : std::vector<int64_t>{1}},
+      {"offset", 0},
+      {"dtype", "float32"},
+      {"device", "cpu"}};
+  return json{
+      {"schema", "inductor_cpp.graph"},
+      {"version", 1},
+      {"kind", "inference"},
+      {"inputs", {m}},
+      {"constants", json::array()},
+      {"nodes", {{{"op", op}, {"args", {{{"in", 0}}}}, {"outputs", {m}}, {"source", source}}}},
+      {"outputs", {{{"val", {0, 0}}}}}};
 }
 
 KeyInputs inputs_for(const json& desc) {
@@ -59,7 +68,8 @@ TEST(CacheKey, ChangesWithEverythingThatMatters) {
 
 /// A pinned value: if this changes, every user's cache is invalidated — make it deliberate.
 TEST(CacheKey, PinnedValue) {
-  EXPECT_EQ(cache_key(inputs_for(description({2, 2}))), "705a0982e9d244d9b23777b7d56ac9506bd6c57fe63f0ef6a1e9fd661b3074d6");
+  EXPECT_EQ(cache_key(inputs_for(description({2, 2}))),
+            "705a0982e9d244d9b23777b7d56ac9506bd6c57fe63f0ef6a1e9fd661b3074d6");
 }
 
 }  // namespace

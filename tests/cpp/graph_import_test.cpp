@@ -11,7 +11,8 @@ namespace {
 using nlohmann::json;
 
 json meta(std::vector<int64_t> sizes, std::vector<int64_t> strides, const char* dtype = "float32") {
-  return json{{"sizes", sizes}, {"strides", strides}, {"offset", 0}, {"dtype", dtype}, {"device", "cpu"}};
+  return json{
+      {"sizes", sizes}, {"strides", strides}, {"offset", 0}, {"dtype", dtype}, {"device", "cpu"}};
 }
 
 /// relu(x) + y * 2, with a two-output op (aten::max.dim) and getitem-style references.
@@ -24,8 +25,13 @@ json sample_description() {
       {"constants", json::array()},
       {"nodes",
        {
-           {{"op", "aten::relu"}, {"args", {{{"in", 0}}}}, {"outputs", {meta({2, 3}, {3, 1})}}, {"source", "m.py:3 in f: relu(x)"}},
-           {{"op", "aten::mul.Tensor"}, {"args", {{{"in", 1}}, {{"float", 2.0}}}}, {"outputs", {meta({2, 3}, {3, 1})}}},
+           {{"op", "aten::relu"},
+            {"args", {{{"in", 0}}}},
+            {"outputs", {meta({2, 3}, {3, 1})}},
+            {"source", "m.py:3 in f: relu(x)"}},
+           {{"op", "aten::mul.Tensor"},
+            {"args", {{{"in", 1}}, {{"float", 2.0}}}},
+            {"outputs", {meta({2, 3}, {3, 1})}}},
            {{"op", "aten::add.Tensor"},
             {"args", {{{"val", {0, 0}}}, {{"val", {1, 0}}}}},
             {"kwargs", {{"alpha", {{"int", 1}}}}},
@@ -70,14 +76,23 @@ TEST(GraphImport, RoundTripsThroughJson) {
 }
 
 TEST(GraphImport, CanonicalFormDropsSources) {
-  const json canonical = graph_to_json(graph_from_json(sample_description()), /*with_sources=*/false);
+  const json canonical =
+      graph_to_json(graph_from_json(sample_description()), /*with_sources=*/false);
   EXPECT_EQ(canonical.dump().find("m.py"), std::string::npos);
 }
 
 TEST(GraphImport, LiteralsOfEveryKind) {
-  const json literals = {nullptr,         {{"int", -7}},           {{"float", "inf"}},  {{"float", "-inf"}},
-                         {{"float", "nan"}}, {{"bool", true}},        {{"str", "mean"}},   {{"dtype", "bfloat16"}},
-                         {{"device", "cuda:0"}}, {{"layout", "strided"}}, {{"memory_format", "channels_last"}},
+  const json literals = {nullptr,
+                         {{"int", -7}},
+                         {{"float", "inf"}},
+                         {{"float", "-inf"}},
+                         {{"float", "nan"}},
+                         {{"bool", true}},
+                         {{"str", "mean"}},
+                         {{"dtype", "bfloat16"}},
+                         {{"device", "cuda:0"}},
+                         {{"layout", "strided"}},
+                         {{"memory_format", "channels_last"}},
                          {{"list", {{{"int", 1}}, nullptr}}}};
   for (const json& lit : literals) {
     const ir::Arg a = arg_from_json(lit, "x");
@@ -126,16 +141,28 @@ TEST(GraphImport, RejectsInvalidDescriptions) {
 
 TEST(GraphImport, SymbolicSizesAndNumberInputs) {
   const json desc = {
-      {"schema", "inductor_cpp.graph"}, {"version", 1}, {"kind", "forward"},
-      {"inputs", {{{"scalar", "int"}, {"expr", "s0"}},
-                  {{"sizes", {"s0", 6}}, {"strides", {6, 1}}, {"offset", 0}, {"dtype", "float32"}, {"device", "cpu"},
-                   {"requires_grad", false}}}},
+      {"schema", "inductor_cpp.graph"},
+      {"version", 1},
+      {"kind", "forward"},
+      {"inputs",
+       {{{"scalar", "int"}, {"expr", "s0"}},
+        {{"sizes", {"s0", 6}},
+         {"strides", {6, 1}},
+         {"offset", 0},
+         {"dtype", "float32"},
+         {"device", "cpu"},
+         {"requires_grad", false}}}},
       {"constants", json::array()},
-      {"nodes", {{{"op", "sym::mul"}, {"args", {{{"in", 0}}, {{"int", 2}}}}, {"outputs", {nullptr}}},
-                 {{"op", "aten::view"},
-                  {"args", {{{"in", 1}}, {{"list", {{{"int", -1}}, {{"val", {0, 0}}}}}}}},
-                  {"outputs", {{{"sizes", {"((s0*3)//s0)", "2*s0"}}, {"strides", {"2*s0", 1}}, {"offset", 0},
-                                {"dtype", "float32"}, {"device", "cpu"}}}}}}},
+      {"nodes",
+       {{{"op", "sym::mul"}, {"args", {{{"in", 0}}, {{"int", 2}}}}, {"outputs", {nullptr}}},
+        {{"op", "aten::view"},
+         {"args", {{{"in", 1}}, {{"list", {{{"int", -1}}, {{"val", {0, 0}}}}}}}},
+         {"outputs",
+          {{{"sizes", {"((s0*3)//s0)", "2*s0"}},
+            {"strides", {"2*s0", 1}},
+            {"offset", 0},
+            {"dtype", "float32"},
+            {"device", "cpu"}}}}}}},
       {"outputs", {{{"val", {1, 0}}}, {{"val", {0, 0}}}}},
   };
   const ir::Graph g = graph_from_json(desc);
@@ -155,8 +182,10 @@ TEST(GraphImport, SymbolicSizesAndNumberInputs) {
 }
 
 TEST(GraphImport, SplitsOpNames) {
-  EXPECT_EQ(ir::split_op_name("aten::add.Tensor"), std::make_pair(std::string("aten::add"), std::string("Tensor")));
-  EXPECT_EQ(ir::split_op_name("aten::relu"), std::make_pair(std::string("aten::relu"), std::string()));
+  EXPECT_EQ(ir::split_op_name("aten::add.Tensor"),
+            std::make_pair(std::string("aten::add"), std::string("Tensor")));
+  EXPECT_EQ(ir::split_op_name("aten::relu"),
+            std::make_pair(std::string("aten::relu"), std::string()));
   EXPECT_EQ(ir::split_op_name("prims::convert_element_type.default").second, "default");
 }
 

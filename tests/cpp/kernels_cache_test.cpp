@@ -6,8 +6,8 @@
 /// Every test uses a fresh temp dir as root. Tests may run as root (geteuid() == 0), so
 /// permission cases are set up with mode bits, never relying on access() failing.
 
-#include "kernels_cache/store.h"
 #include "kernels_cache/fs_util.h"
+#include "kernels_cache/store.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -404,7 +404,8 @@ TEST_F(KernelsCacheTest, AStuckLockHolderDoesNotHangOthers) {
   kc::Store store(cfg);
   store.get_or_build(key_of("warm-up"), builder(files_));  // creates locks/
   const std::string key = key_of("stuck");
-  kc::detail::FileLock held(root_ / "locks" / (key + ".lock"), kc::detail::FileLock::Mode::Blocking);
+  kc::detail::FileLock held(root_ / "locks" / (key + ".lock"),
+                            kc::detail::FileLock::Mode::Blocking);
   ASSERT_TRUE(held.held());
   const auto t0 = std::chrono::steady_clock::now();
   const kc::LookupResult r = store.get_or_build(key, builder(files_));

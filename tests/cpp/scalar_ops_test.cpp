@@ -16,15 +16,19 @@ Number run(const char* name, std::vector<Number> args) {
 }
 
 TEST(ScalarOps, PythonIntegerSemantics) {
-  struct Case { const char* op; std::vector<Number> args; Number expected; };
+  struct Case {
+    const char* op;
+    std::vector<Number> args;
+    Number expected;
+  };
   const Case cases[] = {
       {"sym::add", {int64_t{2}, int64_t{3}}, int64_t{5}},
       {"sym::sub", {int64_t{2}, int64_t{3}}, int64_t{-1}},
       {"sym::mul", {int64_t{4}, int64_t{6}}, int64_t{24}},
       {"sym::floordiv", {int64_t{7}, int64_t{2}}, int64_t{3}},
-      {"sym::floordiv", {int64_t{-7}, int64_t{2}}, int64_t{-4}},   // toward -inf, not zero
+      {"sym::floordiv", {int64_t{-7}, int64_t{2}}, int64_t{-4}},  // toward -inf, not zero
       {"sym::floordiv", {int64_t{7}, int64_t{-2}}, int64_t{-4}},
-      {"sym::mod", {int64_t{-7}, int64_t{3}}, int64_t{2}},         // sign of the divisor
+      {"sym::mod", {int64_t{-7}, int64_t{3}}, int64_t{2}},  // sign of the divisor
       {"sym::mod", {int64_t{7}, int64_t{-3}}, int64_t{-2}},
       {"sym::pow", {int64_t{3}, int64_t{4}}, int64_t{81}},
       {"sym::neg", {int64_t{5}}, int64_t{-5}},
@@ -33,7 +37,7 @@ TEST(ScalarOps, PythonIntegerSemantics) {
       {"sym::sum", {int64_t{1}, int64_t{2}, int64_t{3}}, int64_t{6}},
       {"sym::int", {2.9}, int64_t{2}},
       {"sym::ite", {true, int64_t{1}, int64_t{2}}, int64_t{1}},
-      {"sym::add", {true, int64_t{1}}, int64_t{2}},                // bool is an int
+      {"sym::add", {true, int64_t{1}}, int64_t{2}},  // bool is an int
   };
   for (const Case& c : cases) EXPECT_EQ(run(c.op, c.args), c.expected) << c.op;
 }
