@@ -141,8 +141,9 @@ Arg arg_from_json(const json& j, const std::string& path) {
   if (j.is_null()) return Arg::none();
   if (!j.is_object() || j.size() != 1)
     fail(path, "expected null or a one-key tagged object, got " + j.dump());
-  const std::string tag = j.begin().key();
-  const json& v = j.begin().value();
+  const auto only = j.begin();
+  const std::string tag = only.key();
+  const json& v = only.value();
   if (tag == "in") return Arg::input(as_int(v, path + ".in"));
   if (tag == "const") return Arg::constant(as_int(v, path + ".const"));
   if (tag == "val") {
@@ -203,6 +204,7 @@ void check_refs(const Arg& a, const ir::Graph& g, size_t node_limit, const std::
 }  // namespace
 
 ir::Graph graph_from_json(const json& desc) {
+  static const std::string kRoot = "$";  // named: field() returns into `desc`, not into a temporary
   if (!desc.is_object()) fail("$", "expected an object");
   if (field(desc, "schema", "$") != "inductor_cpp.graph")
     fail("$.schema", "expected \"inductor_cpp.graph\"");
@@ -216,7 +218,7 @@ ir::Graph graph_from_json(const json& desc) {
   if (g.kind != "forward" && g.kind != "backward" && g.kind != "inference")
     fail("$.kind", "expected forward, backward or inference");
 
-  const json& inputs = field(desc, "inputs", "$");
+  const json& inputs = field(desc, "inputs", kRoot);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string path = "inputs[" + std::to_string(i) + "]";
     if (inputs[i].is_null()) {
@@ -234,11 +236,11 @@ ir::Graph graph_from_json(const json& desc) {
     }
     g.inputs.emplace_back(meta_from_json(inputs[i], path));
   }
-  const json& constants = field(desc, "constants", "$");
+  const json& constants = field(desc, "constants", kRoot);
   for (size_t i = 0; i < constants.size(); ++i)
     g.constants.push_back(meta_from_json(constants[i], "constants[" + std::to_string(i) + "]"));
 
-  const json& nodes = field(desc, "nodes", "$");
+  const json& nodes = field(desc, "nodes", kRoot);
   if (!nodes.is_array()) fail("nodes", "expected a list");
   for (size_t n = 0; n < nodes.size(); ++n) {
     const std::string path = "nodes[" + std::to_string(n) + "]";
@@ -271,7 +273,7 @@ ir::Graph graph_from_json(const json& desc) {
     if (auto src = jn.find("source"); src != jn.end() && src->is_string()) node.source = *src;
     g.nodes.push_back(std::move(node));
   }
-  const json& outputs = field(desc, "outputs", "$");
+  const json& outputs = field(desc, "outputs", kRoot);
   for (size_t i = 0; i < outputs.size(); ++i) {
     const std::string path = "outputs[" + std::to_string(i) + "]";
     g.outputs.push_back(arg_from_json(outputs[i], path));

@@ -117,8 +117,9 @@ c10::IValue literal_to_ivalue(const json& lit, const c10::TypePtr& declared,
                               std::optional<int32_t> fixed_len) {
   if (lit.is_null()) return c10::IValue();
   const c10::TypePtr type = strip_optional(declared);
-  const std::string tag = lit.begin().key();
-  const json& v = lit.begin().value();
+  const auto only = lit.begin();
+  const std::string tag = only.key();
+  const json& v = only.value();
   if (tag == "list") {
     auto list_type = type->cast<c10::ListType>();
     if (!list_type)

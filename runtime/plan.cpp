@@ -63,8 +63,9 @@ PlanArg arg_from_json(const json& j, const std::string& path) {
 
 std::string literal_text(const json& lit) {
   if (lit.is_null()) return "None";
-  const std::string& tag = lit.begin().key();
-  const json& v = lit.begin().value();
+  const auto only = lit.begin();  // a named iterator: the element outlives it, but say so
+  const std::string& tag = only.key();
+  const json& v = only.value();
   if (tag == "list") {
     std::string out = "[";
     for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + literal_text(v[i]);
