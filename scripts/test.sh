@@ -13,6 +13,6 @@ cmake --build "$ROOT/build/cpp" -j "$(nproc)"
 ctest --test-dir "$ROOT/build/cpp" --output-on-failure -j "$(nproc)"
 
 marker=(-m "not slow")
-[ "${INDUCTOR_CPP_FULL:-0}" = "1" ] && marker=()
+[ "${INDUCTOR_CPP_FULL:-0}" = "1" ] && marker=(-m "slow or not slow")
 cd "$ROOT"
 "$VENV_PYTHON" -m pytest tests/python tests/opinfo "${marker[@]}" -q -rs "$@"

@@ -46,6 +46,8 @@ KEEP_AS_ATEN: dict[object, str] = {
     aten.nll_loss_backward: "one ATen kernel; no generated kernel yet",
     aten.addmm: "extern matmul: BLAS call with the bias folded in",
     aten.linalg_vector_norm: "one ATen kernel; no generated kernel yet",
+    aten.linspace: "the decomposition rounds differently from ATen for integer dtypes (off by one)",
+    aten.logspace: "the decomposition rounds differently from ATen for integer dtypes",
 }
 
 
