@@ -173,9 +173,9 @@ PYBIND11_MODULE(_C, m) {
   using python::CompiledGraph;
   m.doc() = "inductor_cpp compiler and runtime (C++)";
 
-  static py::exception<inductor::CompileError> compile_error(m, "CompileError", PyExc_RuntimeError);
-  static py::exception<inductor::GraphSchemaError> schema_error(m, "GraphSchemaError",
-                                                                PyExc_ValueError);
+  // Registered translators: C++ throws of these types arrive in Python as these classes.
+  py::register_exception<inductor::CompileError>(m, "CompileError", PyExc_RuntimeError);
+  py::register_exception<inductor::GraphSchemaError>(m, "GraphSchemaError", PyExc_ValueError);
 
   py::class_<CompiledGraph>(m, "CompiledGraph")
       .def("__call__", &CompiledGraph::call, py::arg("args"))

@@ -23,7 +23,7 @@ def counters() -> dict:
     from . import dynamo_backend
 
     c = json.loads(_C.stats())
-    c["eager_graph_fallbacks"] = len(dynamo_backend.eager_graph_fallbacks)
+    c["eager_graph_fallbacks"] = dynamo_backend.eager_graph_fallbacks
     return c
 
 
@@ -31,7 +31,8 @@ def reset_counters() -> None:
     from . import dynamo_backend
 
     _C.reset_stats()
-    dynamo_backend.eager_graph_fallbacks.clear()
+    dynamo_backend.eager_graph_fallbacks = 0
+    dynamo_backend.recent_eager_fallback_reasons.clear()
 
 
 def live_graphs() -> list:

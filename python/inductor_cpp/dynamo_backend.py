@@ -10,6 +10,7 @@ compiler turns its ATen FX graph into a description (fx_import.py) and crosses i
 
 from __future__ import annotations
 
+import collections
 import json
 import sys
 import weakref
@@ -41,7 +42,9 @@ def _run_eagerly(gm: torch.fx.GraphModule, kind: str, reason: str, opts: options
     if opts.strict:
         raise StrictModeError(f"inductor_cpp (strict): {message}")
     logs.warn(message)
-    eager_graph_fallbacks.append(reason)
+    global eager_graph_fallbacks
+    eager_graph_fallbacks += 1
+    recent_eager_fallback_reasons.append(reason)
 
     def run(args: list[Any]) -> Any:
         return gm(*args)
@@ -50,7 +53,10 @@ def _run_eagerly(gm: torch.fx.GraphModule, kind: str, reason: str, opts: options
     return run
 
 
-eager_graph_fallbacks: list[str] = []
+# Graphs handed back to run eagerly (inductor_cpp.counters()), and the latest reasons (bounded:
+# a long-running process must not grow a list per graph).
+eager_graph_fallbacks = 0
+recent_eager_fallback_reasons: "collections.deque[str]" = collections.deque(maxlen=100)
 
 
 def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str,

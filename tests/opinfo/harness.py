@@ -370,7 +370,7 @@ def _short_error(e: BaseException) -> str:
 
 
 def _backend_state() -> tuple[int, list[str]]:
-    reasons = list(_dynamo_backend.eager_graph_fallbacks)
+    reasons = list(_dynamo_backend.recent_eager_fallback_reasons)
     return inductor_cpp.counters()["eager_graph_fallbacks"], reasons
 
 
@@ -411,8 +411,8 @@ def run_sample(op, sample, index: int, dtype: str) -> SampleResult:
     result.ops = sum(c.get("ops_generated", 0) + c.get("ops_fallback", 0) for c in called)
     if fallbacks_after > fallbacks_before:
         result.how = "ran_eagerly"
-        result.eager_reasons = reasons_after[len(reasons_before):] if len(reasons_after) > len(
-            reasons_before) else ["(eager_graph_fallbacks increased)"]
+        new = min(fallbacks_after - fallbacks_before, len(reasons_after))
+        result.eager_reasons = reasons_after[-new:] if new else ["(eager_graph_fallbacks increased)"]
     elif called:
         result.how = "compiled"
     else:

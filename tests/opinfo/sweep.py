@@ -287,7 +287,7 @@ def print_report(results: list[harness.PairResult], config: dict, out=sys.stdout
 def run_sweep(pairs, max_samples: int | None, workers: int, timeout: float,
               progress: bool) -> list[harness.PairResult]:
     results: list[harness.PairResult | None] = [None] * len(pairs)
-    todo: queue.Queue = queue.Queue()
+    pending: queue.Queue = queue.Queue()
     done = [0]
     lock = threading.Lock()
 
@@ -307,12 +307,12 @@ def run_sweep(pairs, max_samples: int | None, workers: int, timeout: float,
         if reason:
             record(i, harness.PairResult(harness.pair_name(op), dtype, "skipped", reason))
         else:
-            todo.put((i, harness.pair_key(op, dtype)))
+            pending.put((i, harness.pair_key(op, dtype)))
 
     if workers == 0:
         _quiet()
-        while not todo.empty():
-            i, key = todo.get()
+        while not pending.empty():
+            i, key = pending.get()
             name, dtype = key.rsplit("|", 1)
             record(i, harness.run_pair(harness.find_op(name), dtype, max_samples))
         return [r for r in results if r is not None]
@@ -328,7 +328,7 @@ def run_sweep(pairs, max_samples: int | None, workers: int, timeout: float,
         try:
             while True:
                 try:
-                    i, key = todo.get_nowait()
+                    i, key = pending.get_nowait()
                 except queue.Empty:
                     return
                 record(i, harness.PairResult.from_dict(worker.run(key, timeout)))

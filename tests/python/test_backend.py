@@ -84,6 +84,14 @@ def test_strict_all_names_the_op_and_the_source_line():
     assert "test_backend.py" in message and "return torch.relu(x) + 1" in message
 
 
+def test_strict_all_raises_the_compile_error_class():
+    f = torch.compile(f_for_strict, backend="inductor_cpp", options={"strict": "all"})
+    with pytest.raises(Exception) as info:
+        f(torch.randn(4))
+    chain = [info.value, info.value.__cause__, info.value.__context__]
+    assert any(isinstance(e, inductor_cpp._C.CompileError) for e in chain if e is not None), chain
+
+
 def test_strict_env_variable(monkeypatch):
     monkeypatch.setenv("INDUCTOR_CPP_STRICT", "all")
     f = compile_cpp(lambda x: x.abs())

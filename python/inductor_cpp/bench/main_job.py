@@ -149,7 +149,7 @@ def _compile_stats(backend: str, old_graphs: set[int]) -> dict[str, Any]:
         # largest first, for a stable order (the live set is unordered)
         stats["graphs"] = sorted(graphs, key=lambda g: (-g["ops_generated"] - g["ops_fallback"],
                                                         g["key"]))
-        stats["eager_fallback_reasons"] = list(dynamo_backend.eager_graph_fallbacks)
+        stats["eager_fallback_reasons"] = list(dynamo_backend.recent_eager_fallback_reasons)
         stats["cache_hits"] = stats["counters"]["cache_hits"]
         stats["cache_misses"] = stats["counters"]["cache_misses"]
     else:  # stock Inductor's FX graph cache
