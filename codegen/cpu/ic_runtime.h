@@ -1,0 +1,3 @@
+/// \file
+/// (being written)
+#pragma once

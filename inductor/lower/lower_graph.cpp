@@ -1,0 +1,2 @@
+/// \file
+/// (being written)

@@ -1,0 +1,38 @@
+/// \file
+/// Builds generated C++ into a shared library with the system compiler.
+///
+/// Pure C++ (no libtorch): the compiler runs as a child process (posix_spawn, no shell), with
+/// its output captured for error messages. OpenMP comes from the libgomp torch already loaded
+/// (same soname), so kernels and ATen share one thread pool.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace inductor_cpp::runtime {
+
+struct CppCompileOptions {
+  std::string compiler = "";  ///< empty: $CXX, else "g++"
+  std::vector<std::string> flags = {"-O3", "-march=native", "-fopenmp", "-shared", "-fPIC",
+                                    "-fno-math-errno", "-fno-trapping-math"};
+  std::vector<std::string> libraries = {"-lsleef"};
+};
+
+struct CppCompileResult {
+  bool ok = false;
+  std::string command;  ///< the full command line, for logs and debug dumps
+  std::string output;   ///< compiler stdout+stderr
+  double seconds = 0;
+};
+
+/// Writes `source` as <dir>/kernels.cpp and `header_text` as <dir>/ic_runtime.h, compiles to
+/// <dir>/kernels.so. Never throws on compiler errors (result.ok == false); throws
+/// std::runtime_error only when the compiler cannot be started at all.
+CppCompileResult compile_shared_library(const std::string& dir, const std::string& source,
+                                        const std::string& header_text,
+                                        const CppCompileOptions& options = {});
+
+/// "g++ 12.2.0" or similar: part of the cache key.
+std::string compiler_identity(const CppCompileOptions& options = {});
+
+}  // namespace inductor_cpp::runtime

@@ -1,0 +1,32 @@
+/// \file
+/// A loaded library of generated kernels (dlopen), closed when the last user lets go.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace inductor_cpp::runtime {
+
+/// The C signature of every generated kernel (ir/kernel_ir.h).
+using KernelFn = int32_t (*)(char* const* bufs, const int64_t* symbols, int32_t num_threads);
+
+class KernelLibrary {
+ public:
+  /// dlopen(RTLD_NOW | RTLD_LOCAL); throws std::runtime_error with dlerror() text.
+  static std::shared_ptr<KernelLibrary> open(const std::string& path);
+  ~KernelLibrary();
+  KernelLibrary(const KernelLibrary&) = delete;
+  KernelLibrary& operator=(const KernelLibrary&) = delete;
+
+  /// Throws std::runtime_error naming the symbol when it is missing.
+  KernelFn kernel(const std::string& name) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  KernelLibrary(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
+  void* handle_;
+  std::string path_;
+};
+
+}  // namespace inductor_cpp::runtime
