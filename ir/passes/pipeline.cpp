@@ -1,2 +1,67 @@
 /// \file
-/// (being written)
+/// The pass pipeline (see pipeline.h for the order and why it is this order).
+#include "ir/passes/pipeline.h"
+
+#include <chrono>
+#include <functional>
+
+#include "ir/ir_text.h"
+#include "ir/passes/cse.h"
+#include "ir/passes/dce.h"
+#include "ir/passes/fuse_kernels.h"
+#include "ir/verify.h"
+
+namespace inductor_cpp::ir {
+
+namespace {
+
+double elapsed_ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+}
+
+/// Runs one loop-level pass: times it, verifies the result, records whether it changed.
+LoopProgram run_pass(const std::string& name, const std::function<LoopProgram(const LoopProgram&)>& pass,
+                     const LoopProgram& in, const PipelineOptions& options, std::vector<PassRecord>& records) {
+  const auto start = std::chrono::steady_clock::now();
+  LoopProgram out = pass(in);
+  PassRecord record{name, elapsed_ms(start), !(out == in), ""};
+  if (options.verify) verify(out);
+  if (options.keep_ir_text) record.ir_after = program_to_text(out);
+  records.push_back(std::move(record));
+  return out;
+}
+
+}  // namespace
+
+PipelineResult run_pipeline(const LoopProgram& lowered, const PipelineOptions& options) {
+  PipelineResult result;
+  auto& records = result.passes;
+  if (options.verify) verify(lowered);
+  LoopProgram p = lowered;
+  p = run_pass("eliminate_dead_code", eliminate_dead_code, p, options, records);
+  p = run_pass("eliminate_common_subexpressions", eliminate_common_subexpressions, p, options, records);
+  p = run_pass("inline_producers", [&](const LoopProgram& x) { return inline_producers(x, options.inlining); },
+               p, options, records);
+  p = run_pass("eliminate_dead_code", eliminate_dead_code, p, options, records);
+  p = run_pass("split_reductions", [&](const LoopProgram& x) { return split_reductions(x, options.split); }, p,
+               options, records);
+  p = run_pass("fuse_kernels", fuse_kernels, p, options, records);
+  p = run_pass("eliminate_dead_code", eliminate_dead_code, p, options, records);
+  result.fused = p;
+
+  auto start = std::chrono::steady_clock::now();
+  result.scheduled = schedule(p, options.schedule);
+  for (const ScheduledStep& s : result.scheduled.steps) {
+    if (options.verify && s.kind == ScheduledStep::Kind::Kernel) verify(s.kernel);
+  }
+  records.push_back({"schedule", elapsed_ms(start), true,
+                     options.keep_ir_text ? scheduled_to_text(result.scheduled) : ""});
+
+  start = std::chrono::steady_clock::now();
+  result.memory = plan_memory(result.scheduled);
+  records.push_back({"plan_memory", elapsed_ms(start), !result.memory.reuse.empty(),
+                     options.keep_ir_text ? memory_plan_to_text(result.memory) : ""});
+  return result;
+}
+
+}  // namespace inductor_cpp::ir

@@ -1,0 +1,127 @@
+/// \file
+/// Substitutes views and cheap or single-use pointwise producers into their readers.
+#include "ir/passes/inline_producers.h"
+
+#include <functional>
+#include <map>
+#include <set>
+
+#include "ir/passes/program_queries.h"
+#include "ir/simplify.h"
+
+namespace inductor_cpp::ir {
+
+namespace {
+
+/// Which computes stay in memory (non-views only).
+std::set<std::string> choose_realized(const LoopProgram& p, const std::set<std::string>& needed,
+                                      const InlineOptions& options) {
+  const auto readers = compute_readers(p);
+  std::set<std::string> realized;
+  for (const auto& [name, c] : p.computes) {
+    if (c.view) continue;
+    auto it = readers.find(name);
+    const size_t reader_count = it == readers.end() ? 0 : it->second.size();
+    if (c.is_reduction() || needed.count(name) ||
+        (reader_count > 1 && node_count(c.body) > options.max_shared_inline_nodes)) {
+      realized.insert(name);
+    }
+  }
+  return realized;
+}
+
+/// Views to materialize through ATen: those needed in memory, and the view sources of those.
+std::set<std::string> views_to_materialize(const LoopProgram& p, std::set<std::string>& needed) {
+  std::set<std::string> views;
+  std::vector<std::string> pending(needed.begin(), needed.end());
+  while (!pending.empty()) {
+    const std::string name = pending.back();
+    pending.pop_back();
+    auto it = p.computes.find(name);
+    if (it == p.computes.end() || !it->second.view || !views.insert(name).second) continue;
+    for (const std::string& src : buffers_read(it->second.body)) {
+      needed.insert(src);
+      pending.push_back(src);
+    }
+  }
+  return views;
+}
+
+/// `producer`'s body evaluated at `at` (the reader's load), under the load's mask.
+Value substitute_producer(const Compute& producer, const Value& body, const Value& at) {
+  std::map<std::string, Expr> vars;
+  for (size_t k = 0; k < producer.ranges.size(); ++k) vars[range_var(k)] = at->index.at(k);
+  Value moved = map_indices(body, [&](const Expr& e) { return substitute(e, vars); });
+  if (at->mask == Expr(1)) return moved;
+  // Where the reader's mask is off, the inlined loads must not read either; what the
+  // producer then yields does not matter (readers of masked loads select another value).
+  const Expr mask = at->mask;
+  return replace_loads(moved, [&](const Value& l) -> Value {
+    return load(l->name, l->dtype, l->index, mask * l->mask, l->operands, l->bounds);
+  });
+}
+
+}  // namespace
+
+LoopProgram inline_producers(const LoopProgram& program, const InlineOptions& options) {
+  std::set<std::string> needed = buffers_needed_in_memory(program);
+  const std::set<std::string> views = views_to_materialize(program, needed);
+  const std::set<std::string> realized = choose_realized(program, needed, options);
+
+  std::map<std::string, Value> inlined;  // compute -> body with its producers inlined
+  std::function<Value(const std::string&)> body_of = [&](const std::string& name) -> Value {
+    auto done = inlined.find(name);
+    if (done != inlined.end()) return done->second;
+    const Compute& c = program.computes.at(name);
+    Value body = replace_loads(c.body, [&](const Value& l) -> Value {
+      auto it = program.computes.find(l->name);
+      if (it == program.computes.end() || realized.count(l->name)) return Value();
+      return substitute_producer(it->second, body_of(l->name), l);
+    });
+    const RangeMap ranges = ranges_of(c, program);
+    body = map_indices(body, [&](const Expr& e) { return simplify(e, ranges); });
+    inlined.emplace(name, body);
+    return body;
+  };
+
+  LoopProgram out = program;
+  for (auto& [name, c] : out.computes) c.body = body_of(name);
+
+  // Kernel steps keep only realized computes; extern view steps materialize needed views.
+  std::set<std::string> materialized;
+  std::vector<Step> steps;
+  std::function<void(const std::string&)> materialize = [&](const std::string& name) {
+    if (!views.count(name) || materialized.count(name)) return;
+    const Compute& v = program.computes.at(name);
+    const std::set<std::string> sources = buffers_read(v.body);
+    for (const std::string& src : sources) materialize(src);
+    materialized.insert(name);
+    Step s;
+    s.kind = Step::Kind::Extern;
+    s.call.graph_node = v.graph_node;
+    s.call.inputs.assign(sources.begin(), sources.end());
+    s.call.outputs = {name};
+    s.call.view = true;
+    steps.push_back(std::move(s));
+  };
+  for (const Step& s : program.steps) {
+    if (s.kind == Step::Kind::Extern) {
+      for (const std::string& in : s.call.inputs) materialize(in);
+      steps.push_back(s);
+      continue;
+    }
+    Step kept = s;
+    kept.kernel.computes.clear();
+    for (const std::string& c : s.kernel.computes) {
+      if (realized.count(c)) kept.kernel.computes.push_back(c);
+    }
+    if (!kept.kernel.computes.empty()) steps.push_back(std::move(kept));
+  }
+  for (const std::string& o : program.outputs) materialize(o);
+  out.steps = std::move(steps);
+  // Generated readers have inlined every view; the ones left are made by ATen now.
+  for (const std::string& v : materialized) out.computes.erase(v);
+  return out;
+}
+
+}  // namespace inductor_cpp::ir

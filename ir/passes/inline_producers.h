@@ -1,0 +1,27 @@
+/// \file
+/// Vertical fusion by inlining: pointwise producers and views are substituted into the bodies
+/// of the computes that read them, so their values never touch memory.
+///
+/// A pointwise compute is kept in memory ("realized") when an extern step or the graph output
+/// needs it, or when several computes read it and its body is not cheap (recomputing it
+/// would cost more than a store and loads). Reductions are always realized here; grouping
+/// them with their readers is fuse_kernels' job. Views are always inlined into generated
+/// readers; a view an extern or the graph output needs is produced by an extern step running
+/// the ATen view op on its (realized) source, inserted before its first use, so aliasing is
+/// exactly eager's. Inlining under a masked load ANDs the mask into the inlined loads (where
+/// the mask is off the inlined value is unspecified: readers of masked loads select another).
+#pragma once
+
+#include "ir/loop_ir.h"
+
+namespace inductor_cpp::ir {
+
+struct InlineOptions {
+  /// A producer read by several computes is still inlined when its body has at most this
+  /// many nodes.
+  int64_t max_shared_inline_nodes = 6;
+};
+
+LoopProgram inline_producers(const LoopProgram& program, const InlineOptions& options = {});
+
+}  // namespace inductor_cpp::ir

@@ -1,0 +1,52 @@
+/// \file
+/// The pass pipeline, in order, in one place (pipeline.cpp reads top to bottom):
+///
+///   lowered LoopProgram
+///     -> eliminate_dead_code -> eliminate_common_subexpressions
+///     -> inline_producers          (vertical fusion, views as index rewrites)
+///     -> split_reductions          (two-stage long reductions with few outputs)
+///     -> fuse_kernels              (epilogue / sibling / horizontal grouping)
+///     -> eliminate_dead_code
+///     -> schedule                  (loop nests: order, merge, parallel, vector)
+///     -> plan_memory               (lifetimes, reuse, in place)
+///
+/// Each pass is timed; the program is verified after each loop-level pass; on request the
+/// IR text after each pass is kept (INDUCTOR_CPP_LOGS=ir, debug dumps).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/loop_ir.h"
+#include "ir/passes/inline_producers.h"
+#include "ir/passes/plan_memory.h"
+#include "ir/passes/schedule.h"
+#include "ir/passes/split_reductions.h"
+
+namespace inductor_cpp::ir {
+
+struct PipelineOptions {
+  InlineOptions inlining;
+  SplitOptions split;
+  ScheduleOptions schedule;
+  bool keep_ir_text = false;  ///< record the IR text after every pass
+  bool verify = true;         ///< run the verifier after each loop-level pass
+};
+
+struct PassRecord {
+  std::string name;
+  double milliseconds = 0;
+  bool changed = false;
+  std::string ir_after;  ///< when keep_ir_text
+};
+
+struct PipelineResult {
+  LoopProgram fused;  ///< the loop program as scheduled (after the last loop-level pass)
+  ScheduledProgram scheduled;
+  MemoryPlan memory;
+  std::vector<PassRecord> passes;
+};
+
+PipelineResult run_pipeline(const LoopProgram& lowered, const PipelineOptions& options = {});
+
+}  // namespace inductor_cpp::ir

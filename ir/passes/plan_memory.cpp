@@ -1,0 +1,118 @@
+/// \file
+/// Lifetimes and storage reuse for kernel-allocated buffers.
+#include "ir/passes/plan_memory.h"
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <sstream>
+
+namespace inductor_cpp::ir {
+
+namespace {
+
+std::optional<int64_t> static_bytes(const Buffer& b) {
+  // Storage span: 1 + sum (size-1)*stride, in elements.
+  int64_t span = 1;
+  for (size_t k = 0; k < b.sizes.size(); ++k) {
+    if (!b.sizes[k].is_const() || !b.strides[k].is_const()) return std::nullopt;
+    if (b.sizes[k].value() == 0) return 0;
+    span += (b.sizes[k].value() - 1) * b.strides[k].value();
+  }
+  return span * dtype_size(b.dtype);
+}
+
+/// Whether `kernel` reads `src` only at exactly the offsets it writes `dst` (plain loads).
+bool reads_only_where_written(const Kernel& kernel, const std::string& src, const std::string& dst) {
+  std::set<const ValueNode*> seen;
+  bool ok = true;
+  std::optional<Expr> store_index;
+  std::vector<Expr> load_indices;
+  std::function<void(const Value&)> walk = [&](const Value& v) {
+    if (!seen.insert(v.node()).second) return;
+    if (v->kind == ValueKind::Load && v->name == src) {
+      if (v->mask != Expr(1) || !v->operands.empty()) ok = false;
+      load_indices.push_back(v->index.at(0));
+    }
+    for (const Value& o : v->operands) walk(o);
+  };
+  std::function<void(const std::vector<Stmt>&)> visit = [&](const std::vector<Stmt>& stmts) {
+    for (const Stmt& s : stmts) {
+      if (s.value) walk(s.value);
+      if (s.kind == StmtKind::Store && s.buffer == dst) {
+        if (store_index && *store_index != s.index) ok = false;
+        store_index = s.index;
+      }
+      if (s.kind == StmtKind::Accumulate && !load_indices.empty()) ok = false;  // read in a reduction
+      visit(s.body);
+    }
+  };
+  visit(kernel.body);
+  if (!store_index) return false;
+  for (const Expr& e : load_indices) ok = ok && e == *store_index;
+  return ok;
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const ScheduledProgram& program) {
+  MemoryPlan plan;
+  std::set<std::string> pinned(program.outputs.begin(), program.outputs.end());
+  std::set<std::string> kernel_allocated;
+  for (size_t s = 0; s < program.steps.size(); ++s) {
+    const ScheduledStep& step = program.steps[s];
+    for (const std::string& b : step.reads) plan.last_use[b] = s;
+    for (const std::string& b : step.writes) plan.last_use[b] = s;
+    if (step.kind == ScheduledStep::Kind::Extern) pinned.insert(step.reads.begin(), step.reads.end());
+    if (step.kind == ScheduledStep::Kind::Kernel) kernel_allocated.insert(step.writes.begin(), step.writes.end());
+  }
+  for (const std::string& o : program.outputs) plan.last_use.erase(o);
+
+  std::multimap<int64_t, std::string> free_pool;  // bytes -> dead reusable buffer
+  std::set<std::string> taken;
+  for (size_t s = 0; s < program.steps.size(); ++s) {
+    const ScheduledStep& step = program.steps[s];
+    if (step.kind == ScheduledStep::Kind::Kernel) {
+      for (const std::string& w : step.writes) {
+        const Buffer& wb = program.buffer(w);
+        const auto need = static_bytes(wb);
+        if (!need || *need == 0) continue;
+        // In place: a buffer dying here, read only where this one is written.
+        for (const std::string& r : step.reads) {
+          if (plan.last_use.count(r) && plan.last_use[r] == s && kernel_allocated.count(r) && !pinned.count(r) &&
+              !taken.count(r) && program.buffer(r).dtype == wb.dtype && program.buffer(r).device == wb.device &&
+              static_bytes(program.buffer(r)) == need && reads_only_where_written(step.kernel, r, w)) {
+            plan.reuse[w] = r;
+            taken.insert(r);
+            break;
+          }
+        }
+        if (plan.reuse.count(w)) continue;
+        for (auto it = free_pool.lower_bound(*need); it != free_pool.end(); ++it) {
+          const Buffer& cand = program.buffer(it->second);
+          if (cand.dtype != wb.dtype || cand.device != wb.device) continue;
+          plan.reuse[w] = it->second;
+          free_pool.erase(it);
+          break;
+        }
+      }
+    }
+    // Buffers whose last use is this step become reusable for later steps.
+    for (const std::string& b : step.reads) {
+      if (plan.last_use.count(b) && plan.last_use[b] == s && kernel_allocated.count(b) && !pinned.count(b) &&
+          !taken.count(b)) {
+        if (auto bytes = static_bytes(program.buffer(b))) free_pool.emplace(*bytes, b);
+        taken.insert(b);
+      }
+    }
+  }
+  return plan;
+}
+
+std::string memory_plan_to_text(const MemoryPlan& plan) {
+  std::ostringstream out;
+  for (const auto& [b, from] : plan.reuse) out << "reuse " << b << " <- " << from << "\n";
+  return out.str();
+}
+
+}  // namespace inductor_cpp::ir

@@ -1,0 +1,46 @@
+/// \file
+/// Read-only queries over a LoopProgram.
+#include "ir/passes/program_queries.h"
+
+namespace inductor_cpp::ir {
+
+std::map<std::string, std::set<std::string>> compute_reads(const LoopProgram& p) {
+  std::map<std::string, std::set<std::string>> reads;
+  for (const auto& [name, c] : p.computes) reads[name] = buffers_read(c.body);
+  return reads;
+}
+
+std::map<std::string, std::set<std::string>> compute_readers(const LoopProgram& p) {
+  std::map<std::string, std::set<std::string>> readers;
+  for (const auto& [name, c] : p.computes) {
+    for (const std::string& b : buffers_read(c.body)) readers[b].insert(name);
+  }
+  return readers;
+}
+
+std::set<std::string> buffers_needed_in_memory(const LoopProgram& p) {
+  std::set<std::string> needed;
+  for (const Step& s : p.steps) {
+    if (s.kind == Step::Kind::Extern) needed.insert(s.call.inputs.begin(), s.call.inputs.end());
+  }
+  for (const std::string& o : p.outputs) {
+    if (!o.empty()) needed.insert(o);
+  }
+  return needed;
+}
+
+std::set<std::string> stored_computes(const LoopProgram& p) {
+  std::set<std::string> stored;
+  for (const Step& s : p.steps) {
+    if (s.kind == Step::Kind::Kernel) stored.insert(s.kernel.computes.begin(), s.kernel.computes.end());
+  }
+  return stored;
+}
+
+LoopProgram with_computes(const LoopProgram& p, std::map<std::string, Compute> computes) {
+  LoopProgram out = p;
+  out.computes = std::move(computes);
+  return out;
+}
+
+}  // namespace inductor_cpp::ir

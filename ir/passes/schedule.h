@@ -1,0 +1,58 @@
+/// \file
+/// Scheduling: each kernel group of a fused LoopProgram becomes one loop-nest Kernel.
+///
+/// Decisions, all made from the index expressions (no target code involved):
+///   * layout: loads and stores become element offsets (sum of index * stride);
+///   * loop order: the stored buffer's strides order the loops (innermost = smallest stride);
+///   * loop merging: adjacent loops collapse into one when every access is affine in both with
+///     coefficients that line up (so [64, 4096] contiguous is one loop of 262144);
+///   * parallelism: the outermost loop, when the kernel does enough work; a single big loop is
+///     split into blocks so threads get blocks and SIMD gets the block;
+///   * vectorization: the innermost loop over which accesses are contiguous. For reductions
+///     that is the reduction loop when the reduced dimension is contiguous ("inner" strategy:
+///     vector accumulators combined per row), or the innermost outer loop when it is not
+///     ("outer" strategy, e.g. sum(0): lanes are independent outputs, the reduction loop runs
+///     inside the vector loop);
+///   * registers: group members read by later members at the same point come from locals
+///     (a reduction's result, an epilogue's value) and are stored only if something outside
+///     the kernel reads them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/kernel_ir.h"
+#include "ir/loop_ir.h"
+
+namespace inductor_cpp::ir {
+
+struct ScheduleOptions {
+  int vector_width = 16;              ///< lanes asked of the emitter for vector loops
+  int64_t parallel_min_work = 32768;  ///< elements below which a kernel runs on one thread
+  int64_t block = 4096;               ///< iterations per parallel block of a split 1-D loop
+};
+
+struct ScheduledStep {
+  enum class Kind : uint8_t { Kernel, Extern };
+  Kind kind = Kind::Kernel;
+  Kernel kernel;
+  ExternCall call;
+  /// Kernel steps: the buffers it stores (the ones the runtime must allocate), in param order.
+  std::vector<std::string> writes;
+  std::vector<std::string> reads;
+  std::vector<int32_t> graph_nodes;  ///< kernel steps: graph nodes of the computes it stores
+};
+
+struct ScheduledProgram {
+  std::vector<Buffer> buffers;
+  std::vector<ScheduledStep> steps;
+  std::vector<std::string> outputs;
+  const Buffer& buffer(const std::string& name) const;
+};
+
+ScheduledProgram schedule(const LoopProgram& program, const ScheduleOptions& options = {});
+
+/// The text form of a scheduled program: its kernels (kernel_to_text) and extern calls.
+std::string scheduled_to_text(const ScheduledProgram& program);
+
+}  // namespace inductor_cpp::ir

@@ -1,0 +1,24 @@
+/// \file
+/// Splits reductions with few outputs and a long reduction into two stages, so both the work
+/// and the memory bandwidth spread over threads:  x.sum() over 2^24 elements becomes
+/// 64 partial sums (one parallel kernel) and a sum of those 64.
+///
+/// The partials are a fixed number of fixed-size chunks, independent of the thread count, and
+/// are combined in index order: results are deterministic and the same for any number of
+/// threads. Only associative reductions with a plain combine are split (sum, prod, max, min,
+/// any, all); argmax/argmin and welford_m2 are left alone.
+#pragma once
+
+#include "ir/loop_ir.h"
+
+namespace inductor_cpp::ir {
+
+struct SplitOptions {
+  int64_t max_outputs = 64;        ///< split only reductions producing at most this many values
+  int64_t min_reduction = 65536;   ///< ... over at least this many elements each
+  int64_t partials = 64;           ///< chunks per output value
+};
+
+LoopProgram split_reductions(const LoopProgram& program, const SplitOptions& options = {});
+
+}  // namespace inductor_cpp::ir

@@ -1,0 +1,85 @@
+/// \file
+/// inline_producers: IR text in -> pass -> IR text out.
+#include <gtest/gtest.h>
+
+#include "ir/passes/inline_producers.h"
+#include "tests/cpp/pass_test_util.h"
+
+namespace inductor_cpp::ir {
+namespace {
+
+using testing::program;
+using testing::run_pass;
+using testing::scheduled;
+
+// %1 is realized (a materialized view reads it); the transpose view %2 is inlined as an index
+// rewrite into generated readers and made by ATen (extern view) for the extern that needs it.
+TEST(InlineProducers, ViewsAndSingleUseProducersInline) {
+  const std::string in = program(R"(  buffer %in0: float32[4, 8]{8, 1} input 0 cpu
+  buffer %1: float32[4, 8]{8, 1} computed cpu
+  buffer %2: float32[8, 4]{1, 8} computed cpu
+  buffer %3: float32[8, 4]{4, 1} computed cpu
+  buffer %4: float32[8, 4]{4, 1} computed cpu
+  buffer %5: float32[8, 4]{4, 1} computed cpu
+  buffer %6: float32[8, 4]{4, 1} extern cpu
+  compute %1 pointwise[4, 8] = tanh(exp(sigmoid(load(%in0, [i0, i1]))))
+  compute %2 view pointwise[8, 4] = load(%1, [i1, i0])
+  compute %3 pointwise[8, 4] = mul(load(%2, [i0, i1]), 2.0:float32)
+  compute %4 pointwise[8, 4] = add(load(%2, [i0, i1]), load(%3, [i0, i1]))
+  compute %5 pointwise[8, 4] = neg(load(%2, [i0, i1]))
+  kernel %1
+  kernel %3
+  kernel %4
+  kernel %5
+  extern node 6 (%2, %5) -> (%6)
+  output %4, %6
+)");
+  EXPECT_EQ(run_pass(in, [](const LoopProgram& p) { return inline_producers(p); }), R"(program {
+  buffer %in0: float32[4, 8]{8, 1} input 0 cpu
+  buffer %1: float32[4, 8]{8, 1} computed cpu
+  buffer %2: float32[8, 4]{1, 8} computed cpu
+  buffer %3: float32[8, 4]{4, 1} computed cpu
+  buffer %4: float32[8, 4]{4, 1} computed cpu
+  buffer %5: float32[8, 4]{4, 1} computed cpu
+  buffer %6: float32[8, 4]{4, 1} extern cpu
+  compute %1 pointwise[4, 8] = tanh(exp(sigmoid(load(%in0, [i0, i1]))))
+  compute %3 pointwise[8, 4] = mul(load(%1, [i1, i0]), 2.0:float32)
+  compute %4 pointwise[8, 4] = add(load(%1, [i1, i0]), mul(load(%1, [i1, i0]), 2.0:float32))
+  compute %5 pointwise[8, 4] = neg(load(%1, [i1, i0]))
+  kernel %1
+  kernel %4
+  kernel %5
+  extern view node -1 (%1) -> (%2)
+  extern node 6 (%2, %5) -> (%6)
+  output %4, %6
+}
+)");
+}
+
+// cat-like masked read of a producer: the producer's own loads get the reader's mask.
+TEST(InlineProducers, MaskIsAndedIntoInlinedLoads) {
+  const std::string in = program(R"(  buffer %in0: float32[4]{1} input 0 cpu
+  buffer %in1: float32[4]{1} input 1 cpu
+  buffer %1: float32[4]{1} computed cpu
+  buffer %2: float32[8]{1} computed cpu
+  compute %1 (node 1) pointwise[4] = exp(load(%in1, [i0]))
+  compute %2 (node 2) pointwise[8] = where(lt(index(i0, int64), 4:int64), load(%in0, [i0], mask=i0 < 4), load(%1, [i0 - 4], mask=4 <= i0))
+  kernel %1
+  kernel %2
+  output %2
+)");
+  EXPECT_EQ(run_pass(in, [](const LoopProgram& p) { return inline_producers(p); }), R"(program {
+  buffer %in0: float32[4]{1} input 0 cpu
+  buffer %in1: float32[4]{1} input 1 cpu
+  buffer %1: float32[4]{1} computed cpu
+  buffer %2: float32[8]{1} computed cpu
+  compute %1 (node 1) pointwise[4] = exp(load(%in1, [i0]))
+  compute %2 (node 2) pointwise[8] = where(lt(index(i0, int64), 4:int64), load(%in0, [i0], mask=i0 < 4), exp(load(%in1, [i0 - 4], mask=4 <= i0)))
+  kernel %2
+  output %2
+}
+)");
+}
+
+}  // namespace
+}  // namespace inductor_cpp::ir

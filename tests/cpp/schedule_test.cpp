@@ -1,0 +1,129 @@
+/// \file
+/// schedule: IR text in -> pass -> IR text out.
+#include <gtest/gtest.h>
+
+#include "ir/passes/schedule.h"
+#include "tests/cpp/pass_test_util.h"
+
+namespace inductor_cpp::ir {
+namespace {
+
+using testing::program;
+using testing::run_pass;
+using testing::scheduled;
+
+// The broadcast operand blocks merging: parallel rows, vector columns.
+TEST(Schedule, BroadcastAddKeepsTwoLoops) {
+  const std::string in = program(R"(  buffer %in0: float32[256, 1024]{1024, 1} input 0 cpu
+  buffer %in1: float32[1024]{1} input 1 cpu
+  buffer %1: float32[256, 1024]{1024, 1} computed cpu
+  compute %1 (node 1) pointwise[256, 1024] = add(load(%in0, [i0, i1]), load(%in1, [i1]))
+  kernel %1
+  output %1
+)");
+  EXPECT_EQ(scheduled(in), R"(kernel kernel0(%in0: float32 in, %in1: float32 in, %1: float32 out) {
+  for x0 in 0..256 parallel {
+    for x1 in 0..1024 vector(16) {
+      let t0 = add(load(%in0, [x0*1024 + x1]), load(%in1, [x1]))
+      %1[x0*1024 + x1] = local(t0, float32)
+    }
+  }
+}
+)");
+}
+
+// Contiguous: merged to one loop, split into parallel blocks of vectors.
+TEST(Schedule, ContiguousPointwiseIsOneBlockedLoop) {
+  const std::string in = program(R"(  buffer %in0: float32[256, 1024]{1024, 1} input 0 cpu
+  buffer %1: float32[256, 1024]{1024, 1} computed cpu
+  compute %1 (node 1) pointwise[256, 1024] = sigmoid(load(%in0, [i0, i1]))
+  kernel %1
+  output %1
+)");
+  EXPECT_EQ(scheduled(in), R"(kernel kernel0(%in0: float32 in, %1: float32 out) {
+  for x1_blk in 0..64 parallel {
+    for x1_in in 0..4096 vector(16) {
+      let t0 = sigmoid(load(%in0, [x1_blk*4096 + x1_in]))
+      %1[x1_blk*4096 + x1_in] = local(t0, float32)
+    }
+  }
+}
+)");
+}
+
+// Loop order follows the stored buffer.
+TEST(Schedule, TransposeOrdersLoopsByOutputStrides) {
+  const std::string in = program(R"(  buffer %in0: float32[512, 256]{256, 1} input 0 cpu
+  buffer %1: float32[256, 512]{512, 1} computed cpu
+  compute %1 (node 1) pointwise[256, 512] = load(%in0, [i1, i0])
+  kernel %1
+  output %1
+)");
+  EXPECT_EQ(scheduled(in), R"(kernel kernel0(%in0: float32 in, %1: float32 out) {
+  for x1 in 0..512 parallel {
+    for x0 in 0..256 vector(16) {
+      let t0 = load(%in0, [x0 + x1*256])
+      %1[x0*512 + x1] = local(t0, float32)
+    }
+  }
+}
+)");
+}
+
+// The outer-dim strategy: lanes are output columns, rows reduce inside.
+TEST(Schedule, SumOverDimZeroVectorizesAcrossOutputs) {
+  const std::string in = program(R"(  buffer %in0: float32[4096, 1000]{1000, 1} input 0 cpu
+  buffer %1: float32[1000]{1} computed cpu
+  compute %1 (node 1) reduce sum[1000] over [4096] = load(%in0, [r0, i0])
+  kernel %1
+  output %1
+)");
+  EXPECT_EQ(scheduled(in), R"(kernel kernel0(%in0: float32 in, %1: float32 out) {
+  for x0_blk in 0..16 parallel {
+    for x0_in in 0..min(x0_blk*-64 + 1000, 64) vector(16) {
+      t0 = accumulator sum float32
+      for y0 in 0..4096 {
+        t0 += load(%in0, [x0_blk*64 + x0_in + y0*1000])
+      }
+      %1[x0_blk*64 + x0_in] = local(t0, float32)
+    }
+  }
+}
+)");
+}
+
+// Layernorm group: both reductions share one loop; results come from registers.
+TEST(Schedule, LayerNormGroupIsOneKernel) {
+  const std::string in = program(R"(  buffer %in0: float32[32, 512]{512, 1} input 0 cpu
+  buffer %1: float32[32]{1} computed cpu
+  buffer %2: float32[32]{1} computed cpu
+  buffer %3: float32[32]{1} computed cpu
+  buffer %4: float32[32, 512]{512, 1} computed cpu
+  compute %1 (node 1) reduce sum[32] over [512] = load(%in0, [i0, r0])
+  compute %2 (node 2) reduce welford_m2[32] over [512] = load(%in0, [i0, r0])
+  compute %3 (node 3) pointwise[32] = rsqrt(add(div(load(%2, [i0]), 512.0:float32), 1e-05:float32))
+  compute %4 (node 4) pointwise[32, 512] = mul(sub(load(%in0, [i0, i1]), div(load(%1, [i0]), 512.0:float32)), load(%3, [i0]))
+  kernel %1, %2, %3, %4
+  output %4, %3
+)");
+  EXPECT_EQ(scheduled(in), R"(kernel kernel0(%in0: float32 in, %3: float32 out, %4: float32 out) {
+  for x0 in 0..32 {
+    t0 = accumulator sum float32
+    t1 = accumulator welford_m2 float32
+    for y0 in 0..512 vector(16) {
+      t0 += load(%in0, [x0*512 + y0])
+      t1 += load(%in0, [x0*512 + y0])
+    }
+    let t2 = rsqrt(add(div(local(t1, float32), 512.0:float32), 1e-05:float32))
+    %3[x0] = local(t2, float32)
+    for y0 in 0..512 vector(16) {
+      let t3 = mul(sub(load(%in0, [x0*512 + y0]), div(local(t0, float32), 512.0:float32)), local(t2, float32))
+      %4[x0*512 + y0] = local(t3, float32)
+    }
+  }
+}
+)");
+}
+
+}  // namespace
+}  // namespace inductor_cpp::ir
