@@ -1,2 +1,616 @@
 /// \file
-/// (being written)
+/// Range-aware simplification: interval bounds, a polynomial normal form for sums and
+/// products, and the division/modulo/min/max/comparison rules that ranges enable.
+///
+/// How it works. `simplify` rewrites bottom-up. Sums and products become a `Poly` (constant +
+/// coefficient per monomial, a monomial being a sorted product of atoms: variables, //, %,
+/// min, max, comparisons) and are rebuilt in one canonical order, which combines like terms
+/// and folds constants. `x // c` and `x % c` split `x` into the part that is a multiple of c and
+/// the rest, and decide the rest by its bounds. Sums of "digits" of one value, such as
+/// `(x // 4)*4 + x % 4`, are recombined (the inverse of what views and reshapes generate).
+/// Every rule makes the tree smaller or moves it toward the canonical order, so the top-level
+/// loop reaches a fixed point in a pass or two; it is capped anyway.
+#include "ir/simplify.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace inductor_cpp::ir {
+namespace {
+
+constexpr int64_t kNegInf = std::numeric_limits<int64_t>::min();
+constexpr int64_t kPosInf = std::numeric_limits<int64_t>::max();
+constexpr Interval kUnbounded{kNegInf, kPosInf};
+
+bool is_finite(int64_t v) {
+  return v != kNegInf && v != kPosInf;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Saturating interval arithmetic. kNegInf / kPosInf are "unbounded" and absorb.
+
+int64_t add_lo(int64_t a, int64_t b) {
+  if (a == kNegInf || b == kNegInf) return kNegInf;
+  if (a == kPosInf || b == kPosInf) return kPosInf;
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return a < 0 ? kNegInf : kPosInf;
+  return r;
+}
+
+int64_t add_hi(int64_t a, int64_t b) {
+  if (a == kPosInf || b == kPosInf) return kPosInf;
+  if (a == kNegInf || b == kNegInf) return kNegInf;
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return a < 0 ? kNegInf : kPosInf;
+  return r;
+}
+
+int64_t mul_sat(int64_t a, int64_t b) {
+  if (a == 0 || b == 0) return 0;
+  bool negative = (a < 0) != (b < 0);
+  if (!is_finite(a) || !is_finite(b)) return negative ? kNegInf : kPosInf;
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) return negative ? kNegInf : kPosInf;
+  return r;
+}
+
+int64_t floor_div(int64_t a, int64_t b) {  // b != 0, no INT64_MIN / -1
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+int64_t floor_mod(int64_t a, int64_t b) {  // b > 0
+  int64_t r = a % b;
+  return r < 0 ? r + b : r;
+}
+
+/// floor(x / d) for d > 0, with unbounded x or d.
+int64_t floordiv_sat(int64_t x, int64_t d) {
+  if (x == kNegInf || x == kPosInf) return x;
+  if (d == kPosInf) return x >= 0 ? 0 : -1;
+  return floor_div(x, d);
+}
+
+Interval add(Interval a, Interval b) {
+  return {add_lo(a.lo, b.lo), add_hi(a.hi, b.hi)};
+}
+
+Interval mul(Interval a, Interval b) {
+  int64_t c[4] = {mul_sat(a.lo, b.lo), mul_sat(a.lo, b.hi), mul_sat(a.hi, b.lo),
+                  mul_sat(a.hi, b.hi)};
+  return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+}
+
+Interval negate(Interval a) {
+  auto neg = [](int64_t v) {
+    if (v == kNegInf) return kPosInf;
+    if (v == kPosInf) return kNegInf;
+    return -v;
+  };
+  return {neg(a.hi), neg(a.lo)};
+}
+
+Interval floordiv(Interval x, Interval d) {
+  if (d.lo <= 0 && d.hi >= 0) return kUnbounded;  // the divisor may be 0 or change sign
+  if (d.hi < 0) return floordiv(negate(x), negate(d));
+  int64_t c[4] = {floordiv_sat(x.lo, d.lo), floordiv_sat(x.lo, d.hi), floordiv_sat(x.hi, d.lo),
+                  floordiv_sat(x.hi, d.hi)};
+  return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+}
+
+Interval mod(Interval x, Interval d) {
+  if (d.hi < 0) return {add_lo(d.lo, 1), 0};
+  if (d.lo <= 0) return kUnbounded;
+  if (d.lo == d.hi && is_finite(x.lo) && is_finite(x.hi) &&
+      floor_div(x.lo, d.lo) == floor_div(x.hi, d.lo)) {
+    int64_t q = floor_div(x.lo, d.lo) * d.lo;
+    return {x.lo - q, x.hi - q};
+  }
+  int64_t top = d.hi == kPosInf ? kPosInf : d.hi - 1;
+  if (x.lo >= 0) return {0, std::min(x.hi, top)};
+  return {0, top};
+}
+
+/// 1 / 0 / unknown for a comparison of d against 0, from d's interval.
+Interval compare_to_zero(ExprKind kind, Interval d) {
+  bool always = false, never = false;
+  switch (kind) {
+    case ExprKind::Lt:
+      always = d.hi < 0, never = d.lo >= 0;
+      break;
+    case ExprKind::Le:
+      always = d.hi <= 0, never = d.lo > 0;
+      break;
+    case ExprKind::Eq:
+      always = d.lo == 0 && d.hi == 0, never = d.lo > 0 || d.hi < 0;
+      break;
+    default:
+      always = d.lo > 0 || d.hi < 0, never = d.lo == 0 && d.hi == 0;
+      break;
+  }
+  if (always) return {1, 1};
+  if (never) return {0, 0};
+  return {0, 1};
+}
+
+/// Interval bounds with a per-call memo (keys held alive, so addresses are never reused).
+class BoundsCalculator {
+ public:
+  explicit BoundsCalculator(const RangeMap& ranges) : ranges_(ranges) {}
+
+  Interval of(const Expr& e) {
+    switch (e.kind()) {
+      case ExprKind::Const:
+        return {e.value(), e.value()};
+      case ExprKind::Var: {
+        auto it = ranges_.find(e.name());
+        return it == ranges_.end() ? kUnbounded : it->second;
+      }
+      default:
+        break;
+    }
+    auto hit = memo_.find(e.node());
+    if (hit != memo_.end()) return hit->second.second;
+    Interval a = of(e.lhs()), b = of(e.rhs()), r = kUnbounded;
+    switch (e.kind()) {
+      case ExprKind::Add:
+        r = add(a, b);
+        break;
+      case ExprKind::Mul:
+        r = mul(a, b);
+        break;
+      case ExprKind::FloorDiv:
+        r = floordiv(a, b);
+        break;
+      case ExprKind::Mod:
+        r = mod(a, b);
+        break;
+      case ExprKind::Min:
+        r = {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
+        break;
+      case ExprKind::Max:
+        r = {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
+        break;
+      default:
+        r = compare_to_zero(e.kind(), add(a, negate(b)));
+        break;
+    }
+    memo_.emplace(e.node(), std::make_pair(e, r));
+    return r;
+  }
+
+ private:
+  const RangeMap& ranges_;
+  std::unordered_map<const ExprNode*, std::pair<Expr, Interval>> memo_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Polynomial normal form.
+
+int64_t wrap_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+int64_t wrap_mul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+
+/// constant + sum of coefficient * monomial; no zero coefficients; monomials never constant.
+struct Poly {
+  std::map<Expr, int64_t> terms;
+  int64_t constant = 0;
+
+  void add_term(const Expr& monomial, int64_t coef) {
+    if (coef == 0) return;
+    auto [it, inserted] = terms.emplace(monomial, coef);
+    if (inserted) return;
+    it->second = wrap_add(it->second, coef);
+    if (it->second == 0) terms.erase(it);
+  }
+  void add_poly(const Poly& o, int64_t scale = 1) {
+    constant = wrap_add(constant, wrap_mul(o.constant, scale));
+    for (const auto& [m, c] : o.terms) add_term(m, wrap_mul(c, scale));
+  }
+  /// The single monomial with coefficient 1 and no constant, if that is all there is.
+  const Expr* single_monomial() const {
+    if (constant != 0 || terms.size() != 1 || terms.begin()->second != 1) return nullptr;
+    return &terms.begin()->first;
+  }
+};
+
+void collect_factors(const Expr& m, std::vector<Expr>& out) {
+  if (m.kind() == ExprKind::Mul) {
+    collect_factors(m.lhs(), out);
+    collect_factors(m.rhs(), out);
+    return;
+  }
+  out.push_back(m);
+}
+
+Expr product_monomial(const Expr& a, const Expr& b) {
+  std::vector<Expr> fa, fb, merged;
+  collect_factors(a, fa);
+  collect_factors(b, fb);
+  std::merge(fa.begin(), fa.end(), fb.begin(), fb.end(), std::back_inserter(merged));
+  // Comparisons are 0 or 1, so a repeated comparison factor is the factor itself.
+  auto repeated_comparison = [](const Expr& x, const Expr& y) {
+    return x == y && x.kind() >= ExprKind::Lt;
+  };
+  merged.erase(std::unique(merged.begin(), merged.end(), repeated_comparison), merged.end());
+  Expr m = merged[0];
+  for (size_t i = 1; i < merged.size(); ++i) m = m * merged[i];
+  return m;
+}
+
+Poly multiply(const Poly& a, const Poly& b) {
+  Poly r;
+  r.constant = wrap_mul(a.constant, b.constant);
+  for (const auto& [m, c] : a.terms) r.add_term(m, wrap_mul(c, b.constant));
+  for (const auto& [m, c] : b.terms) r.add_term(m, wrap_mul(c, a.constant));
+  for (const auto& [ma, ca] : a.terms)
+    for (const auto& [mb, cb] : b.terms) r.add_term(product_monomial(ma, mb), wrap_mul(ca, cb));
+  return r;
+}
+
+/// The polynomial of an already simplified expression.
+Poly to_poly(const Expr& e) {
+  Poly p;
+  switch (e.kind()) {
+    case ExprKind::Const:
+      p.constant = e.value();
+      return p;
+    case ExprKind::Add:
+      p = to_poly(e.lhs());
+      p.add_poly(to_poly(e.rhs()));
+      return p;
+    case ExprKind::Mul:
+      return multiply(to_poly(e.lhs()), to_poly(e.rhs()));
+    default:
+      p.add_term(e, 1);
+      return p;
+  }
+}
+
+Expr from_poly(const Poly& p) {
+  Expr sum;
+  bool first = true;
+  for (const auto& [m, c] : p.terms) {
+    Expr term = c == 1 ? m : m * Expr(c);
+    sum = first ? term : sum + term;
+    first = false;
+  }
+  return sum + Expr(p.constant);
+}
+
+/// gcd of |values|; 0 when all are 0; nullopt if one is INT64_MIN (no absolute value).
+std::optional<int64_t> gcd_of(const Poly& p, int64_t c) {
+  auto abs_or_fail = [](int64_t v) -> std::optional<int64_t> {
+    if (v == kNegInf) return std::nullopt;
+    return v < 0 ? -v : v;
+  };
+  auto g = abs_or_fail(c);
+  auto k = abs_or_fail(p.constant);
+  if (!g || !k) return std::nullopt;
+  int64_t r = std::gcd(*g, *k);
+  for (const auto& [m, coef] : p.terms) {
+    auto a = abs_or_fail(coef);
+    if (!a) return std::nullopt;
+    r = std::gcd(r, *a);
+  }
+  return r;
+}
+
+Poly divide_exact(const Poly& p, int64_t g) {
+  Poly r;
+  r.constant = p.constant / g;
+  for (const auto& [m, c] : p.terms) r.add_term(m, c / g);
+  return r;
+}
+
+/// A "digit" of x: (x mod hi) // lo, with lo dividing hi; hi == 0 means no modulus.
+///   x // lo  ->  (x, lo, 0)      x % hi  ->  (x, 1, hi)      (x // lo) % n  ->  (x, lo, lo*n)
+struct Digit {
+  Expr x;
+  int64_t lo;
+  int64_t hi;
+};
+
+std::optional<Digit> as_digit(const Expr& m) {
+  auto positive_const = [](const Expr& e) { return e.is_const() && e.value() > 0; };
+  if (m.kind() == ExprKind::FloorDiv && positive_const(m.rhs()))
+    return Digit{m.lhs(), m.rhs().value(), 0};
+  if (m.kind() != ExprKind::Mod || !positive_const(m.rhs())) return std::nullopt;
+  const Expr& inner = m.lhs();
+  if (inner.kind() == ExprKind::FloorDiv && positive_const(inner.rhs())) {
+    int64_t hi;
+    if (__builtin_mul_overflow(inner.rhs().value(), m.rhs().value(), &hi)) return std::nullopt;
+    return Digit{inner.lhs(), inner.rhs().value(), hi};
+  }
+  return Digit{inner, 1, m.rhs().value()};
+}
+
+// ---------------------------------------------------------------------------------------------
+// The rewriter.
+
+class Simplifier {
+ public:
+  explicit Simplifier(const RangeMap& ranges) : ranges_(ranges), bounds_(ranges) {}
+
+  /// One bottom-up pass.
+  Expr run(const Expr& e) {
+    if (e.is_const()) return e;
+    if (e.is_var()) {
+      auto it = ranges_.find(e.name());
+      if (it != ranges_.end() && it->second.lo == it->second.hi && is_finite(it->second.lo))
+        return Expr(it->second.lo);
+      return e;
+    }
+    auto hit = memo_.find(e.node());
+    if (hit != memo_.end()) return hit->second.second;
+    Expr a = run(e.lhs()), b = run(e.rhs()), r;
+    switch (e.kind()) {
+      case ExprKind::Add: {
+        Poly p = to_poly(a);
+        p.add_poly(to_poly(b));
+        r = finish(std::move(p));
+        break;
+      }
+      case ExprKind::Mul:
+        r = finish(multiply(to_poly(a), to_poly(b)));
+        break;
+      case ExprKind::FloorDiv:
+        r = simplify_floordiv(a, b);
+        break;
+      case ExprKind::Mod:
+        r = simplify_mod(a, b);
+        break;
+      case ExprKind::Min:
+      case ExprKind::Max:
+        r = simplify_min_max(e.kind(), a, b);
+        break;
+      default:
+        r = simplify_comparison(e.kind(), a, b);
+        break;
+    }
+    memo_.emplace(e.node(), std::make_pair(e, r));
+    return r;
+  }
+
+  Interval bounds(const Expr& e) { return bounds_.of(e); }
+
+ private:
+  /// Canonical sum of a polynomial whose monomials are simplified, after recombining digits.
+  Expr finish(Poly p) {
+    combine_digits(p);
+    return from_poly(p);
+  }
+
+  /// Sums of digits of one x recombine (digits [a, b) and [b, c) of x, c possibly "none"):
+  ///   merge:  D[b, c)*(b/a)*k + D[a, b)*k  ->  D[a, c)*k     e.g. (x // 4)*4 + x % 4 -> x
+  ///   split:  D[a, c)*k - D[b, c)*(b/a)*k  ->  D[a, b)*k     e.g. x - (x // 4)*4 -> x % 4
+  /// Repeats until no pair matches; each rewrite removes a term.
+  void combine_digits(Poly& p) {
+    for (int round = 0; round < 64; ++round) {
+      if (!combine_one_digit_pair(p)) return;
+    }
+  }
+
+  bool combine_one_digit_pair(Poly& p) {
+    std::vector<std::pair<Expr, Digit>> digits;
+    for (const auto& [m, c] : p.terms) {
+      if (auto d = as_digit(m)) {
+        digits.emplace_back(m, *d);
+      } else if (m.kind() != ExprKind::Mul) {
+        digits.emplace_back(m, Digit{m, 1, 0});  // an atom is all of its digits
+      }
+    }
+    if (digits.size() < 2) return false;
+    for (const auto& [m1, d1] : digits) {
+      for (const auto& [m2, d2] : digits) {
+        if (m1 == m2 || d1.x != d2.x) continue;
+        int64_t k1 = p.terms.at(m1), k2 = p.terms.at(m2);
+        if (d2.hi == d1.lo && k1 == wrap_mul(k2, d1.lo / d2.lo)) {
+          replace_pair(p, m1, m2, make_digit(d1.x, d2.lo, d1.hi), k2);  // merge
+          return true;
+        }
+        if (d1.hi == d2.hi && d1.lo < d2.lo && d2.lo % d1.lo == 0 &&
+            k2 == wrap_mul(-k1, d2.lo / d1.lo)) {
+          replace_pair(p, m1, m2, make_digit(d1.x, d1.lo, d2.lo), k1);  // split
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  void replace_pair(Poly& p, const Expr& m1, const Expr& m2, const Expr& digit, int64_t k) {
+    Expr keep1 = m1, keep2 = m2;  // the erases below may destroy what m1, m2 refer to
+    p.terms.erase(keep1);
+    p.terms.erase(keep2);
+    p.add_poly(to_poly(digit), k);
+  }
+
+  Expr make_digit(const Expr& x, int64_t lo, int64_t hi) {
+    Expr q = lo == 1 ? x : simplify_floordiv(x, Expr(lo));
+    return hi == 0 ? q : simplify_mod(q, Expr(hi / lo));
+  }
+
+  Expr negated(const Expr& e) {
+    Poly p;
+    p.add_poly(to_poly(e), -1);
+    return from_poly(p);
+  }
+
+  Expr simplify_floordiv(const Expr& a, const Expr& b) {
+    if (!b.is_const()) {
+      Interval bb = bounds(b), ba = bounds(a);
+      if (bb.lo > 0 && ba.lo >= 0 && ba.hi < bb.lo) return Expr(0);
+      if (a == b && (bb.lo > 0 || bb.hi < 0)) return Expr(1);
+      return floordiv(a, b);
+    }
+    int64_t c = b.value();
+    if (c == 0 || a.is_const() || c == 1) return floordiv(a, b);
+    if (c < 0) {
+      // floor(a / c) == floor(-a / -c): keep divisors positive.
+      if (c == kNegInf) return floordiv(a, b);
+      return simplify_floordiv(negated(a), Expr(-c));
+    }
+    // Split a = c*quotient + rest, where quotient collects the terms divisible by c and
+    // rest keeps the others plus the constant's remainder in [0, c).
+    Poly p = to_poly(a), quotient, rest;
+    quotient.constant = floor_div(p.constant, c);
+    rest.constant = floor_mod(p.constant, c);
+    for (const auto& [m, k] : p.terms) {
+      if (k % c == 0) {
+        quotient.add_term(m, k / c);
+      } else {
+        rest.add_term(m, k);
+      }
+    }
+    quotient.add_poly(to_poly(divide_rest(rest, c)));
+    return finish(std::move(quotient));
+  }
+
+  /// rest // c for c > 0, where no term of rest is a multiple of c.
+  Expr divide_rest(const Poly& rest, int64_t c) {
+    if (rest.terms.empty()) return Expr(floor_div(rest.constant, c));
+    Expr x = from_poly(rest);
+    Interval bx = bounds(x);
+    if (is_finite(bx.lo) && is_finite(bx.hi) && floor_div(bx.lo, c) == floor_div(bx.hi, c))
+      return Expr(floor_div(bx.lo, c));
+    if (const Expr* m = rest.single_monomial()) {
+      // (y // d) // c -> y // (d*c);  (y % (c*n)) // c -> (y // c) % n.
+      if (auto d = as_digit(*m)) {
+        int64_t lo;
+        if (d->hi == 0 && !__builtin_mul_overflow(d->lo, c, &lo))
+          return simplify_floordiv(d->x, Expr(lo));
+        if (d->lo == 1 && d->hi % c == 0)
+          return simplify_mod(simplify_floordiv(d->x, Expr(c)), Expr(d->hi / c));
+      }
+    }
+    auto g = gcd_of(rest, c);
+    if (g && *g > 1) return simplify_floordiv(from_poly(divide_exact(rest, *g)), Expr(c / *g));
+    return floordiv(x, Expr(c));
+  }
+
+  Expr simplify_mod(const Expr& a, const Expr& b) {
+    if (!b.is_const()) {
+      Interval bb = bounds(b), ba = bounds(a);
+      if (a == b) return Expr(0);
+      if (bb.lo > 0 && ba.lo >= 0 && ba.hi < bb.lo) return a;
+      return mod(a, b);
+    }
+    int64_t c = b.value();
+    if (c <= 0 || a.is_const() || c == 1) return mod(a, b);
+    // Multiples of c vanish; coefficients of magnitude >= c reduce into [0, c).
+    Poly p = to_poly(a), rest;
+    rest.constant = floor_mod(p.constant, c);
+    for (const auto& [m, k] : p.terms) {
+      if (k % c == 0) continue;
+      rest.add_term(m, (k >= c || k <= -c) ? floor_mod(k, c) : k);
+    }
+    if (rest.terms.empty()) return Expr(rest.constant);
+    Expr x = from_poly(rest);
+    Interval bx = bounds(x);
+    if (is_finite(bx.lo) && is_finite(bx.hi) && floor_div(bx.lo, c) == floor_div(bx.hi, c)) {
+      rest.constant = wrap_add(rest.constant, wrap_mul(-floor_div(bx.lo, c), c));
+      return finish(std::move(rest));
+    }
+    if (const Expr* m = rest.single_monomial()) {
+      // (y % (c*n)) % c -> y % c.
+      auto d = as_digit(*m);
+      if (d && d->lo == 1 && d->hi % c == 0) return simplify_mod(d->x, b);
+    }
+    auto g = gcd_of(rest, c);
+    if (g && *g > 1) {
+      // (g*y) % (g*n) == g*(y % n).
+      Expr inner = simplify_mod(from_poly(divide_exact(rest, *g)), Expr(c / *g));
+      Poly scaled;
+      scaled.add_poly(to_poly(inner), *g);
+      return finish(std::move(scaled));
+    }
+    return mod(x, b);
+  }
+
+  /// a - b as a canonical expression.
+  Expr difference(const Expr& a, const Expr& b) {
+    Poly p = to_poly(a);
+    p.add_poly(to_poly(b), -1);
+    return from_poly(p);
+  }
+
+  Expr simplify_min_max(ExprKind kind, const Expr& a, const Expr& b) {
+    if (a == b) return a;
+    bool is_min = kind == ExprKind::Min;
+    Interval d = bounds(difference(a, b));
+    if (d.hi <= 0) return is_min ? a : b;  // a <= b everywhere
+    if (d.lo >= 0) return is_min ? b : a;
+    Interval ba = bounds(a), bb = bounds(b);
+    if (ba.hi <= bb.lo) return is_min ? a : b;
+    if (bb.hi <= ba.lo) return is_min ? b : a;
+    // Commutative: operands in structural order, a constant last (min(i1, 2)).
+    bool swap = a.is_const() || (!b.is_const() && b < a);
+    const Expr& first = swap ? b : a;
+    const Expr& second = swap ? a : b;
+    return is_min ? min(first, second) : max(first, second);
+  }
+
+  Expr simplify_comparison(ExprKind kind, const Expr& a, const Expr& b) {
+    Interval decided = compare_to_zero(kind, bounds(difference(a, b)));
+    if (decided.lo == decided.hi) return Expr(decided.lo);
+    // Canonical: a constant on the left moves to the right (i0 + 3 < 7  ->  i0 < 4).
+    Expr lhs = a, rhs = b;
+    Poly pa = to_poly(a);
+    if (!pa.terms.empty() && pa.constant != 0) {
+      Poly pb = to_poly(b);
+      pb.constant = wrap_add(pb.constant, -pa.constant);
+      pa.constant = 0;
+      lhs = from_poly(pa);
+      rhs = from_poly(pb);
+    }
+    switch (kind) {
+      case ExprKind::Lt:
+        return lt(lhs, rhs);
+      case ExprKind::Le:
+        return le(lhs, rhs);
+      case ExprKind::Eq:
+        return eq(lhs, rhs);
+      default:
+        return ne(lhs, rhs);
+    }
+  }
+
+  const RangeMap& ranges_;
+  BoundsCalculator bounds_;
+  std::unordered_map<const ExprNode*, std::pair<Expr, Expr>> memo_;
+};
+
+}  // namespace
+
+Interval bounds(const Expr& e, const RangeMap& ranges) {
+  return BoundsCalculator(ranges).of(e);
+}
+
+Expr simplify(const Expr& e, const RangeMap& ranges) {
+  Simplifier simplifier(ranges);
+  Expr current = e;
+  for (int pass = 0; pass < 8; ++pass) {
+    Expr next = simplifier.run(current);
+    if (next == current) return current;
+    current = next;
+  }
+  return current;
+}
+
+bool provably_equal(const Expr& a, const Expr& b, const RangeMap& ranges) {
+  if (a == b) return true;
+  Expr d = simplify(a - b, ranges);
+  Interval bd = bounds(d, ranges);
+  return bd.lo == 0 && bd.hi == 0;
+}
+
+}  // namespace inductor_cpp::ir

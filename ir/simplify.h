@@ -35,7 +35,10 @@ Interval bounds(const Expr& e, const RangeMap& ranges);
 /// constants folded, and range rules applied, among them
 ///   (a*c) // c -> a,    (a*c + b) // c -> a + b // c  when c > 0,
 ///   x // c -> 0 and x % c -> x  when 0 <= x < c,   (a*c + b) % c -> b % c,
-///   min/max decided by bounds, comparisons decided by bounds -> 0/1.
+///   min/max decided by bounds, comparisons decided by bounds -> 0/1,
+///   (x // c)*c + x % c -> x and x - (x // c)*c -> x % c (digits of one value recombine),
+///   (x // a) // b -> x // (a*b),   (x % (a*b)) // a -> (x // a) % b,
+///   a variable whose range is a single value -> that value.
 /// Idempotent: simplify(simplify(e)) == simplify(e).
 Expr simplify(const Expr& e, const RangeMap& ranges = {});
 
