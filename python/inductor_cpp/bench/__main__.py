@@ -14,6 +14,8 @@ import sys
 # subcommand name -> module (relative to this package) implementing it
 SUBCOMMANDS: dict[str, str] = {
     "main": ".main_job",
+    "micro": ".micro",
+    "machine": ".machine",
 }
 
 
