@@ -1,0 +1,37 @@
+/// \file
+/// Lowering: the ATen-level graph -> the loop-level IR.
+///
+/// Each node whose op has a lowering becomes one or more computes (with broadcasting and
+/// torch's type promotion made explicit, views as index rewrites); every other node becomes
+/// an extern step that runs the ATen op, so every graph stays correct. A node also falls back
+/// when its lowering declines it (an unsupported dtype, device, symbolic size, ...), with the
+/// reason recorded.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/aten_graph.h"
+#include "ir/loop_ir.h"
+
+namespace inductor_cpp::inductor {
+
+/// How one graph node was handled, for logs, counters and explain().
+struct LoweringDecision {
+  int32_t node = -1;
+  bool generated = false;
+  std::string reason;  ///< why it falls back, when it does
+};
+
+struct LoweredGraph {
+  ir::LoopProgram program;
+  std::vector<LoweringDecision> decisions;  ///< one per graph node, in node order
+};
+
+/// Buffer names: "%in<k>" for input k, "%c<k>" for constant k, "%<n>" for node n's first
+/// output and "%<n>.<k>" for its k-th (k >= 1).
+std::string buffer_name_of(const ir::Arg& tensor_ref);
+
+LoweredGraph lower_graph(const ir::Graph& graph);
+
+}  // namespace inductor_cpp::inductor
