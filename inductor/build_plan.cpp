@@ -1,11 +1,15 @@
 /// \file
-/// Slot assignment, ATen steps and lifetimes (see build_plan.h).
+/// Plan building: lowering + pipeline + emitter, then slots, steps and lifetimes.
 #include "inductor/build_plan.h"
 
 #include <limits>
 #include <map>
+#include <set>
 
+#include "codegen/cpu/emit_cpp.h"
 #include "inductor/graph_json.h"
+#include "inductor/lower/lower_graph.h"
+#include "ir/ir_text.h"
 
 namespace inductor_cpp::inductor {
 
@@ -16,28 +20,32 @@ namespace {
 
 constexpr int32_t kLivesForever = std::numeric_limits<int32_t>::max();
 
-/// Maps every value of the graph to a slot; node outputs nobody reads get none.
+/// Value slots by buffer name: inputs first, then constants, then everything else in order
+/// of first mention.
 class SlotTable {
  public:
   explicit SlotTable(const ir::Graph& g) : graph_(g) {
     next_ = static_cast<int32_t>(g.inputs.size() + g.constants.size());
-    for (size_t n = 0; n < g.nodes.size(); ++n) {
-      for (const Arg& a : g.nodes[n].args) reserve(a);
-      for (const auto& kw : g.nodes[n].kwargs) reserve(kw.second);
-    }
-    for (const Arg& a : g.outputs) reserve(a);
   }
 
-  int32_t slot_of(const Arg& a) const {
+  int32_t slot_of_buffer(const std::string& name) {
+    // Inputs and constants have fixed slots: "%in<k>" and "%c<k>" (lower_graph.h).
+    if (name.rfind("%in", 0) == 0) return static_cast<int32_t>(std::stoll(name.substr(3)));
+    if (name.rfind("%c", 0) == 0)
+      return static_cast<int32_t>(graph_.inputs.size() + std::stoll(name.substr(2)));
+    auto [it, inserted] = slots_.try_emplace(name, next_);
+    if (inserted) ++next_;
+    return it->second;
+  }
+
+  int32_t slot_of(const Arg& a) {
     switch (a.kind) {
       case Arg::Kind::Input:
         return static_cast<int32_t>(a.index);
       case Arg::Kind::Constant:
         return static_cast<int32_t>(graph_.inputs.size() + a.index);
-      case Arg::Kind::Value: {
-        auto it = node_slots_.find({a.index, a.output});
-        return it == node_slots_.end() ? -1 : it->second;
-      }
+      case Arg::Kind::Value:
+        return slot_of_buffer(buffer_name_of(a));
       default:
         return -1;
     }
@@ -46,22 +54,12 @@ class SlotTable {
   int32_t num_slots() const { return next_; }
 
  private:
-  void reserve(const Arg& a) {
-    if (a.kind == Arg::Kind::List) {
-      for (const Arg& item : a.items) reserve(item);
-      return;
-    }
-    if (a.kind != Arg::Kind::Value) return;
-    auto [it, inserted] = node_slots_.try_emplace({a.index, a.output}, next_);
-    if (inserted) ++next_;
-  }
-
   const ir::Graph& graph_;
-  std::map<std::pair<int64_t, int64_t>, int32_t> node_slots_;
+  std::map<std::string, int32_t> slots_;
   int32_t next_ = 0;
 };
 
-PlanArg to_plan_arg(const Arg& a, const SlotTable& slots) {
+PlanArg to_plan_arg(const Arg& a, SlotTable& slots) {
   if (a.is_tensor_ref()) return PlanArg::of_slot(slots.slot_of(a));
   if (a.kind == Arg::Kind::List) {
     std::vector<PlanArg> items;
@@ -71,54 +69,72 @@ PlanArg to_plan_arg(const Arg& a, const SlotTable& slots) {
   return PlanArg::of_literal(arg_to_json(a));
 }
 
+/// The ATen step that runs graph node `n`. Outputs nobody reads get slot -1.
+runtime::Step aten_step(const ir::Graph& g, size_t n, SlotTable& slots, const std::set<std::string>& used) {
+  const ir::Node& node = g.nodes[n];
+  runtime::Step step;
+  step.node = static_cast<int32_t>(n);
+  step.call.op = node.op;
+  for (const Arg& a : node.args) step.call.args.push_back(to_plan_arg(a, slots));
+  for (const auto& [name, a] : node.kwargs) step.call.kwargs.emplace_back(name, to_plan_arg(a, slots));
+  for (size_t k = 0; k < node.outputs.size(); ++k) {
+    const Arg out = Arg::value(static_cast<int64_t>(n), static_cast<int64_t>(k));
+    step.call.outs.push_back(used.count(buffer_name_of(out)) ? slots.slot_of(out) : -1);
+  }
+  return step;
+}
+
+/// Every graph value some node argument or graph output mentions, by buffer name.
+std::set<std::string> mentioned_values(const ir::Graph& g) {
+  std::set<std::string> used;
+  std::function<void(const Arg&)> note = [&](const Arg& a) {
+    if (a.kind == Arg::Kind::Value) used.insert(buffer_name_of(a));
+    for (const Arg& item : a.items) note(item);
+  };
+  for (const ir::Node& node : g.nodes) {
+    for (const Arg& a : node.args) note(a);
+    for (const auto& kw : node.kwargs) note(kw.second);
+  }
+  for (const Arg& a : g.outputs) note(a);
+  return used;
+}
+
 void note_uses(const PlanArg& a, int32_t step, std::vector<int32_t>& last_use) {
   if (a.kind == PlanArg::Kind::Slot) {
-    if (last_use[a.slot] != kLivesForever) last_use[a.slot] = std::max(last_use[a.slot], step);
+    if (a.slot >= 0 && last_use[a.slot] != kLivesForever) last_use[a.slot] = std::max(last_use[a.slot], step);
     return;
   }
   for (const PlanArg& item : a.items) note_uses(item, step, last_use);
 }
 
 void mark_forever(const PlanArg& a, std::vector<int32_t>& last_use) {
-  if (a.kind == PlanArg::Kind::Slot) last_use[a.slot] = kLivesForever;
+  if (a.kind == PlanArg::Kind::Slot && a.slot >= 0) last_use[a.slot] = kLivesForever;
   for (const PlanArg& item : a.items) mark_forever(item, last_use);
 }
 
-}  // namespace
-
-PlanBuild build_plan(const ir::Graph& g) {
-  SlotTable slots(g);
-  PlanBuild out;
-  runtime::Plan& plan = out.plan;
+/// Outputs, slot count and free lists, once the steps are in place.
+void finish_plan(const ir::Graph& g, SlotTable& slots, runtime::Plan& plan) {
+  for (const Arg& a : g.outputs) plan.outputs.push_back(to_plan_arg(a, slots));
   plan.num_inputs = static_cast<int32_t>(g.inputs.size());
   plan.num_constants = static_cast<int32_t>(g.constants.size());
   plan.num_slots = slots.num_slots();
-
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    const ir::Node& node = g.nodes[n];
-    runtime::Step step;
-    step.node = static_cast<int32_t>(n);
-    step.call.op = node.op;
-    for (const Arg& a : node.args) step.call.args.push_back(to_plan_arg(a, slots));
-    for (const auto& [name, a] : node.kwargs)
-      step.call.kwargs.emplace_back(name, to_plan_arg(a, slots));
-    for (size_t k = 0; k < node.outputs.size(); ++k)
-      step.call.outs.push_back(
-          slots.slot_of(Arg::value(static_cast<int64_t>(n), static_cast<int64_t>(k))));
-    plan.steps.push_back(std::move(step));
-    out.decisions.push_back(
-        {static_cast<int32_t>(n), false, "no generated kernel for this op yet"});
-    ++plan.ops_fallback;
-  }
-  for (const Arg& a : g.outputs) plan.outputs.push_back(to_plan_arg(a, slots));
-
-  // Lifetimes: a slot dies after the last step that reads it, unless a graph output holds it.
   std::vector<int32_t> last_use(plan.num_slots, -1);
   for (const PlanArg& a : plan.outputs) mark_forever(a, last_use);
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const auto step = static_cast<int32_t>(s);
-    for (const PlanArg& a : plan.steps[s].call.args) note_uses(a, step, last_use);
-    for (const auto& kw : plan.steps[s].call.kwargs) note_uses(kw.second, step, last_use);
+    const runtime::Step& st = plan.steps[s];
+    if (st.is_kernel()) {
+      for (int32_t slot : st.kernel.args) note_uses(PlanArg::of_slot(slot), step, last_use);
+      for (const runtime::BufferAlloc& a : st.kernel.allocs) {
+        note_uses(PlanArg::of_slot(a.slot), step, last_use);
+        // A reused buffer lives until the step that takes its storage.
+        if (a.reuse_slot >= 0) note_uses(PlanArg::of_slot(a.reuse_slot), step, last_use);
+      }
+      continue;
+    }
+    for (const PlanArg& a : st.call.args) note_uses(a, step, last_use);
+    for (const auto& kw : st.call.kwargs) note_uses(kw.second, step, last_use);
+    for (int32_t out : st.call.outs) note_uses(PlanArg::of_slot(out), step, last_use);
   }
   for (int32_t slot = 0; slot < plan.num_slots; ++slot) {
     const int32_t last = last_use[slot];
@@ -129,6 +145,112 @@ PlanBuild build_plan(const ir::Graph& g) {
       plan.free_at_start.push_back(slot);
     }
   }
+}
+
+std::vector<int64_t> static_ints(const std::vector<ir::Expr>& exprs) {
+  std::vector<int64_t> out;
+  for (const ir::Expr& e : exprs) {
+    if (!e.is_const()) throw std::runtime_error("symbolic layout in a generated kernel");
+    out.push_back(e.value());
+  }
+  return out;
+}
+
+runtime::Step kernel_step(const ir::ScheduledStep& s, const ir::ScheduledProgram& program,
+                          const ir::MemoryPlan& memory, SlotTable& slots) {
+  runtime::Step step;
+  runtime::KernelLaunch& k = step.kernel;
+  k.name = s.kernel.name;
+  k.nodes = s.graph_nodes;
+  step.node = k.nodes.empty() ? -1 : k.nodes.front();
+  for (const ir::KernelParam& p : s.kernel.params) {
+    const ir::Buffer& b = program.buffer(p.buffer);
+    k.args.push_back(slots.slot_of_buffer(p.buffer));
+    k.layouts.push_back({static_ints(b.sizes), static_ints(b.strides)});
+    if (!p.written) continue;
+    runtime::BufferAlloc alloc{k.args.back(), static_ints(b.sizes), static_ints(b.strides), ir::dtype_name(b.dtype),
+                               b.device, -1};
+    auto reuse = memory.reuse.find(p.buffer);
+    if (reuse != memory.reuse.end()) alloc.reuse_slot = slots.slot_of_buffer(reuse->second);
+    k.allocs.push_back(std::move(alloc));
+  }
+  return step;
+}
+
+/// The graph's devices other than the CPU, if any (no code generation for those yet).
+std::string non_cpu_device(const ir::Graph& g) {
+  auto check = [](const std::optional<ir::TensorMeta>& m) { return m && m->device != "cpu" ? m->device : ""; };
+  for (const ir::GraphInput& in : g.inputs) {
+    if (auto d = check(in.tensor); !d.empty()) return d;
+  }
+  for (const ir::TensorMeta& c : g.constants) {
+    if (c.device != "cpu") return c.device;
+  }
+  for (const ir::Node& n : g.nodes) {
+    for (const auto& o : n.outputs) {
+      if (auto d = check(o); !d.empty()) return d;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+PlanBuild build_aten_plan(const ir::Graph& g, const std::string& reason) {
+  SlotTable slots(g);
+  const std::set<std::string> used = mentioned_values(g);
+  PlanBuild out;
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    out.plan.steps.push_back(aten_step(g, n, slots, used));
+    out.decisions.push_back({static_cast<int32_t>(n), false, reason});
+    ++out.plan.ops_fallback;
+  }
+  finish_plan(g, slots, out.plan);
+  return out;
+}
+
+PlanBuild build_plan(const ir::Graph& g, const CodegenSettings& settings) {
+  if (!settings.enabled) return build_aten_plan(g, "code generation disabled");
+  if (const std::string device = non_cpu_device(g); !device.empty()) {
+    return build_aten_plan(g, "no code generation for device " + device + " yet");
+  }
+  PlanBuild out;
+  LoweredGraph lowered;
+  ir::PipelineResult result;
+  try {
+    lowered = lower_graph(g);
+    result = ir::run_pipeline(lowered.program, settings.pipeline);
+  } catch (const std::exception& e) {
+    PlanBuild fallback = build_aten_plan(g, std::string("code generation failed: ") + e.what());
+    fallback.codegen_error = e.what();
+    return fallback;
+  }
+  if (settings.pipeline.keep_ir_text) out.lowered_text = ir::program_to_text(lowered.program);
+  out.scheduled_text = ir::scheduled_to_text(result.scheduled);
+  out.passes = result.passes;
+
+  SlotTable slots(g);
+  std::set<std::string> used = mentioned_values(g);
+  std::vector<ir::Kernel> kernels;
+  for (const ir::ScheduledStep& s : result.scheduled.steps) {
+    if (s.kind == ir::ScheduledStep::Kind::Extern) {
+      out.plan.steps.push_back(aten_step(g, static_cast<size_t>(s.call.graph_node), slots, used));
+      continue;
+    }
+    out.plan.steps.push_back(kernel_step(s, result.scheduled, result.memory, slots));
+    kernels.push_back(s.kernel);
+  }
+  for (const LoweringDecision& d : lowered.decisions) {
+    out.decisions.push_back({d.node, d.generated, d.reason});
+    ++(d.generated ? out.plan.ops_generated : out.plan.ops_fallback);
+  }
+  if (!kernels.empty()) {
+    codegen::CppTarget target;
+    target.isa = codegen::detect_host_isa();
+    out.cpp_source = codegen::emit_cpp(kernels, target);
+    out.plan.kernel_library = "kernels.so";
+  }
+  finish_plan(g, slots, out.plan);
   return out;
 }
 

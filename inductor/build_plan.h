@@ -1,15 +1,20 @@
 /// \file
-/// Turns an ATen-level graph into an execution plan: assigns value slots, decides for each
-/// node how it runs, and computes when each slot can be freed.
+/// Turns an ATen-level graph into an execution plan.
 ///
-/// Code generation is not built yet, so every node runs as an ATen call through the c10
-/// dispatcher; this is the place where generated-kernel steps will take nodes over.
+///   graph ─► lower (inductor/lower) ─► pass pipeline (ir/passes) ─► C++ source (codegen/cpu)
+///         ─► plan: value slots, kernel steps (with their buffer allocations and reuse),
+///            ATen steps for everything not generated, and when each slot can be freed.
+///
+/// Code generation is skipped (every node runs as an ATen call) for graphs on devices we do
+/// not generate code for, and when lowering or the pipeline fails on a graph — that failure
+/// is reported, never fatal (strict mode makes it an error, in compile_graph).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "ir/aten_graph.h"
+#include "ir/passes/pipeline.h"
 #include "runtime/plan.h"
 
 namespace inductor_cpp::inductor {
@@ -21,11 +26,25 @@ struct NodeDecision {
   std::string reason;  ///< why it falls back, when it does
 };
 
+struct CodegenSettings {
+  bool enabled = true;
+  ir::PipelineOptions pipeline;
+};
+
 struct PlanBuild {
   runtime::Plan plan;
   std::vector<NodeDecision> decisions;
+  std::string cpp_source;     ///< the kernels' translation unit; empty without kernels
+  std::string codegen_error;  ///< why code generation was abandoned for this graph, if it was
+  std::vector<ir::PassRecord> passes;
+  std::string lowered_text;    ///< the loop program as lowered (when keep_ir_text)
+  std::string scheduled_text;  ///< the kernels and extern calls as scheduled
 };
 
-PlanBuild build_plan(const ir::Graph& graph);
+PlanBuild build_plan(const ir::Graph& graph, const CodegenSettings& settings = {});
+
+/// The same graph with every node as an ATen call (what a failed code generation falls back
+/// to); `reason` is recorded for every node.
+PlanBuild build_aten_plan(const ir::Graph& graph, const std::string& reason);
 
 }  // namespace inductor_cpp::inductor

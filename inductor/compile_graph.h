@@ -16,6 +16,8 @@
 
 #include "inductor/options.h"
 #include "kernels_cache/store.h"
+#include "inductor/build_plan.h"
+#include "runtime/kernel_library.h"
 #include "runtime/plan.h"
 
 namespace inductor_cpp::inductor {
@@ -28,6 +30,7 @@ struct CompileStats {
   std::atomic<int64_t> cache_corrupt_rebuilt{0};
   std::atomic<int64_t> plan_builds{0};  ///< "compiler invocations" before codegen
   std::atomic<int64_t> cxx_compiler_invocations{0};
+  std::atomic<int64_t> cxx_compile_failures{0};  ///< kernels that fell back to ATen instead
 
   nlohmann::json to_json() const;
   void reset();
@@ -55,6 +58,9 @@ class CompileError : public std::runtime_error {
 
 struct CompiledPlan {
   runtime::Plan plan;
+  std::shared_ptr<runtime::KernelLibrary> library;  ///< null when the plan has no kernels
+  std::string cpp_source;                           ///< the generated kernels ("" if none)
+  std::vector<NodeDecision> decisions;              ///< per graph node
   std::string key;
   std::string cache_outcome;        ///< "hit", "built", "rebuilt_corrupt", "uncached"
   std::vector<std::string> labels;  ///< per graph node: "aten::mm (model.py:3 in f: ...)"

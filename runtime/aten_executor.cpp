@@ -6,6 +6,9 @@
 #include <ATen/core/jit_type.h>
 #include <c10/util/Exception.h>
 
+#include <ATen/ops/empty_strided.h>
+#include <ATen/Parallel.h>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -90,7 +93,24 @@ Operand bind_operand(const PlanArg& arg, const c10::Argument& formal) {
   return out;
 }
 
+/// A generated-kernel step, ready to call.
+struct BoundKernel {
+  KernelFn fn = nullptr;
+  std::vector<int32_t> args;
+  std::vector<ExpectedLayout> layouts;
+  std::vector<bool> written;
+  struct Alloc {
+    int32_t slot;
+    std::vector<int64_t> sizes, strides;
+    at::TensorOptions options;
+    int32_t reuse_slot;
+  };
+  std::vector<Alloc> allocs;
+  std::string label;
+};
+
 struct BoundStep {
+  std::optional<BoundKernel> kernel;
   std::optional<ScalarOp> scalar_op;  ///< set for "sym::" steps, which never touch the dispatcher
   std::optional<c10::OperatorHandle> op;
   std::vector<Operand> operands;  ///< one per schema argument, in schema order
@@ -125,6 +145,61 @@ BoundStep bind_scalar_step(const Step& step) {
   bound.free_after = step.free_after;
   bound.node = step.node;
   return bound;
+}
+
+BoundStep bind_kernel_step(const Step& step, const KernelLibrary& library, const std::vector<std::string>& labels) {
+  BoundStep bound;
+  BoundKernel k;
+  k.fn = library.kernel(step.kernel.name);
+  k.args = step.kernel.args;
+  k.layouts = step.kernel.layouts;
+  k.written.assign(k.args.size(), false);
+  for (const BufferAlloc& a : step.kernel.allocs) {
+    const auto options = at::TensorOptions().dtype(scalar_type_from_name(a.dtype)).device(c10::Device(a.device));
+    k.allocs.push_back({a.slot, a.sizes, a.strides, options, a.reuse_slot});
+    for (size_t i = 0; i < k.args.size(); ++i) {
+      if (k.args[i] == a.slot) k.written[i] = true;
+    }
+  }
+  k.label = "generated " + step.kernel.name;
+  std::string computing;
+  for (int32_t n : step.kernel.nodes) {
+    if (n >= 0 && n < static_cast<int32_t>(labels.size())) computing += (computing.empty() ? "" : ", ") + labels[n];
+  }
+  if (!computing.empty()) k.label += " computing " + computing;
+  bound.kernel = std::move(k);
+  bound.free_after = step.free_after;
+  bound.node = step.node;
+  return bound;
+}
+
+/// Allocates the kernel's outputs, checks its inputs' layouts, calls it.
+void run_kernel(const BoundKernel& k, std::vector<c10::IValue>& slots) {
+  for (const BoundKernel::Alloc& a : k.allocs) {
+    if (a.reuse_slot >= 0 && slots[a.reuse_slot].isTensor()) {
+      const at::Tensor old = slots[a.reuse_slot].toTensor();
+      slots[a.slot] = old.as_strided(a.sizes, a.strides, 0);
+    } else {
+      slots[a.slot] = at::empty_strided(a.sizes, a.strides, a.options);
+    }
+  }
+  std::vector<char*> ptrs(k.args.size());
+  std::vector<at::Tensor> relaid;  // inputs copied into the layout the kernel assumes
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    at::Tensor t = slots[k.args[i]].toTensor();
+    const ExpectedLayout& want = k.layouts[i];
+    if (!k.written[i] && (t.sizes() != c10::IntArrayRef(want.sizes) || t.strides() != c10::IntArrayRef(want.strides))) {
+      TORCH_CHECK(t.sizes() == c10::IntArrayRef(want.sizes), "inductor_cpp: a generated kernel expected sizes ",
+                  c10::IntArrayRef(want.sizes), " for an argument, got ", t.sizes());
+      at::Tensor copy = at::empty_strided(want.sizes, want.strides, t.options());
+      copy.copy_(t);
+      relaid.push_back(copy);
+      t = copy;
+    }
+    ptrs[i] = static_cast<char*>(t.data_ptr());
+  }
+  const int32_t status = k.fn(ptrs.data(), nullptr, static_cast<int32_t>(at::get_num_threads()));
+  TORCH_CHECK_INDEX(status == 0, "index out of bounds in ", k.label);
 }
 
 BoundStep bind_step(const Step& step) {
@@ -277,10 +352,11 @@ struct AtenExecutable::Bound {
   std::vector<BoundStep> steps;
   std::vector<Operand> outputs;
   std::vector<std::string> labels;
+  std::shared_ptr<KernelLibrary> library;
 };
 
 AtenExecutable::AtenExecutable(const Plan& plan, std::vector<at::Tensor> constants,
-                               std::vector<std::string> labels) {
+                               std::vector<std::string> labels, std::shared_ptr<KernelLibrary> library) {
   auto b = std::make_unique<Bound>();
   if (static_cast<int32_t>(constants.size()) != plan.num_constants)
     throw std::runtime_error("plan expects " + std::to_string(plan.num_constants) +
@@ -290,8 +366,15 @@ AtenExecutable::AtenExecutable(const Plan& plan, std::vector<at::Tensor> constan
   b->constants = std::move(constants);
   b->free_at_start = plan.free_at_start;
   b->labels = std::move(labels);
+  b->library = std::move(library);
+  if (!plan.kernel_library.empty() && !b->library)
+    throw std::runtime_error("inductor_cpp: the plan has generated kernels but no kernel library was loaded");
   for (const Step& step : plan.steps) {
     try {
+      if (step.is_kernel()) {
+        b->steps.push_back(bind_kernel_step(step, *b->library, b->labels));
+        continue;
+      }
       b->steps.push_back(bind_step(step));
     } catch (const std::exception& e) {
       const std::string where = step.node >= 0 && step.node < static_cast<int32_t>(b->labels.size())
@@ -320,6 +403,15 @@ std::vector<c10::IValue> AtenExecutable::run(std::vector<c10::IValue> inputs) co
 
   torch::jit::Stack stack;
   for (const BoundStep& step : b.steps) {
+    if (step.kernel) {
+      try {
+        run_kernel(*step.kernel, slots);
+      } catch (...) {
+        std::throw_with_nested(StepError("inductor_cpp: while running " + step.kernel->label));
+      }
+      for (int32_t s : step.free_after) slots[s] = c10::IValue();
+      continue;
+    }
     stack.clear();
     for (const Operand& o : step.operands) push_operand(o, slots, stack);
     try {

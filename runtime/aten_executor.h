@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/kernel_library.h"
 #include "runtime/plan.h"
 
 namespace inductor_cpp::runtime {
@@ -34,8 +35,10 @@ class AtenExecutable {
  public:
   /// `labels[node]` names each graph node in error messages ("aten::mm (model.py:3 in f)").
   /// Throws std::runtime_error if an operator is unknown or an argument cannot be bound.
+  /// `library` holds the plan's generated kernels (null when the plan has none); the
+  /// executable keeps it loaded for its own lifetime.
   AtenExecutable(const Plan& plan, std::vector<at::Tensor> constants,
-                 std::vector<std::string> labels);
+                 std::vector<std::string> labels, std::shared_ptr<KernelLibrary> library = nullptr);
   ~AtenExecutable();
 
   /// Runs the plan. `inputs` is consumed (the caller's references are released as soon as

@@ -20,7 +20,7 @@ using nlohmann::json;
 
 namespace {
 
-c10::ScalarType dtype_from_name(const std::string& name) {
+c10::ScalarType dtype_from_name_impl(const std::string& name) {
   static const std::unordered_map<std::string, c10::ScalarType> table = {
       {"float32", c10::kFloat},
       {"float64", c10::kDouble},
@@ -158,7 +158,7 @@ c10::IValue literal_to_ivalue(const json& lit, const c10::TypePtr& declared,
   if (tag == "bool") return c10::IValue(v.get<bool>());
   if (tag == "str") return c10::IValue(v.get<std::string>());
   if (tag == "dtype")
-    return c10::IValue(static_cast<int64_t>(dtype_from_name(v.get<std::string>())));
+    return c10::IValue(static_cast<int64_t>(dtype_from_name_impl(v.get<std::string>())));
   if (tag == "device") return c10::IValue(c10::Device(v.get<std::string>()));
   if (tag == "layout")
     return c10::IValue(static_cast<int64_t>(layout_from_name(v.get<std::string>())));
@@ -166,5 +166,7 @@ c10::IValue literal_to_ivalue(const json& lit, const c10::TypePtr& declared,
     return c10::IValue(static_cast<int64_t>(memory_format_from_name(v.get<std::string>())));
   throw std::runtime_error("cannot pass literal " + lit.dump() + " as " + declared->str());
 }
+
+c10::ScalarType scalar_type_from_name(const std::string& name) { return dtype_from_name_impl(name); }
 
 }  // namespace inductor_cpp::runtime

@@ -21,6 +21,9 @@ c10::IValue literal_to_ivalue(const nlohmann::json& lit, const c10::TypePtr& dec
 /// A list literal's items converted for `list_type` (int[], float[], bool[], or generic).
 c10::IValue list_literal(const nlohmann::json& items, const c10::ListTypePtr& list_type);
 
+/// The c10 scalar type for a torch dtype name ("float32"); throws on unknown names.
+c10::ScalarType scalar_type_from_name(const std::string& name);
+
 /// A 0-dim tensor that type promotion treats like a Python number (what the Python argument
 /// parser makes of `torch.mul(x, 2)`).
 at::Tensor wrapped_number(const c10::IValue& number);

@@ -1,2 +1,159 @@
 /// \file
-/// (being written)
+/// Builds generated C++ into a shared library: the system compiler as a child process.
+///
+/// posix_spawnp with an argument vector (no shell, so no quoting issues or injection through
+/// paths); stdout and stderr share one pipe that we drain until EOF, then reap the child.
+#include "runtime/cpp_compiler.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace inductor_cpp::runtime {
+namespace {
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+std::vector<std::string> split_words(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+/// The compiler command: options.compiler, else $CXX, else g++; may carry arguments
+/// ("ccache g++").
+std::vector<std::string> compiler_command(const CppCompileOptions& options) {
+  std::string compiler = options.compiler;
+  if (compiler.empty()) {
+    const char* cxx = std::getenv("CXX");
+    compiler = cxx && *cxx ? cxx : "g++";
+  }
+  std::vector<std::string> words = split_words(compiler);
+  if (words.empty()) throw std::runtime_error("empty C++ compiler command");
+  return words;
+}
+
+/// Runs argv[0] (searched in PATH) and captures stdout+stderr. Throws std::runtime_error
+/// only when it cannot be started.
+ProcessResult run_process(const std::vector<std::string>& args) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + std::string(strerror(errno)));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    throw std::runtime_error("cannot start '" + args[0] + "': " + strerror(rc));
+  }
+  ProcessResult result;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = read(fds[0], buf, sizeof(buf));
+    if (n > 0) {
+      result.output.append(buf, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  return result;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out.good()) throw std::runtime_error("cannot write " + path);
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  return s;
+}
+
+/// The executable's resolved path (PATH search, symlinks followed), or the name itself.
+std::string resolve_executable(const std::string& name) {
+  auto real = [](const std::string& p) {
+    char buf[PATH_MAX];
+    return realpath(p.c_str(), buf) ? std::string(buf) : p;
+  };
+  if (name.find('/') != std::string::npos) return real(name);
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return real(candidate);
+  }
+  return name;
+}
+
+}  // namespace
+
+CppCompileResult compile_shared_library(const std::string& dir, const std::string& source,
+                                        const std::string& header_text,
+                                        const CppCompileOptions& options) {
+  const std::string source_path = dir + "/kernels.cpp";
+  write_file(dir + "/ic_runtime.h", header_text);
+  write_file(source_path, source);
+  std::vector<std::string> args = compiler_command(options);
+  args.insert(args.end(), options.flags.begin(), options.flags.end());
+  args.push_back("-I" + dir);
+  args.push_back(source_path);
+  args.push_back("-o");
+  args.push_back(dir + "/kernels.so");
+  args.insert(args.end(), options.libraries.begin(), options.libraries.end());
+
+  CppCompileResult result;
+  for (const std::string& a : args) result.command += (result.command.empty() ? "" : " ") + a;
+  const auto start = std::chrono::steady_clock::now();
+  const ProcessResult process = run_process(args);
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.output = process.output;
+  result.ok = process.exit_code == 0;
+  return result;
+}
+
+std::string compiler_identity(const CppCompileOptions& options) {
+  const std::vector<std::string> command = compiler_command(options);
+  // The last word is the compiler proper when a launcher (ccache) comes first.
+  const std::string& compiler = command.back();
+  std::vector<std::string> args = {compiler, "-dumpfullversion"};
+  ProcessResult version = run_process(args);
+  if (version.exit_code != 0 || trim(version.output).empty()) {
+    args[1] = "-dumpversion";
+    version = run_process(args);
+  }
+  const std::string base = compiler.substr(compiler.find_last_of('/') + 1);
+  return base + " " + trim(version.output) + " " + resolve_executable(compiler);
+}
+
+}  // namespace inductor_cpp::runtime

@@ -1,2 +1,40 @@
 /// \file
-/// (being written)
+/// A loaded library of generated kernels: dlopen / dlsym / dlclose.
+#include "runtime/kernel_library.h"
+
+#include <dlfcn.h>
+
+#include <stdexcept>
+
+namespace inductor_cpp::runtime {
+
+std::shared_ptr<KernelLibrary> KernelLibrary::open(const std::string& path) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* error = dlerror();
+    throw std::runtime_error("cannot load kernel library " + path + ": " +
+                             (error ? error : "unknown error"));
+  }
+  // Kernels use OpenMP. If this library is what brought libgomp in (a process without torch,
+  // e.g. a test), its last dlclose would unmap libgomp under its still-parked pool threads:
+  // pin libgomp for the life of the process (a no-op when torch already holds it).
+  dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  return std::shared_ptr<KernelLibrary>(new KernelLibrary(handle, path));
+}
+
+KernelLibrary::~KernelLibrary() {
+  if (handle_) dlclose(handle_);
+}
+
+KernelFn KernelLibrary::kernel(const std::string& name) const {
+  dlerror();
+  void* symbol = dlsym(handle_, name.c_str());
+  if (!symbol) {
+    const char* error = dlerror();
+    throw std::runtime_error("kernel " + name + " not found in " + path_ +
+                             (error ? std::string(": ") + error : std::string()));
+  }
+  return reinterpret_cast<KernelFn>(symbol);
+}
+
+}  // namespace inductor_cpp::runtime

@@ -110,6 +110,19 @@ std::string plan_to_text(const Plan& p) {
      << " ATen) {\n";
   if (!p.free_at_start.empty()) os << "  free " << slots_text(p.free_at_start) << "\n";
   for (const Step& s : p.steps) {
+    if (s.is_kernel()) {
+      std::string line = "  ";
+      std::vector<int32_t> outs;
+      for (const BufferAlloc& a : s.kernel.allocs) outs.push_back(a.slot);
+      line += slots_text(outs) + " = " + s.kernel.name + "(" + slots_text(s.kernel.args) + ")";
+      for (const BufferAlloc& a : s.kernel.allocs) {
+        if (a.reuse_slot >= 0) line += " %s" + std::to_string(a.slot) + " reuses %s" + std::to_string(a.reuse_slot);
+      }
+      if (!s.free_after.empty())
+        line += std::string(line.size() < 48 ? 48 - line.size() : 1, ' ') + "free " + slots_text(s.free_after);
+      os << line << "\n";
+      continue;
+    }
     std::string line = "  " + slots_text(s.call.outs) + " = " + s.call.op + "(";
     bool first = true;
     for (const PlanArg& a : s.call.args) {
@@ -135,6 +148,27 @@ std::string plan_to_text(const Plan& p) {
 json plan_to_json(const Plan& p) {
   json steps = json::array();
   for (const Step& s : p.steps) {
+    if (s.is_kernel()) {
+      json allocs = json::array();
+      for (const BufferAlloc& a : s.kernel.allocs) {
+        allocs.push_back(json{{"slot", a.slot},
+                              {"sizes", a.sizes},
+                              {"strides", a.strides},
+                              {"dtype", a.dtype},
+                              {"device", a.device},
+                              {"reuse", a.reuse_slot}});
+      }
+      json layouts = json::array();
+      for (const ExpectedLayout& l : s.kernel.layouts) layouts.push_back(json{{"sizes", l.sizes}, {"strides", l.strides}});
+      steps.push_back(json{{"node", s.node},
+                           {"kernel", s.kernel.name},
+                           {"args", s.kernel.args},
+                           {"layouts", layouts},
+                           {"allocs", allocs},
+                           {"nodes", s.kernel.nodes},
+                           {"free", s.free_after}});
+      continue;
+    }
     json args = json::array();
     for (const PlanArg& a : s.call.args) args.push_back(arg_to_json(a));
     json kwargs = json::object();
@@ -156,7 +190,8 @@ json plan_to_json(const Plan& p) {
               {"steps", steps},
               {"outputs", outputs},
               {"ops_generated", p.ops_generated},
-              {"ops_fallback", p.ops_fallback}};
+              {"ops_fallback", p.ops_fallback},
+              {"kernel_library", p.kernel_library}};
 }
 
 Plan plan_from_json(const json& j) {
@@ -174,6 +209,25 @@ Plan plan_from_json(const json& j) {
       const std::string path = "steps[" + std::to_string(i) + "]";
       Step s;
       s.node = js.at("node").get<int32_t>();
+      if (js.contains("kernel")) {
+        s.kernel.name = js.at("kernel").get<std::string>();
+        s.kernel.args = js.at("args").get<std::vector<int32_t>>();
+        for (const json& l : js.at("layouts")) {
+          s.kernel.layouts.push_back(
+              {l.at("sizes").get<std::vector<int64_t>>(), l.at("strides").get<std::vector<int64_t>>()});
+        }
+        for (const json& a : js.at("allocs")) {
+          s.kernel.allocs.push_back(BufferAlloc{a.at("slot").get<int32_t>(),
+                                                a.at("sizes").get<std::vector<int64_t>>(),
+                                                a.at("strides").get<std::vector<int64_t>>(),
+                                                a.at("dtype").get<std::string>(), a.at("device").get<std::string>(),
+                                                a.at("reuse").get<int32_t>()});
+        }
+        s.kernel.nodes = js.at("nodes").get<std::vector<int32_t>>();
+        s.free_after = js.at("free").get<std::vector<int32_t>>();
+        p.steps.push_back(std::move(s));
+        continue;
+      }
       s.call.op = js.at("op").get<std::string>();
       const json& args = js.at("args");
       for (size_t a = 0; a < args.size(); ++a)
@@ -187,6 +241,7 @@ Plan plan_from_json(const json& j) {
     for (const json& o : j.at("outputs")) p.outputs.push_back(arg_from_json(o, "outputs"));
     p.ops_generated = j.at("ops_generated").get<int64_t>();
     p.ops_fallback = j.at("ops_fallback").get<int64_t>();
+    p.kernel_library = j.at("kernel_library").get<std::string>();
     return p;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("plan: malformed: ") + e.what());

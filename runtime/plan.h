@@ -39,14 +39,44 @@ struct AtenCall {
   std::vector<int32_t> outs;
 };
 
+/// Memory for a buffer a generated kernel writes: fresh (empty_strided), or the storage of a
+/// dead buffer (`reuse_slot`, same dtype and device, at least as large), restrided.
+struct BufferAlloc {
+  int32_t slot = -1;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  std::string dtype;   ///< torch name: "float32"
+  std::string device;  ///< "cpu"
+  int32_t reuse_slot = -1;
+};
+
+/// The layout a generated kernel assumes for a buffer it reads; an argument that does not
+/// have it (an ATen op returned other strides than its meta said) is copied into it first.
+struct ExpectedLayout {
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+};
+
+/// A call of a generated kernel: `extern "C" int32_t name(char* const* bufs, const int64_t*
+/// symbols, int32_t num_threads)` from the plan's kernel library.
+struct KernelLaunch {
+  std::string name;
+  std::vector<int32_t> args;  ///< slot per kernel parameter, in parameter order
+  std::vector<ExpectedLayout> layouts;  ///< per parameter: the layout the kernel assumes
+  std::vector<BufferAlloc> allocs;  ///< buffers it writes, allocated before the call
+  std::vector<int32_t> nodes;       ///< graph nodes it computes (for messages)
+};
+
 struct Step {
   int32_t node = -1;  ///< index of the graph node it came from (for messages)
-  AtenCall call;
+  AtenCall call;      ///< an ATen step (when kernel.name is empty)
+  KernelLaunch kernel;
   std::vector<int32_t> free_after;  ///< slots whose last use is this step
+  bool is_kernel() const { return !kernel.name.empty(); }
 };
 
 struct Plan {
-  static constexpr int kFormat = 1;
+  static constexpr int kFormat = 2;
   int32_t num_inputs = 0;
   int32_t num_constants = 0;
   int32_t num_slots = 0;
@@ -55,6 +85,9 @@ struct Plan {
   std::vector<PlanArg> outputs;
   int64_t ops_generated = 0;  ///< graph nodes computed by generated kernels
   int64_t ops_fallback = 0;   ///< graph nodes run as ATen calls
+  /// File name of the kernel library in the plan's cache entry ("kernels.so"); empty when
+  /// the plan has no kernel steps.
+  std::string kernel_library;
 };
 
 nlohmann::json plan_to_json(const Plan& plan);

@@ -8,6 +8,7 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -90,10 +91,14 @@ class CompiledGraph {
         cache_outcome_(compiled.cache_outcome),
         plan_json_(runtime::plan_to_json(compiled.plan).dump()),
         plan_text_(runtime::plan_to_text(compiled.plan)),
+        cpp_source_(compiled.cpp_source),
         ops_generated_(compiled.plan.ops_generated),
         ops_fallback_(compiled.plan.ops_fallback),
+        kernel_steps_(std::count_if(compiled.plan.steps.begin(), compiled.plan.steps.end(),
+                                    [](const runtime::Step& s) { return s.is_kernel(); })),
+        aten_steps_(static_cast<int64_t>(compiled.plan.steps.size()) - kernel_steps_),
         logs_(std::move(compiled.logs)),
-        executable_(compiled.plan, std::move(constants), std::move(compiled.labels)) {}
+        executable_(compiled.plan, std::move(constants), std::move(compiled.labels), compiled.library) {}
 
   /// The boxed calling convention of AOT autograd: a list of inputs, which we empty so that
   /// inputs die as soon as the plan is done with them (a tuple is accepted and left alone).
@@ -119,6 +124,8 @@ class CompiledGraph {
     py::dict d;
     d["ops_generated"] = ops_generated_;
     d["ops_fallback"] = ops_fallback_;
+    d["kernels"] = kernel_steps_;
+    d["aten_calls"] = aten_steps_;
     d["calls"] = calls_.load();
     d["cache"] = cache_outcome_;
     return d;
@@ -134,14 +141,18 @@ class CompiledGraph {
   const std::string& cache_outcome() const { return cache_outcome_; }
   const std::string& plan_json() const { return plan_json_; }
   const std::string& plan_text() const { return plan_text_; }
+  const std::string& cpp_source() const { return cpp_source_; }
 
  private:
   std::string key_;
   std::string cache_outcome_;
   std::string plan_json_;
   std::string plan_text_;
+  std::string cpp_source_;
   int64_t ops_generated_;
   int64_t ops_fallback_;
+  int64_t kernel_steps_;
+  int64_t aten_steps_;
   std::vector<inductor::LogRecord> logs_;
   runtime::AtenExecutable executable_;
   std::atomic<int64_t> calls_{0};
@@ -184,7 +195,8 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("key", &CompiledGraph::key)
       .def_property_readonly("cache_outcome", &CompiledGraph::cache_outcome)
       .def_property_readonly("plan_json", &CompiledGraph::plan_json)
-      .def_property_readonly("plan_text", &CompiledGraph::plan_text);
+      .def_property_readonly("plan_text", &CompiledGraph::plan_text)
+      .def_property_readonly("cpp_source", &CompiledGraph::cpp_source);
 
   m.def("compile_graph", &python::compile, py::arg("description"), py::arg("constants"),
         py::arg("options"), py::arg("environment"),

@@ -81,7 +81,8 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind
         else:
             logs.emit(artifact, message)
     if logs.enabled("output_code"):
-        logs.emit("output_code", f"graph {compiled.key}:\n{compiled.plan_text}")
+        source = compiled.cpp_source or "// no generated kernels in this graph\n"
+        logs.emit("output_code", f"graph {compiled.key}:\n{compiled.plan_text}\n{source}")
     _live_graphs.add(compiled)
     return _boxed(compiled)
 

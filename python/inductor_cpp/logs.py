@@ -16,10 +16,11 @@ import os
 import sys
 
 ARTIFACTS: dict[str, str] = {
-    "output_code": "the program generated for each graph, labelled with its cache key "
-    "(today: the execution plan; generated C++ once code generation lands)",
+    "output_code": "the program generated for each graph, labelled with its cache key: the "
+    "execution plan (kernel calls and ATen calls) and the generated C++ source",
     "graph": "the ATen-level graph each compile receives, in its text form",
     "cache": "cache key and outcome (hit, built, rebuilt_corrupt, uncached) per graph",
+    "perf": "time spent compiling generated kernels, with the compiler command",
     "fallbacks": "each op that runs as an ATen call or graph that runs eagerly, with the "
     "reason and the user's source line",
 }
