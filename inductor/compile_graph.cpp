@@ -74,6 +74,13 @@ std::string read_file(const std::filesystem::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+/// Thrown out of a cache build whose kernels failed to compile: carries the all-ATen
+/// artifacts to run instead, which must not be cached (the failure may be transient: a full
+/// disk, a compiler upgrade in progress), so the next process tries again.
+struct KernelCompileFailed {
+  kernels_cache::Artifacts fallback;
+};
+
 /// Builds the plan and its kernel library, and counts them; the cache calls this only on a
 /// miss. A kernel library that fails to compile falls back to an all-ATen plan, with the
 /// compiler's message logged: code generation trouble never fails a compile.
@@ -96,7 +103,9 @@ kernels_cache::Artifacts build_artifacts(const ir::Graph& graph, const CompileCo
       if (ctx.stats) ++ctx.stats->cxx_compile_failures;
       logs.push_back({"warning", "generated kernels failed to compile; running the graph as ATen calls. " +
                                      r.command + "\n" + r.output});
-      built = build_aten_plan(graph, "its generated kernel failed to compile");
+      const PlanBuild aten = build_aten_plan(graph, "its generated kernel failed to compile");
+      throw KernelCompileFailed{{{"plan.json", runtime::plan_to_json(aten.plan).dump()},
+                                 {"decisions.json", decisions_to_json(aten.decisions).dump()}}};
     }
   }
   artifacts["plan.json"] = runtime::plan_to_json(built.plan).dump();
@@ -175,12 +184,18 @@ CompiledPlan compile_graph(const json& description, const CompileContext& ctx) {
   out.key = cache_key({graph_to_json(graph, /*with_sources=*/false), ctx.options.codegen,
                        ctx.environment, build_id(), host_toolchain()});
   auto build = [&] { return build_artifacts(graph, ctx, out.logs); };
-  if (ctx.store && ctx.options.use_cache) {
-    load_through_cache(graph, *ctx.store, build, out);
-  } else {
+  try {
+    if (ctx.store && ctx.options.use_cache) {
+      load_through_cache(graph, *ctx.store, build, out);
+    } else {
+      out.cache_outcome = "uncached";
+      load_uncached(build(), out);
+      out.logs.push_back({"cache", "graph " + out.key + ": uncached (cache disabled)"});
+    }
+  } catch (const KernelCompileFailed& failed) {
     out.cache_outcome = "uncached";
-    load_uncached(build(), out);
-    out.logs.push_back({"cache", "graph " + out.key + ": uncached (cache disabled)"});
+    load_uncached(failed.fallback, out);
+    out.logs.push_back({"cache", "graph " + out.key + ": uncached (its kernels failed to compile)"});
   }
   if (ctx.stats) {
     ++ctx.stats->graphs_compiled;

@@ -5,11 +5,15 @@
 #include <dlfcn.h>
 
 #include <array>
+#include <fstream>
+#include <map>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 
 #include "kernels_cache/sha256.h"
+#include "runtime/cpp_compiler.h"
 
 namespace inductor_cpp::inductor {
 
@@ -26,14 +30,16 @@ std::string compute_build_id() {
   }
 }
 
-std::string first_line_of(const std::string& command) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  if (!pipe) return "";
-  std::array<char, 512> buf{};
-  if (!fgets(buf.data(), buf.size(), pipe.get())) return "";
-  std::string line(buf.data());
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-  return line;
+/// The CPU's model name and feature flags (from /proc/cpuinfo): kernels are built with
+/// -march=native, so a cache shared between machines must never hand one CPU's code to another.
+std::string cpu_identity() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model, flags;
+  while (std::getline(in, line) && (model.empty() || flags.empty())) {
+    if (model.empty() && line.rfind("model name", 0) == 0) model = line.substr(line.find(':') + 1);
+    if (flags.empty() && line.rfind("flags", 0) == 0) flags = line.substr(line.find(':') + 1);
+  }
+  return model + " / flags sha256 " + kernels_cache::sha256_hex(flags).substr(0, 16);
 }
 
 nlohmann::json host_isa() {
@@ -59,15 +65,22 @@ const std::string& build_id() {
 }
 
 const nlohmann::json& host_toolchain() {
-  static const nlohmann::json toolchain = [] {
-    const char* env_cxx = std::getenv("CXX");
-    const std::string cxx = env_cxx && *env_cxx ? env_cxx : "c++";
-    return nlohmann::json{{"cxx", cxx},
-                          {"cxx_version", first_line_of(cxx + " --version 2>/dev/null")},
-                          {"cxx_flags", "-O3 -march=native -fopenmp -shared -fPIC"},
-                          {"isa", host_isa()}};
-  }();
-  return toolchain;
+  // Computed once per value of $CXX (which selects the compiler) in this process.
+  static std::mutex mutex;
+  static std::map<std::string, nlohmann::json> by_cxx;
+  const char* env_cxx = std::getenv("CXX");
+  const std::string cxx = env_cxx ? env_cxx : "";
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = by_cxx.find(cxx);
+  if (it != by_cxx.end()) return it->second;
+  const runtime::CppCompileOptions options;
+  std::string flags;
+  for (const std::string& f : options.flags) flags += (flags.empty() ? "" : " ") + f;
+  for (const std::string& l : options.libraries) flags += " " + l;
+  return by_cxx[cxx] = nlohmann::json{{"cxx", runtime::compiler_identity(options)},
+                                      {"cxx_flags", flags},
+                                      {"isa", host_isa()},
+                                      {"cpu", cpu_identity()}};
 }
 
 }  // namespace inductor_cpp::inductor

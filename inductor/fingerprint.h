@@ -14,8 +14,9 @@ namespace inductor_cpp::inductor {
 const std::string& build_id();
 
 /// {"cxx": path, "cxx_version": "...", "cxx_flags": "...", "isa": ["avx2", ...]}: the C++
-/// compiler generated CPU kernels are built with ($CXX, else c++) and the host's vector ISA.
-/// Computed once per process.
+/// compiler generated CPU kernels are built with ($CXX, else g++), its flags, the host's vector ISA
+/// and CPU model (kernels use -march=native).
+/// Computed once per value of $CXX.
 const nlohmann::json& host_toolchain();
 
 }  // namespace inductor_cpp::inductor

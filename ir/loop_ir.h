@@ -78,6 +78,9 @@ struct Compute {
   Value body;
   bool view = false;       ///< an index rewrite of another buffer (never stored by itself)
   int32_t graph_node = -1;  ///< for messages and counters
+  /// Graph nodes of producers inlined into this compute (for messages: a kernel's error
+  /// names every op it computes). Metadata: not part of equality or the text form.
+  std::vector<int32_t> inlined_nodes;
 
   bool is_reduction() const { return !reduce_ranges.empty(); }
   DType dtype() const;  ///< the element type it produces

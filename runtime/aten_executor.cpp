@@ -199,7 +199,7 @@ void run_kernel(const BoundKernel& k, std::vector<c10::IValue>& slots) {
     ptrs[i] = static_cast<char*>(t.data_ptr());
   }
   const int32_t status = k.fn(ptrs.data(), nullptr, static_cast<int32_t>(at::get_num_threads()));
-  TORCH_CHECK_INDEX(status == 0, "index out of bounds in ", k.label);
+  TORCH_CHECK_INDEX(status == 0, "index out of bounds (index out of range in self) in ", k.label);
 }
 
 BoundStep bind_step(const Step& step) {

@@ -135,8 +135,7 @@ CppCompileResult compile_shared_library(const std::string& dir, const std::strin
   for (const std::string& a : args) result.command += (result.command.empty() ? "" : " ") + a;
   const auto start = std::chrono::steady_clock::now();
   const ProcessResult process = run_process(args);
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.output = process.output;
   result.ok = process.exit_code == 0;
   return result;

@@ -13,8 +13,11 @@ namespace inductor_cpp::runtime {
 
 struct CppCompileOptions {
   std::string compiler = "";  ///< empty: $CXX, else "g++"
-  std::vector<std::string> flags = {"-O3", "-march=native", "-fopenmp", "-shared", "-fPIC",
-                                    "-fno-math-errno", "-fno-trapping-math"};
+  /// -ffp-contract=off: no a*b+c fused into one rounding, so arithmetic chains round like
+  /// eager's one-op-at-a-time kernels (g++ contracts by default in GNU C++ mode).
+  std::vector<std::string> flags = {
+      "-O3",   "-march=native",   "-fopenmp",           "-shared",
+      "-fPIC", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off"};
   std::vector<std::string> libraries = {"-lsleef"};
 };
 

@@ -69,14 +69,20 @@ LoopProgram inline_producers(const LoopProgram& program, const InlineOptions& op
   const std::set<std::string> realized = choose_realized(program, needed, options);
 
   std::map<std::string, Value> inlined;  // compute -> body with its producers inlined
+  std::map<std::string, std::set<int32_t>> sources;  // compute -> graph nodes inlined into it
   std::function<Value(const std::string&)> body_of = [&](const std::string& name) -> Value {
     auto done = inlined.find(name);
     if (done != inlined.end()) return done->second;
     const Compute& c = program.computes.at(name);
+    std::set<int32_t>& mine = sources[name];
+    mine.insert(c.inlined_nodes.begin(), c.inlined_nodes.end());
     Value body = replace_loads(c.body, [&](const Value& l) -> Value {
       auto it = program.computes.find(l->name);
       if (it == program.computes.end() || realized.count(l->name)) return Value();
-      return substitute_producer(it->second, body_of(l->name), l);
+      Value substituted = substitute_producer(it->second, body_of(l->name), l);
+      if (it->second.graph_node >= 0) mine.insert(it->second.graph_node);
+      mine.insert(sources[l->name].begin(), sources[l->name].end());
+      return substituted;
     });
     const RangeMap ranges = ranges_of(c, program);
     body = map_indices(body, [&](const Expr& e) { return simplify(e, ranges); });
@@ -85,7 +91,11 @@ LoopProgram inline_producers(const LoopProgram& program, const InlineOptions& op
   };
 
   LoopProgram out = program;
-  for (auto& [name, c] : out.computes) c.body = body_of(name);
+  for (auto& [name, c] : out.computes) {
+    c.body = body_of(name);
+    sources[name].erase(c.graph_node);
+    c.inlined_nodes.assign(sources[name].begin(), sources[name].end());
+  }
 
   // Kernel steps keep only realized computes; extern view steps materialize needed views.
   std::set<std::string> materialized;

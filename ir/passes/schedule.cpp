@@ -318,11 +318,13 @@ ScheduledStep GroupScheduler::run() {
   ScheduledStep step;
   step.kind = ScheduledStep::Kind::Kernel;
   step.kernel.name = name_;
+  std::set<int32_t> nodes;
   for (const std::string& m : group_.computes) {
-    const int32_t node = p_.computes.at(m).graph_node;
-    if (node >= 0 && std::find(step.graph_nodes.begin(), step.graph_nodes.end(), node) == step.graph_nodes.end())
-      step.graph_nodes.push_back(node);
+    const Compute& c = p_.computes.at(m);
+    if (c.graph_node >= 0) nodes.insert(c.graph_node);
+    nodes.insert(c.inlined_nodes.begin(), c.inlined_nodes.end());
   }
+  step.graph_nodes.assign(nodes.begin(), nodes.end());
   step.kernel.body = std::move(kernel_body);
   std::set<std::string> symbols;
   std::vector<Expr> all;

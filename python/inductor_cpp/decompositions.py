@@ -3,9 +3,11 @@
 We start from torch's own core-ATen decompositions (torch maintains them; we do not re-type
 them) and remove the ops that are better left whole:
 
-* ops we lower directly in C++ (none yet: code generation is a later stage), and
-* ops whose ATen kernel is a fused, hand-tuned kernel while our code generation cannot fuse
-  their decomposition yet: splitting them would turn one fast ATen call into several.
+* ops we lower directly in C++ (gelu, silu and a few backward ops: one node instead of several),
+* ops whose ATen kernel is better than their decomposition (addmm's BLAS call with the bias
+  folded in; linspace/logspace, whose decomposition rounds differently), and
+* on devices we do not generate code for (see CODEGEN_DEVICES), fused ATen kernels such as
+  softmax and layer_norm: there, splitting them would turn one fast call into several.
 
 Each removal is listed with its reason; code generation takes entries out of KEEP_AS_ATEN as
 it learns to generate something faster than the ATen kernel.
@@ -16,45 +18,74 @@ from __future__ import annotations
 import functools
 
 import torch
-from torch._decomp import core_aten_decompositions
+from torch._decomp import core_aten_decompositions, get_decompositions
 
 aten = torch.ops.aten
 
-# op packet -> why we keep it whole (all overloads of the packet are kept).
+# op packet -> why we keep it whole on every device (all overloads of the packet are kept).
 KEEP_AS_ATEN: dict[object, str] = {
-    aten.native_layer_norm: "fused ATen kernel; no generated kernel yet",
-    aten.native_layer_norm_backward: "fused ATen kernel; no generated kernel yet",
-    aten.native_group_norm: "fused ATen kernel; no generated kernel yet",
-    aten.native_group_norm_backward: "fused ATen kernel; no generated kernel yet",
-    aten._softmax: "fused ATen kernel; no generated kernel yet",
-    aten._log_softmax: "fused ATen kernel; no generated kernel yet",
-    aten._softmax_backward_data: "fused ATen kernel; no generated kernel yet",
-    aten._log_softmax_backward_data: "fused ATen kernel; no generated kernel yet",
-    aten.native_batch_norm_backward: "fused ATen kernel; no generated kernel yet",
-    aten._native_batch_norm_legit: "fused ATen kernel; no generated kernel yet",
-    aten._native_batch_norm_legit_no_training: "fused ATen kernel; no generated kernel yet",
-    aten._native_batch_norm_legit_functional: "fused ATen kernel; no generated kernel yet",
-    aten.gelu: "one ATen kernel; no generated kernel yet",
-    aten.gelu_backward: "one ATen kernel; no generated kernel yet",
-    aten.silu: "one ATen kernel; no generated kernel yet",
-    aten.silu_backward: "one ATen kernel; no generated kernel yet",
-    aten.hardtanh_backward: "one ATen kernel; no generated kernel yet",
-    aten.threshold_backward: "one ATen kernel; no generated kernel yet",
-    aten.mse_loss: "one ATen kernel; no generated kernel yet",
-    aten.mse_loss_backward: "one ATen kernel; no generated kernel yet",
-    aten.nll_loss_forward: "one ATen kernel; no generated kernel yet",
-    aten.nll_loss_backward: "one ATen kernel; no generated kernel yet",
+    aten.gelu: "lowered directly (one node instead of its decomposition)",
+    aten.gelu_backward: "lowered directly",
+    aten.silu: "lowered directly",
+    aten.silu_backward: "lowered directly",
+    aten.hardtanh_backward: "lowered directly",
+    aten.threshold_backward: "lowered directly",
     aten.addmm: "extern matmul: BLAS call with the bias folded in",
-    aten.linalg_vector_norm: "one ATen kernel; no generated kernel yet",
     aten.linspace: "the decomposition rounds differently from ATen for integer dtypes (off by one)",
     aten.logspace: "the decomposition rounds differently from ATen for integer dtypes",
 }
 
+# Kept whole only on devices we do not generate code for (today: everything but the CPU): there
+# the fused ATen kernel beats running its decomposition op by op. On the CPU they decompose
+# into ops we lower, and fusion turns them back into one or two kernels.
+KEEP_AS_ATEN_WITHOUT_CODEGEN: dict[object, str] = {
+    aten.native_layer_norm: "fused ATen kernel",
+    aten.native_layer_norm_backward: "fused ATen kernel",
+    aten.native_group_norm: "fused ATen kernel",
+    aten.native_group_norm_backward: "fused ATen kernel",
+    aten._softmax: "fused ATen kernel",
+    aten._log_softmax: "fused ATen kernel",
+    aten._softmax_backward_data: "fused ATen kernel",
+    aten._log_softmax_backward_data: "fused ATen kernel",
+    aten.native_batch_norm_backward: "fused ATen kernel",
+    aten._native_batch_norm_legit: "fused ATen kernel",
+    aten._native_batch_norm_legit_no_training: "fused ATen kernel",
+    aten._native_batch_norm_legit_functional: "fused ATen kernel",
+    aten.mse_loss: "one ATen kernel",
+    aten.mse_loss_backward: "one ATen kernel",
+    aten.nll_loss_forward: "one ATen kernel",
+    aten.nll_loss_backward: "one ATen kernel",
+    aten.linalg_vector_norm: "one ATen kernel",
+}
 
-@functools.lru_cache(maxsize=1)
-def decomposition_table() -> dict:
+# Device types we generate code for.
+CODEGEN_DEVICES = frozenset({"cpu"})
+
+# Decompositions torch registers but leaves out of its core-ATen set (these are core ATen ops),
+# which we want on code-generation devices: their pieces lower and fuse back into one or two
+# kernels (softmax: max, exp-sum and normalize in one loop nest per row).
+EXTRA_FOR_CODEGEN = (
+    aten._softmax,
+    aten._log_softmax,
+    aten.native_layer_norm,
+    aten.native_group_norm,
+    aten._native_batch_norm_legit,
+    aten._native_batch_norm_legit_no_training,
+    aten._native_batch_norm_legit_functional,
+    aten.linalg_vector_norm,
+)
+
+
+@functools.lru_cache(maxsize=None)
+def decomposition_table(device_type: str = "cpu") -> dict:
+    """torch's core-ATen decompositions minus what we keep whole on `device_type`."""
     table = dict(core_aten_decompositions())
+    keep = dict(KEEP_AS_ATEN)
+    if device_type in CODEGEN_DEVICES:
+        table.update(get_decompositions(list(EXTRA_FOR_CODEGEN)))
+    else:
+        keep.update(KEEP_AS_ATEN_WITHOUT_CODEGEN)
     kept = set()
-    for packet in KEEP_AS_ATEN:
+    for packet in keep:
         kept.update(getattr(packet, o) for o in packet.overloads())
     return {op: fn for op, fn in table.items() if op not in kept}

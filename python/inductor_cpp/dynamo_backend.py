@@ -109,6 +109,14 @@ def _compiler(kind: str, opts: options_mod.Options) -> Callable:
     return compile_fn
 
 
+def _device_type(example_inputs: list[Any]) -> str:
+    """The device type of the graph's first tensor input ("cpu" when there is none)."""
+    for x in example_inputs:
+        if isinstance(x, torch.Tensor):
+            return x.device.type
+    return "cpu"
+
+
 def backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str | None = None,
             options: dict[str, Any] | None = None) -> Callable:
     """The torch.compile backend (entry point `torch_dynamo_backends: inductor_cpp`)."""
@@ -117,7 +125,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str | 
         fw_compiler=_compiler("forward", opts),
         bw_compiler=_compiler("backward", opts),
         inference_compiler=_compiler("inference", opts),
-        decompositions=decompositions.decomposition_table(),
+        decompositions=decompositions.decomposition_table(_device_type(example_inputs)),
         partition_fn=min_cut_rematerialization_partition,
         keep_inference_input_mutations=True,
     )

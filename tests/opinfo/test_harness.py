@@ -27,7 +27,9 @@ def test_clean_run_is_compiled_and_passes():
     r = harness.run_pair(harness.find_op("sin"), "float32", max_samples=2)
     assert r.status == "pass", r.summary()
     assert all(s.how == "compiled" and s.graphs >= 1 and s.ops >= 1 for s in r.samples)
-    assert not r.generated  # every op is an ATen fallback today (update when codegen lands)
+    assert r.generated  # sin has a generated kernel: no op fell back
+    fallback = harness.run_pair(harness.find_op("cumsum"), "float32", max_samples=1)
+    assert fallback.status == "pass" and not fallback.generated  # cumsum runs as an ATen call
 
 
 def test_wrong_output_fails(monkeypatch):

@@ -72,7 +72,7 @@ def test_explicit_cache_option_wins_over_the_environment(monkeypatch):
 
 
 def f_for_strict(x):
-    return torch.relu(x) + 1  # the op strict mode must name
+    return torch.cumsum(x, 0) + 1  # the op strict mode must name (no generated kernel for it)
 
 
 def test_strict_all_names_the_op_and_the_source_line():
@@ -80,8 +80,14 @@ def test_strict_all_names_the_op_and_the_source_line():
     with pytest.raises(Exception) as info:
         f(torch.randn(4))
     message = str(info.value)
-    assert "aten::relu" in message
-    assert "test_backend.py" in message and "return torch.relu(x) + 1" in message
+    assert "aten::cumsum" in message
+    assert "test_backend.py" in message and "return torch.cumsum(x, 0) + 1" in message
+
+
+def test_strict_all_accepts_fully_generated_graphs():
+    f = torch.compile(lambda x: torch.relu(x) + 1, backend="inductor_cpp", options={"strict": "all"})
+    x = torch.randn(4)
+    assert_same(f(x), torch.relu(x) + 1)
 
 
 def test_strict_all_raises_the_compile_error_class():
@@ -94,8 +100,8 @@ def test_strict_all_raises_the_compile_error_class():
 
 def test_strict_env_variable(monkeypatch):
     monkeypatch.setenv("INDUCTOR_CPP_STRICT", "all")
-    f = compile_cpp(lambda x: x.abs())
-    with pytest.raises(Exception, match="aten::abs"):
+    f = compile_cpp(lambda x: x.cumsum(0))
+    with pytest.raises(Exception, match="aten::cumsum"):
         f(torch.randn(4))
 
 
@@ -162,15 +168,16 @@ def test_float8_dtypes_are_compiled():
 def test_logs_env_variable_prints_artifacts():
     result = run_python("""
         import json, torch
-        f = torch.compile(lambda x: torch.sigmoid(x) + 1, backend="inductor_cpp")
+        f = torch.compile(lambda x: torch.sigmoid(x).cumsum(0) + 1, backend="inductor_cpp")
         f(torch.randn(4))
         print(json.dumps({}))
     """, {"INDUCTOR_CPP_LOGS": "graph,cache,fallbacks,output_code"})
     err = result["_stderr"]
     assert "[graph] graph inference(%in0: float32[4]{1} cpu)" in err
     assert "[cache] graph " in err and ": built" in err
-    assert "[fallbacks] aten::sigmoid" in err and "runs as an ATen call" in err
-    assert "[output_code] graph " in err and "= aten::sigmoid(%s0)" in err and "free %s0" in err
+    assert "[fallbacks] aten::cumsum" in err and "runs as an ATen call" in err
+    assert "[output_code] graph " in err and "= aten::cumsum(" in err and "free %s0" in err
+    assert "= kernel0(%s0, " in err and 'extern "C" int32_t kernel0(' in err
 
 
 def test_set_logs_from_python_and_unknown_artifact():

@@ -1,0 +1,233 @@
+/// \file
+/// Part of ic_runtime.h (included from there, after its macros): loads, stores, gathers,
+/// scatters and indirect index checks.
+#pragma once
+
+namespace ic {
+
+// ---------------------------------------------------------------------------------------------
+// 4. Loads and stores. `n` is the number of active lanes (loop tails); lanes past it read 0
+//    and are never written. Indexed and strided accesses go lane by lane in lane order, so a
+//    scatter to repeated addresses leaves the last lane's value, as a serial loop would.
+
+template <int N, class T>
+IC_INLINE Vec<T, N> loadu(const T* p) {
+  Vec<T, N> r;
+  std::memcpy(&r.v, p, sizeof(r.v));
+  return r;
+}
+template <class T, int N>
+IC_INLINE void storeu(T* p, const Vec<T, N>& x) {
+  std::memcpy(p, &x.v, sizeof(x.v));
+}
+
+#if defined(IC_AVX512)
+IC_INLINE uint64_t lane_bits(int64_t n) {
+  return n <= 0 ? 0 : (n >= 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1);
+}
+template <int ES>
+IC_INLINE __m512i load512_n(const void* p, int64_t n) {
+  if constexpr (ES == 1)
+    return _mm512_maskz_loadu_epi8(lane_bits(n), p);
+  else if constexpr (ES == 2)
+    return _mm512_maskz_loadu_epi16((__mmask32)lane_bits(n), p);
+  else if constexpr (ES == 4)
+    return _mm512_maskz_loadu_epi32((__mmask16)lane_bits(n), p);
+  else
+    return _mm512_maskz_loadu_epi64((__mmask8)lane_bits(n), p);
+}
+template <int ES>
+IC_INLINE void store512_n(void* p, __m512i x, int64_t n) {
+  if constexpr (ES == 1)
+    _mm512_mask_storeu_epi8(p, lane_bits(n), x);
+  else if constexpr (ES == 2)
+    _mm512_mask_storeu_epi16(p, (__mmask32)lane_bits(n), x);
+  else if constexpr (ES == 4)
+    _mm512_mask_storeu_epi32(p, (__mmask16)lane_bits(n), x);
+  else
+    _mm512_mask_storeu_epi64(p, (__mmask8)lane_bits(n), x);
+}
+template <int ES>
+IC_INLINE __m256i load256_n(const void* p, int64_t n) {
+  if constexpr (ES == 1)
+    return _mm256_maskz_loadu_epi8((__mmask32)lane_bits(n), p);
+  else if constexpr (ES == 2)
+    return _mm256_maskz_loadu_epi16((__mmask16)lane_bits(n), p);
+  else if constexpr (ES == 4)
+    return _mm256_maskz_loadu_epi32((__mmask8)lane_bits(n), p);
+  else
+    return _mm256_maskz_loadu_epi64((__mmask8)(lane_bits(n) & 0xF), p);
+}
+template <int ES>
+IC_INLINE void store256_n(void* p, __m256i x, int64_t n) {
+  if constexpr (ES == 1)
+    _mm256_mask_storeu_epi8(p, (__mmask32)lane_bits(n), x);
+  else if constexpr (ES == 2)
+    _mm256_mask_storeu_epi16(p, (__mmask16)lane_bits(n), x);
+  else if constexpr (ES == 4)
+    _mm256_mask_storeu_epi32(p, (__mmask8)lane_bits(n), x);
+  else
+    _mm256_mask_storeu_epi64(p, (__mmask8)(lane_bits(n) & 0xF), x);
+}
+#endif
+
+/// The first n lanes from p, the rest 0; reads nothing past p[n - 1].
+template <int N, class T>
+IC_INLINE Vec<T, N> loadu_n(const T* p, int64_t n) {
+  constexpr int kElem = sizeof(lane_t<T>);
+  constexpr int kBytes = N * kElem;
+  Vec<T, N> r;
+#if defined(IC_AVX512)
+  if constexpr (kBytes % 64 == 0) {
+    for (int c = 0; c < kBytes / 64; ++c) {
+      const __m512i x =
+          load512_n<kElem>(reinterpret_cast<const char*>(p) + c * 64, n - c * (64 / kElem));
+      std::memcpy(reinterpret_cast<char*>(&r.v) + c * 64, &x, 64);
+    }
+    return r;
+  }
+  if constexpr (kBytes == 32) {
+    const __m256i x = load256_n<kElem>(p, n);
+    std::memcpy(&r.v, &x, 32);
+    return r;
+  }
+#endif
+  for (int l = 0; l < N; ++l) {
+    lane_t<T> x = 0;
+    if (l < n) std::memcpy(&x, p + l, kElem);
+    r.v[l] = x;
+  }
+  return r;
+}
+/// Writes the first n lanes only.
+template <class T, int N>
+IC_INLINE void storeu_n(T* p, const Vec<T, N>& x, int64_t n) {
+  constexpr int kElem = sizeof(lane_t<T>);
+  constexpr int kBytes = N * kElem;
+#if defined(IC_AVX512)
+  if constexpr (kBytes % 64 == 0) {
+    for (int c = 0; c < kBytes / 64; ++c) {
+      __m512i chunk;
+      std::memcpy(&chunk, reinterpret_cast<const char*>(&x.v) + c * 64, 64);
+      store512_n<kElem>(reinterpret_cast<char*>(p) + c * 64, chunk, n - c * (64 / kElem));
+    }
+    return;
+  }
+  if constexpr (kBytes == 32) {
+    __m256i chunk;
+    std::memcpy(&chunk, &x.v, 32);
+    store256_n<kElem>(p, chunk, n);
+    return;
+  }
+#endif
+  for (int l = 0; l < N && l < n; ++l) {
+    const lane_t<T> lane = x.v[l];
+    std::memcpy(p + l, &lane, kElem);
+  }
+}
+/// Lanes l where m[l]: p[l]; others 0.
+template <int N, class T>
+IC_INLINE Vec<T, N> loadu_masked(const T* p, const Vec<bool, N>& m) {
+  Vec<T, N> r;
+  for (int l = 0; l < N; ++l) {
+    lane_t<T> x = 0;
+    if (m.v[l]) std::memcpy(&x, p + l, sizeof(x));
+    r.v[l] = x;
+  }
+  return r;
+}
+/// p[l * stride] for lanes l < n.
+template <int N, class T>
+IC_INLINE Vec<T, N> gather_strided(const T* p, int64_t stride, int64_t n = N) {
+  Vec<T, N> r;
+  for (int l = 0; l < N; ++l) {
+    lane_t<T> x = 0;
+    if (l < n) std::memcpy(&x, p + l * stride, sizeof(x));
+    r.v[l] = x;
+  }
+  return r;
+}
+template <int N, class T>
+IC_INLINE Vec<T, N> gather_strided_masked(const T* p, int64_t stride, const Vec<bool, N>& m) {
+  Vec<T, N> r;
+  for (int l = 0; l < N; ++l) {
+    lane_t<T> x = 0;
+    if (m.v[l]) std::memcpy(&x, p + l * stride, sizeof(x));
+    r.v[l] = x;
+  }
+  return r;
+}
+/// p[idx[l]] for lanes l < n.
+template <int N, class T>
+IC_INLINE Vec<T, N> gather(const T* p, const Vec<int64_t, N>& idx, int64_t n = N) {
+  Vec<T, N> r;
+  for (int l = 0; l < N; ++l) {
+    lane_t<T> x = 0;
+    if (l < n) std::memcpy(&x, p + idx.v[l], sizeof(x));
+    r.v[l] = x;
+  }
+  return r;
+}
+template <int N, class T>
+IC_INLINE Vec<T, N> gather_masked(const T* p, const Vec<int64_t, N>& idx, const Vec<bool, N>& m) {
+  Vec<T, N> r;
+  for (int l = 0; l < N; ++l) {
+    lane_t<T> x = 0;
+    if (m.v[l]) std::memcpy(&x, p + idx.v[l], sizeof(x));
+    r.v[l] = x;
+  }
+  return r;
+}
+template <class T, int N>
+IC_INLINE void scatter_strided(T* p, int64_t stride, const Vec<T, N>& x, int64_t n = N) {
+  for (int l = 0; l < N && l < n; ++l) {
+    const lane_t<T> lane = x.v[l];
+    std::memcpy(p + l * stride, &lane, sizeof(lane));
+  }
+}
+template <class T, int N>
+IC_INLINE void scatter(T* p, const Vec<int64_t, N>& idx, const Vec<T, N>& x, int64_t n = N) {
+  for (int l = 0; l < N && l < n; ++l) {
+    const lane_t<T> lane = x.v[l];
+    std::memcpy(p + idx.v[l], &lane, sizeof(lane));
+  }
+}
+/// A store whose address does not depend on the lane: the last active lane wins.
+template <class T, int N>
+IC_INLINE void store_last_lane(T* p, const Vec<T, N>& x, int64_t n = N) {
+  if (n <= 0) return;
+  const lane_t<T> lane = x.v[(n < N ? n : N) - 1];
+  std::memcpy(p, &lane, sizeof(lane));
+}
+
+/// Indirect index check: whether 0 <= v < bound; a violation in an active lane sets err.
+IC_INLINE bool check_index(int32_t& err, bool active, int64_t v, int64_t bound) {
+  const bool ok = v >= 0 && v < bound;
+  if (active && !ok) err = 1;
+  return ok;
+}
+template <int N>
+IC_INLINE Vec<bool, N> check_index(int32_t& err, const Vec<bool, N>& active,
+                                   const Vec<int64_t, N>& v, int64_t bound) {
+  const Vec<bool, N> ok{from_mask<N>(v.v >= 0).v & from_mask<N>(v.v < bound).v};
+  if (any_lane(Vec<bool, N>{active.v & (ok.v ^ uint8_t(1))})) err = 1;
+  return ok;
+}
+template <int N>
+IC_INLINE Vec<bool, N> check_index(int32_t& err, bool active, const Vec<int64_t, N>& v,
+                                   int64_t bound) {
+  return check_index(err, broadcast<N>(active), v, bound);
+}
+template <int N>
+IC_INLINE Vec<bool, N> check_index(int32_t& err, const Vec<bool, N>& active, int64_t v,
+                                   int64_t bound) {
+  const bool ok = v >= 0 && v < bound;
+  if (!ok && any_lane(active)) err = 1;
+  return broadcast<N>(ok);
+}
+template <int N>
+IC_INLINE Vec<bool, N> operator&(const Vec<bool, N>& a, const Vec<bool, N>& b) {
+  return Vec<bool, N>{a.v & b.v};
+}
+
+}  // namespace ic
