@@ -13,23 +13,6 @@ namespace inductor_cpp::ir {
 
 namespace {
 
-/// Which computes stay in memory (non-views only).
-std::set<std::string> choose_realized(const LoopProgram& p, const std::set<std::string>& needed,
-                                      const InlineOptions& options) {
-  const auto readers = compute_readers(p);
-  std::set<std::string> realized;
-  for (const auto& [name, c] : p.computes) {
-    if (c.view) continue;
-    auto it = readers.find(name);
-    const size_t reader_count = it == readers.end() ? 0 : it->second.size();
-    if (c.is_reduction() || needed.count(name) ||
-        (reader_count > 1 && node_count(c.body) > options.max_shared_inline_nodes)) {
-      realized.insert(name);
-    }
-  }
-  return realized;
-}
-
 /// Views to materialize through ATen: those needed in memory, and the view sources of those.
 std::set<std::string> views_to_materialize(const LoopProgram& p, std::set<std::string>& needed) {
   std::set<std::string> views;
@@ -47,18 +30,89 @@ std::set<std::string> views_to_materialize(const LoopProgram& p, std::set<std::s
   return views;
 }
 
-/// `producer`'s body evaluated at `at` (the reader's load), under the load's mask.
+/// The name an indirect value of the reader's load takes while it is moved into the
+/// producer's loads (where "%ind<k>" already means the producer's own indirect values).
+std::string outer_indirect(size_t k) { return "%outer" + std::to_string(k); }
+
+bool mentions_outer(const Expr& e, size_t n_outer) {
+  for (size_t k = 0; k < n_outer; ++k) {
+    if (depends_on(e, outer_indirect(k))) return true;
+  }
+  return false;
+}
+
+/// `producer`'s body evaluated at `at` (the reader's load). The reader's mask is ANDed into
+/// every inlined load: where it is off they must not read either, and what the producer then
+/// yields does not matter (readers of masked loads select another value). The reader's
+/// indirect values (gather/index) move into the inlined loads that use them, renumbered after
+/// those loads' own, bounds checks included.
 Value substitute_producer(const Compute& producer, const Value& body, const Value& at) {
+  const size_t n_outer = at->operands.size();
+  std::map<std::string, Expr> rename_outer;
+  for (size_t k = 0; k < n_outer; ++k) rename_outer["%ind" + std::to_string(k)] = Expr::var(outer_indirect(k));
   std::map<std::string, Expr> vars;
-  for (size_t k = 0; k < producer.ranges.size(); ++k) vars[range_var(k)] = at->index.at(k);
+  for (size_t k = 0; k < producer.ranges.size(); ++k) vars[range_var(k)] = substitute(at->index.at(k), rename_outer);
+  const Expr mask = substitute(at->mask, rename_outer);
   Value moved = map_indices(body, [&](const Expr& e) { return substitute(e, vars); });
-  if (at->mask == Expr(1)) return moved;
-  // Where the reader's mask is off, the inlined loads must not read either; what the
-  // producer then yields does not matter (readers of masked loads select another value).
-  const Expr mask = at->mask;
+  if (n_outer == 0 && mask == Expr(1)) return moved;
   return replace_loads(moved, [&](const Value& l) -> Value {
-    return load(l->name, l->dtype, l->index, mask * l->mask, l->operands, l->bounds);
+    bool uses_outer = mentions_outer(l->mask, n_outer) || mentions_outer(mask, n_outer);
+    for (const Expr& e : l->index) uses_outer = uses_outer || mentions_outer(e, n_outer);
+    std::vector<Value> operands = l->operands;
+    std::vector<Expr> bounds = l->bounds;
+    std::map<std::string, Expr> to_local;
+    if (uses_outer) {
+      for (size_t k = 0; k < n_outer; ++k) {
+        to_local[outer_indirect(k)] = Expr::var("%ind" + std::to_string(operands.size()));
+        operands.push_back(at->operands[k]);
+        bounds.push_back(at->bounds.at(k));
+      }
+    }
+    std::vector<Expr> index;
+    for (const Expr& e : l->index) index.push_back(substitute(e, to_local));
+    return load(l->name, l->dtype, index, substitute(mask * l->mask, to_local), operands, bounds);
   });
+}
+
+/// Whether `producer` can be inlined into a load through indirect indices: its value must
+/// come from loads (which take over the indirect values and their bounds checks), never
+/// from an index value (which cannot hold a run-time index).
+bool inlinable_under_indirection(const Compute& producer) {
+  bool has_load = false, has_index_value = false;
+  std::set<const ValueNode*> seen;
+  std::function<void(const Value&)> walk = [&](const Value& v) {
+    if (!seen.insert(v.node()).second) return;
+    has_load = has_load || v->kind == ValueKind::Load;
+    has_index_value = has_index_value || v->kind == ValueKind::IndexValue;
+    for (const Value& o : v->operands) walk(o);
+  };
+  walk(producer.body);
+  return has_load && !has_index_value;
+}
+
+/// Which computes stay in memory (non-views only).
+std::set<std::string> choose_realized(const LoopProgram& p, const std::set<std::string>& needed,
+                                      const InlineOptions& options) {
+  const auto readers = compute_readers(p);
+  std::set<std::string> realized;
+  for (const auto& [name, c] : p.computes) {
+    if (c.view) continue;
+    auto it = readers.find(name);
+    const size_t reader_count = it == readers.end() ? 0 : it->second.size();
+    if (c.is_reduction() || needed.count(name) ||
+        (reader_count > 1 && node_count(c.body) > options.max_shared_inline_nodes)) {
+      realized.insert(name);
+    }
+  }
+  // Producers read through indirect indices that cannot take the indices over stay in memory.
+  for (const auto& [name, c] : p.computes) {
+    for (const Value& l : loads_in(c.body)) {
+      auto it = p.computes.find(l->name);
+      if (it == p.computes.end() || it->second.view || l->operands.empty()) continue;
+      if (!inlinable_under_indirection(it->second)) realized.insert(l->name);
+    }
+  }
+  return realized;
 }
 
 }  // namespace
