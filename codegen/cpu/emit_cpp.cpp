@@ -103,11 +103,11 @@ std::string KernelEmitter::emit() {
   for (size_t k = 0; k < kernel_.params.size(); ++k) {
     const ir::KernelParam& p = kernel_.params[k];
     const std::string type = (p.written ? "" : "const ") + cpp_type(p.dtype) + "*";
-    head += "  " + type + " buf" + std::to_string(k) + " = reinterpret_cast<" + type + ">(bufs[" +
-            std::to_string(k) + "]);  // " + p.buffer + "\n";
+    head += "  [[maybe_unused]] " + type + " buf" + std::to_string(k) + " = reinterpret_cast<" +
+            type + ">(bufs[" + std::to_string(k) + "]);  // " + p.buffer + "\n";
   }
   for (size_t k = 0; k < kernel_.symbols.size(); ++k) {
-    head += "  const int64_t " + symbols_.at(kernel_.symbols[k]) + " = symbols[" +
+    head += "  [[maybe_unused]] const int64_t " + symbols_.at(kernel_.symbols[k]) + " = symbols[" +
             std::to_string(k) + "];\n";
   }
   head += "  int32_t ic_err = 0;\n  (void)symbols;\n  (void)num_threads;\n";

@@ -22,7 +22,9 @@
 ///                        indirect index checks;
 ///   ic_runtime_reduce.h  identities, argmax/argmin and Welford updates, and horizontal
 ///                        combines in a fixed tree order (deterministic results).
-/// Bool lanes hold 0/1 (uint8), half/bfloat16 lanes hold their bits (uint16).
+/// Bool lanes hold 0/1 (uint8), half/bfloat16 lanes hold their bits (uint16). Whole vectors
+/// move only as vector types, never by memcpy or lane-copy loops: GCC 12 miscompiles constant
+/// vectors moved as 256/512-bit integers ("Moving vectors" in ic_runtime_vec.h).
 ///
 /// The generated source defines IC_TARGET_ISA (0 scalar, 1 AVX2, 2 AVX-512) and
 /// IC_USE_SLEEF before including this header; ISA-specific code is also guarded by the
@@ -34,6 +36,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #ifndef IC_TARGET_ISA
 #define IC_TARGET_ISA 0

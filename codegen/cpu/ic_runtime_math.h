@@ -77,15 +77,17 @@ IC_VEC_NATIVE_UNARY(round, _mm512_roundscale_ps(c, IC_RND(TO_NEAREST_INT)),
         [](__m256d c) { return Sleef_##s##d4_##u##avx2(c); })          \
     return map_lanes<T>(x, [](T a) { return name(a); });               \
   }
-#define IC_SLEEF_UNARY_OPS(X)                                                                      \
-  X(exp, exp, u10)                                                                                 \
-  X(exp2, exp2, u10)                                                                               \
-  X(expm1, expm1, u10)                                                                             \
-  X(log, log, u10)                                                                                 \
-  X(log2, log2, u10) X(log10, log10, u10) X(log1p, log1p, u10) X(sin, sin, u10) X(cos, cos, u10)   \
-      X(tan, tan, u10) X(asin, asin, u10) X(acos, acos, u10) X(atan, atan, u10) X(sinh, sinh, u10) \
-          X(cosh, cosh, u10) X(tanh, tanh, u10) X(asinh, asinh, u10) X(acosh, acosh, u10)          \
-              X(atanh, atanh, u10) X(erf, erf, u10) X(erfc, erfc, u15) X(lgamma, lgamma, u10)
+#define IC_SLEEF_UNARY_OPS(X)                                                                \
+  X(exp, exp, u10)                                                                           \
+  X(exp2, exp2, u10)                                                                         \
+  X(expm1, expm1, u10)                                                                       \
+  X(log, log, u10)                                                                           \
+  X(log2, log2, u10)                                                                         \
+  X(log10, log10, u10)                                                                       \
+  X(log1p, log1p, u10) X(sin, sin, u10) X(cos, cos, u10) X(tan, tan, u10) X(asin, asin, u10) \
+      X(acos, acos, u10) X(atan, atan, u10) X(sinh, sinh, u10) X(cosh, cosh, u10)            \
+          X(tanh, tanh, u10) X(asinh, asinh, u10) X(acosh, acosh, u10) X(atanh, atanh, u10)  \
+              X(erf, erf, u10) X(erfc, erfc, u15) X(lgamma, lgamma, u10)
 IC_SLEEF_UNARY_OPS(IC_VEC_SLEEF_UNARY)
 #undef IC_VEC_SLEEF_UNARY
 
@@ -151,26 +153,12 @@ template <int N>
 IC_INLINE Vec<float, N> to_float(const Vec<half, N>& x) {
 #if defined(IC_AVX512)
   if constexpr (N % 16 == 0) {
-    Vec<float, N> r;
-    for (int c = 0; c < N / 16; ++c) {
-      __m256i in;
-      std::memcpy(&in, reinterpret_cast<const char*>(&x.v) + c * 32, 32);
-      const __m512 out = _mm512_cvtph_ps(in);
-      std::memcpy(reinterpret_cast<char*>(&r.v) + c * 64, &out, 64);
-    }
-    return r;
+    return convert_chunks<float, 16, __m256i>(x, [](__m256i c) { return _mm512_cvtph_ps(c); });
   }
 #endif
 #if defined(IC_AVX512) || defined(IC_AVX2)
   if constexpr (N % 8 == 0) {
-    Vec<float, N> r;
-    for (int c = 0; c < N / 8; ++c) {
-      __m128i in;
-      std::memcpy(&in, reinterpret_cast<const char*>(&x.v) + c * 16, 16);
-      const __m256 out = _mm256_cvtph_ps(in);
-      std::memcpy(reinterpret_cast<char*>(&r.v) + c * 32, &out, 32);
-    }
-    return r;
+    return convert_chunks<float, 8, __m128i>(x, [](__m128i c) { return _mm256_cvtph_ps(c); });
   }
 #endif
   return map_lanes<float>(x, [](half h) { return static_cast<float>(h); });
@@ -179,26 +167,16 @@ template <int N>
 IC_INLINE Vec<half, N> to_half(const Vec<float, N>& x) {
 #if defined(IC_AVX512)
   if constexpr (N % 16 == 0) {
-    Vec<half, N> r;
-    for (int c = 0; c < N / 16; ++c) {
-      __m512 in;
-      std::memcpy(&in, reinterpret_cast<const char*>(&x.v) + c * 64, 64);
-      const __m256i out = _mm512_cvtps_ph(in, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      std::memcpy(reinterpret_cast<char*>(&r.v) + c * 32, &out, 32);
-    }
-    return r;
+    return convert_chunks<half, 16, __m512>(x, [](__m512 c) {
+      return _mm512_cvtps_ph(c, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    });
   }
 #endif
 #if defined(IC_AVX512) || defined(IC_AVX2)
   if constexpr (N % 8 == 0) {
-    Vec<half, N> r;
-    for (int c = 0; c < N / 8; ++c) {
-      __m256 in;
-      std::memcpy(&in, reinterpret_cast<const char*>(&x.v) + c * 32, 32);
-      const __m128i out = _mm256_cvtps_ph(in, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      std::memcpy(reinterpret_cast<char*>(&r.v) + c * 16, &out, 16);
-    }
-    return r;
+    return convert_chunks<half, 8, __m256>(x, [](__m256 c) {
+      return _mm256_cvtps_ph(c, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    });
   }
 #endif
   return map_lanes<half>(x, [](float f) { return half(f); });

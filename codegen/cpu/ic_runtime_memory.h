@@ -12,13 +12,11 @@ namespace ic {
 
 template <int N, class T>
 IC_INLINE Vec<T, N> loadu(const T* p) {
-  Vec<T, N> r;
-  std::memcpy(&r.v, p, sizeof(r.v));
-  return r;
+  return load_vec<T, N>(p);
 }
 template <class T, int N>
 IC_INLINE void storeu(T* p, const Vec<T, N>& x) {
-  std::memcpy(p, &x.v, sizeof(x.v));
+  store_vec(p, x);
 }
 
 #if defined(IC_AVX512)
@@ -75,23 +73,16 @@ IC_INLINE void store256_n(void* p, __m256i x, int64_t n) {
 template <int N, class T>
 IC_INLINE Vec<T, N> loadu_n(const T* p, int64_t n) {
   constexpr int kElem = sizeof(lane_t<T>);
-  constexpr int kBytes = N * kElem;
-  Vec<T, N> r;
 #if defined(IC_AVX512)
-  if constexpr (kBytes % 64 == 0) {
-    for (int c = 0; c < kBytes / 64; ++c) {
-      const __m512i x =
-          load512_n<kElem>(reinterpret_cast<const char*>(p) + c * 64, n - c * (64 / kElem));
-      std::memcpy(reinterpret_cast<char*>(&r.v) + c * 64, &x, 64);
-    }
-    return r;
-  }
-  if constexpr (kBytes == 32) {
-    const __m256i x = load256_n<kElem>(p, n);
-    std::memcpy(&r.v, &x, 32);
-    return r;
+  constexpr int kBytes = N * kElem;
+  using Raw = typename Vec<T, N>::raw;
+  if constexpr (kBytes == 64) return Vec<T, N>{(Raw)load512_n<kElem>(p, n)};
+  if constexpr (kBytes == 32) return Vec<T, N>{(Raw)load256_n<kElem>(p, n)};
+  if constexpr (kBytes > 64 && kBytes % 64 == 0) {
+    return concat(loadu_n<N / 2>(p, n), loadu_n<N / 2>(p + N / 2, n - N / 2));
   }
 #endif
+  Vec<T, N> r;
   for (int l = 0; l < N; ++l) {
     lane_t<T> x = 0;
     if (l < n) std::memcpy(&x, p + l, kElem);
@@ -103,20 +94,13 @@ IC_INLINE Vec<T, N> loadu_n(const T* p, int64_t n) {
 template <class T, int N>
 IC_INLINE void storeu_n(T* p, const Vec<T, N>& x, int64_t n) {
   constexpr int kElem = sizeof(lane_t<T>);
-  constexpr int kBytes = N * kElem;
 #if defined(IC_AVX512)
-  if constexpr (kBytes % 64 == 0) {
-    for (int c = 0; c < kBytes / 64; ++c) {
-      __m512i chunk;
-      std::memcpy(&chunk, reinterpret_cast<const char*>(&x.v) + c * 64, 64);
-      store512_n<kElem>(reinterpret_cast<char*>(p) + c * 64, chunk, n - c * (64 / kElem));
-    }
-    return;
-  }
-  if constexpr (kBytes == 32) {
-    __m256i chunk;
-    std::memcpy(&chunk, &x.v, 32);
-    store256_n<kElem>(p, chunk, n);
+  constexpr int kBytes = N * kElem;
+  if constexpr (kBytes == 64) return store512_n<kElem>(p, (__m512i)x.v, n);
+  if constexpr (kBytes == 32) return store256_n<kElem>(p, (__m256i)x.v, n);
+  if constexpr (kBytes > 64 && kBytes % 64 == 0) {
+    storeu_n(p, low_half(x), n);
+    storeu_n(p + N / 2, high_half(x), n - N / 2);
     return;
   }
 #endif

@@ -64,9 +64,16 @@ IC_INLINE void arg_update(T& best, int64_t& best_i, T v, int64_t i) {
 /// Bool lanes (N <= 16) as an AVX-512 lane mask.
 template <int N>
 IC_INLINE uint32_t to_kmask(const Vec<bool, N>& c) {
-  __m128i bytes = _mm_setzero_si128();
-  std::memcpy(&bytes, &c.v, sizeof(c.v));
-  return _mm_test_epi8_mask(bytes, bytes);
+  if constexpr (N == 16) {
+    return _mm_test_epi8_mask((__m128i)c.v, (__m128i)c.v);
+  } else if constexpr (N == 8) {
+    const __m128i bytes = _mm_cvtsi64_si128((long long)c.v);
+    return _mm_test_epi8_mask(bytes, bytes);
+  } else {
+    uint32_t bits = 0;
+    for (int l = 0; l < N; ++l) bits |= uint32_t(c.v[l] != 0) << l;
+    return bits;
+  }
 }
 /// The 8-lane float/double update on AVX-512 lane masks: no mask-width conversions on the
 /// loop-carried path.
@@ -177,6 +184,20 @@ IC_INLINE void welford_combine(T& mean, T& m2, T& count, T mean_b, T m2_b, T cou
   m2 = m2 + m2_b + delta * delta * count * b_share;
   count = total;
 }
+/// The same for each lane (the same operations, so the same roundings).
+template <class T, int N>
+IC_INLINE void welford_combine(Vec<T, N>& mean, Vec<T, N>& m2, Vec<T, N>& count,
+                               const Vec<T, N>& mean_b, const Vec<T, N>& m2_b,
+                               const Vec<T, N>& count_b) {
+  static_assert(is_float_v<T>, "Welford states are float or double");
+  const auto total = count.v + count_b.v;
+  const auto b_empty = count_b.v == T(0);
+  const auto delta = mean_b.v - mean.v;
+  const auto b_share = count_b.v / total;  // 0/0 where both are empty: not taken
+  mean.v = b_empty ? mean.v : mean.v + delta * b_share;
+  m2.v = b_empty ? m2.v : m2.v + m2_b.v + delta * delta * count.v * b_share;
+  count.v = b_empty ? count.v : total;
+}
 
 /// Combines lanes l and l + N/2, then halves again: a fixed order, done on half vectors.
 /// f is overloaded for scalars and vectors (a generic lambda over ic:: ops).
@@ -187,10 +208,7 @@ IC_INLINE T tree_reduce(const Vec<T, N>& x, F f) {
   } else if constexpr (N == 2) {
     return f(x.lane(0), x.lane(1));
   } else {
-    Vec<T, N / 2> lo, hi;
-    std::memcpy(&lo.v, &x.v, sizeof(lo.v));
-    std::memcpy(&hi.v, reinterpret_cast<const char*>(&x.v) + sizeof(lo.v), sizeof(hi.v));
-    return tree_reduce(f(lo, hi), f);
+    return tree_reduce(f(low_half(x), high_half(x)), f);
   }
 }
 template <class T, int N>
@@ -221,19 +239,29 @@ IC_INLINE bool reduce_all(const Vec<bool, N>& x) {
   for (int l = 0; l < N; ++l) r = r && x.v[l];
   return r;
 }
+/// Lanes l and l + N/2 (lane l the incumbent), then halves again.
 template <bool kMax, class T, int N>
 IC_INLINE int64_t reduce_arg(const Vec<T, N>& best, const Vec<int64_t, N>& best_i) {
-  T values[N];
-  int64_t indices[N];
-  for (int l = 0; l < N; ++l) {
-    values[l] = best.lane(l);
-    indices[l] = best_i.v[l];
+  if constexpr (N == 1) {
+    return best_i.v[0];
+  } else {
+    Vec<T, N / 2> lo = low_half(best);
+    Vec<int64_t, N / 2> lo_i = low_half(best_i);
+    const Vec<T, N / 2> hi = high_half(best);
+    const Vec<int64_t, N / 2> hi_i = high_half(best_i);
+    if constexpr (is_float_v<T> || is_int_v<T>) {
+      arg_update<kMax>(lo, lo_i, hi, hi_i);
+    } else {  // bool, half, bfloat16: no vector comparisons of their lane bits
+      for (int l = 0; l < N / 2; ++l) {
+        T value = lo.lane(l);
+        int64_t index = lo_i.v[l];
+        arg_update<kMax>(value, index, hi.lane(l), hi_i.v[l]);
+        lo.set_lane(l, value);
+        lo_i.v[l] = index;
+      }
+    }
+    return reduce_arg<kMax>(lo, lo_i);
   }
-  for (int w = N / 2; w >= 1; w /= 2) {
-    for (int l = 0; l < w; ++l)
-      arg_update<kMax>(values[l], indices[l], values[l + w], indices[l + w]);
-  }
-  return indices[0];
 }
 template <class T, int N>
 IC_INLINE int64_t reduce_argmax(const Vec<T, N>& best, const Vec<int64_t, N>& best_i) {
@@ -243,21 +271,17 @@ template <class T, int N>
 IC_INLINE int64_t reduce_argmin(const Vec<T, N>& best, const Vec<int64_t, N>& best_i) {
   return reduce_arg<false>(best, best_i);
 }
-/// The sum of squared deviations of all lanes together.
+/// The sum of squared deviations of all lanes together: lanes l and l + N/2, then halves
+/// again.
 template <class T, int N>
 IC_INLINE T reduce_welford_m2(const Vec<T, N>& mean, const Vec<T, N>& m2, const Vec<T, N>& count) {
-  T means[N], m2s[N], counts[N];
-  for (int l = 0; l < N; ++l) {
-    means[l] = mean.v[l];
-    m2s[l] = m2.v[l];
-    counts[l] = count.v[l];
+  if constexpr (N == 1) {
+    return m2.lane(0);
+  } else {
+    Vec<T, N / 2> lo_mean = low_half(mean), lo_m2 = low_half(m2), lo_count = low_half(count);
+    welford_combine(lo_mean, lo_m2, lo_count, high_half(mean), high_half(m2), high_half(count));
+    return reduce_welford_m2(lo_mean, lo_m2, lo_count);
   }
-  for (int w = N / 2; w >= 1; w /= 2) {
-    for (int l = 0; l < w; ++l) {
-      welford_combine(means[l], m2s[l], counts[l], means[l + w], m2s[l + w], counts[l + w]);
-    }
-  }
-  return m2s[0];
 }
 
 }  // namespace ic

@@ -345,8 +345,12 @@ IC_INLINE T lshift(T a, T b) {
 }
 template <class T>
 IC_INLINE T rshift(T a, T b) {
-  constexpr T kMax = static_cast<T>(sizeof(T) * 8 - std::is_signed<T>::value);
-  if ((std::is_signed<T>::value && b < 0) || b >= kMax) return static_cast<T>(a >> kMax);
+  constexpr T kBits = static_cast<T>(sizeof(T) * 8);
+  if constexpr (std::is_signed<T>::value) {
+    if (b < 0 || b >= kBits) return static_cast<T>(a >> (kBits - 1));  // all sign bits
+  } else {
+    if (b >= kBits) return 0;  // (no shift by the full width: undefined for 32/64 bits)
+  }
   return static_cast<T>(a >> b);
 }
 
@@ -368,13 +372,15 @@ IC_INLINE T rsqrt(T a) {
   return static_cast<T>(T(1) / std::sqrt(a));
 }
 
-#define IC_SCALAR_LIBM(X)                                                                       \
-  X(sqrt)                                                                                       \
-  X(exp)                                                                                        \
-  X(exp2)                                                                                       \
-  X(expm1)                                                                                      \
-  X(log) X(log2) X(log10) X(log1p) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) \
-      X(tanh) X(asinh) X(acosh) X(atanh) X(erf) X(erfc) X(lgamma)
+#define IC_SCALAR_LIBM(X)                                                                         \
+  X(sqrt)                                                                                         \
+  X(exp)                                                                                          \
+  X(exp2)                                                                                         \
+  X(expm1)                                                                                        \
+  X(log)                                                                                          \
+  X(log2)                                                                                         \
+  X(log10) X(log1p) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(asinh) \
+      X(acosh) X(atanh) X(erf) X(erfc) X(lgamma)
 #define IC_DEFINE_SCALAR_LIBM(name)      \
   template <class T>                     \
   IC_INLINE T name(T a) {                \

@@ -30,6 +30,8 @@ using lane_t = typename lane_type<T>::type;
 template <class L, int N>
 struct raw_vec {
   typedef L type __attribute__((vector_size(sizeof(L) * N)));
+  /// The same with alignment 1, allowed to alias anything: for loads and stores.
+  typedef L unaligned __attribute__((vector_size(sizeof(L) * N), aligned(1), may_alias));
 };
 template <class L, int N>
 using raw_t = typename raw_vec<L, N>::type;
@@ -71,58 +73,113 @@ struct Vec {
     else
       return v[l];
   }
-  IC_INLINE void set_lane(int l, T x) {
+  IC_INLINE void set_lane(int l, T x) { v[l] = to_lane(x); }
+  /// x as lane bits.
+  static IC_INLINE lane_t<T> to_lane(T x) {
     if constexpr (is_reduced_float_v<T>)
-      v[l] = x.bits;
+      return x.bits;
     else
-      v[l] = static_cast<lane_t<T>>(x);
+      return static_cast<lane_t<T>>(x);
   }
 };
 
+// Moving vectors. Whole vectors move only as vector types: loads and stores through
+// raw_vec::unaligned (as <immintrin.h>'s _mm512_loadu_ps does), halves and concatenations
+// through __builtin_shufflevector, intrinsic types by vector casts. Never std::memcpy or a
+// lane-copy loop over a whole vector: GCC 12 folds those into 256/512-bit integer moves
+// (OImode/XImode), and it miscompiles such a move of a compile-time-constant vector whose
+// lanes differ. The constant becomes a broadcast of its first lane(s): RTL DSE, forwarding a
+// stored {1 x6, 0 x10} float vector into the 256-bit integer loads of a copy, read lanes 0-7
+// as all 1.0 (-march=native); expanding VIEW_CONVERT_EXPR<uint512_t>(constant) gave all 16
+// lanes 1.0 (-march=x86-64-v4). Constant vectors are common: a constant-extent loop's tail
+// mask, and the Welford counts it selects, fold to constants. (Seen with g++ 12.2 at -O2 and
+// -O3; a welford_m2 over 6 floats reported the variance of 8 values.)
+
+template <class T, int N>
+IC_INLINE Vec<T, N> load_vec(const void* p) {
+  return Vec<T, N>{*static_cast<const typename raw_vec<lane_t<T>, N>::unaligned*>(p)};
+}
+template <class T, int N>
+IC_INLINE void store_vec(void* p, const Vec<T, N>& x) {
+  *static_cast<typename raw_vec<lane_t<T>, N>::unaligned*>(p) = x.v;
+}
+/// Lanes [start, start + K) of a raw vector, as a raw vector of K lanes.
+template <int Start, class V, size_t... I>
+IC_INLINE auto lane_slice(const V& v, std::index_sequence<I...>) {
+  return __builtin_shufflevector(v, v, (Start + static_cast<int>(I))...);
+}
+template <class T, int N>
+IC_INLINE Vec<T, N / 2> low_half(const Vec<T, N>& x) {
+  static_assert(N >= 2, "halves of a vector");
+  return Vec<T, N / 2>{lane_slice<0>(x.v, std::make_index_sequence<N / 2>())};
+}
+template <class T, int N>
+IC_INLINE Vec<T, N / 2> high_half(const Vec<T, N>& x) {
+  static_assert(N >= 2, "halves of a vector");
+  return Vec<T, N / 2>{lane_slice<N / 2>(x.v, std::make_index_sequence<N / 2>())};
+}
+template <class T, int N, size_t... I>
+IC_INLINE Vec<T, 2 * N> concat_impl(const Vec<T, N>& lo, const Vec<T, N>& hi,
+                                    std::index_sequence<I...>) {
+  return Vec<T, 2 * N>{__builtin_shufflevector(lo.v, hi.v, static_cast<int>(I)...)};
+}
+/// lo's lanes, then hi's.
+template <class T, int N>
+IC_INLINE Vec<T, 2 * N> concat(const Vec<T, N>& lo, const Vec<T, N>& hi) {
+  return concat_impl(lo, hi, std::make_index_sequence<2 * N>());
+}
+
+/// Bool lanes written one by one, made 0/1 again. GCC 12's SLP vectorizer turns such a lane
+/// loop (r[l] = (uint8_t)(x[l] != 0)) into a vector comparison whose -1/0 mask it stores as
+/// the bytes unchanged (a VIEW_CONVERT_EXPR instead of a select of 1/0): a true lane read 255.
+template <class R, int N>
+IC_INLINE Vec<R, N> bool_lanes_fixed(Vec<R, N> r) {
+  if constexpr (is_bool_v<R>) r.v &= uint8_t(1);
+  return r;
+}
 template <class R, class T, int N, class F>
 IC_INLINE Vec<R, N> map_lanes(const Vec<T, N>& x, F f) {
   Vec<R, N> r;
   for (int l = 0; l < N; ++l) r.set_lane(l, f(x.lane(l)));
-  return r;
+  return bool_lanes_fixed(r);
 }
 template <class R, class T, int N, class F>
 IC_INLINE Vec<R, N> map_lanes2(const Vec<T, N>& a, const Vec<T, N>& b, F f) {
   Vec<R, N> r;
   for (int l = 0; l < N; ++l) r.set_lane(l, f(a.lane(l), b.lane(l)));
-  return r;
+  return bool_lanes_fixed(r);
+}
+/// Applies f to register-sized chunks of K lanes, each passed as the intrinsic type CIn; f's
+/// result (an intrinsic type of K lanes of R) becomes the chunk of the result.
+template <class R, int K, class CIn, class T, int N, class F>
+IC_INLINE Vec<R, N> convert_chunks(const Vec<T, N>& x, F f) {
+  static_assert(N % K == 0 && sizeof(CIn) == K * sizeof(lane_t<T>), "chunk size");
+  if constexpr (N == K) {
+    return Vec<R, N>{(typename Vec<R, N>::raw)f((CIn)x.v)};
+  } else {
+    return concat(convert_chunks<R, K, CIn>(low_half(x), f),
+                  convert_chunks<R, K, CIn>(high_half(x), f));
+  }
 }
 /// Applies f to register-sized chunks of K lanes (C: the intrinsic type of such a chunk).
 template <int K, class C, class T, int N, class F>
 IC_INLINE Vec<T, N> map_chunks(const Vec<T, N>& x, F f) {
-  static_assert(N % K == 0 && sizeof(C) == K * sizeof(lane_t<T>), "chunk size");
-  Vec<T, N> r;
-  for (int c = 0; c < N / K; ++c) {
-    C in;
-    std::memcpy(&in, reinterpret_cast<const char*>(&x.v) + c * sizeof(C), sizeof(C));
-    C out = f(in);
-    std::memcpy(reinterpret_cast<char*>(&r.v) + c * sizeof(C), &out, sizeof(C));
-  }
-  return r;
+  return convert_chunks<T, K, C>(x, f);
 }
 template <int K, class C, class T, int N, class F>
 IC_INLINE Vec<T, N> map_chunks2(const Vec<T, N>& a, const Vec<T, N>& b, F f) {
   static_assert(N % K == 0 && sizeof(C) == K * sizeof(lane_t<T>), "chunk size");
-  Vec<T, N> r;
-  for (int c = 0; c < N / K; ++c) {
-    C x, y;
-    std::memcpy(&x, reinterpret_cast<const char*>(&a.v) + c * sizeof(C), sizeof(C));
-    std::memcpy(&y, reinterpret_cast<const char*>(&b.v) + c * sizeof(C), sizeof(C));
-    C out = f(x, y);
-    std::memcpy(reinterpret_cast<char*>(&r.v) + c * sizeof(C), &out, sizeof(C));
+  if constexpr (N == K) {
+    return Vec<T, N>{(typename Vec<T, N>::raw)f((C)a.v, (C)b.v)};
+  } else {
+    return concat(map_chunks2<K, C>(low_half(a), low_half(b), f),
+                  map_chunks2<K, C>(high_half(a), high_half(b), f));
   }
-  return r;
 }
 
 template <int N, class T>
 IC_INLINE Vec<T, N> broadcast(T x) {
-  Vec<T, N> r;
-  for (int l = 0; l < N; ++l) r.set_lane(l, x);
-  return r;
+  return Vec<T, N>{typename Vec<T, N>::raw{} + Vec<T, N>::to_lane(x)};
 }
 /// {0, 1, ..., N - 1} in lanes of L: a compile-time constant.
 template <class L, int N>

@@ -157,6 +157,13 @@ const char* const kKernels[] = {
     %last[1] = load(%a, [%ind0], indirect=[load(%idx, [x0])], bounds=[s0])
   }
 })",
+    R"(kernel variance6(%in0: float32 in, %0: float32 out) {
+  t0 = accumulator welford_m2 float32
+  for y0 in 0..6 vector(16) {
+    t0 += load(%in0, [y0])
+  }
+  %0[0] = div(local(t0, float32), 6.0:float32)
+})",
     R"(kernel affine_cmp(%lt: bool out, %le: bool out, %gt: bool out, %ge: bool out, %eq: bool out, %ne: bool out, %rlt: bool out, %rge: bool out, %cat: float32 out) symbols(s0) {
   for x0 in 0..40 vector(16) {
     %lt[x0] = lt(index(x0*3 - 5, int64), index(s0, int64))
@@ -180,6 +187,104 @@ std::string row_reduction(const std::string& op, const std::string& in_type,
          " out) symbols(s0, s1) {\n  for x0 in 0..s0 parallel {\n    acc = accumulator " + op +
          " " + in_type + "\n    for r0 in 0..s1 vector(16) {\n      acc += load(%a, [x0*s1 + r0])" +
          (indexed ? " at r0" : "") + "\n    }\n    %o[x0] = local(acc, " + out_type + ")\n  }\n}\n";
+}
+
+/// Constant-extent loops of every length 1..kMaxReduceLength (reductions) and
+/// 1..kMaxPointwiseLength (loads and stores): with a constant extent the tail's lane mask, and
+/// so the accumulators' inactive lanes, are compile-time constants. GCC 12 miscompiled such
+/// constant vectors when the header moved them as 256/512-bit integers (memcpy, lane-copy
+/// loops); see "Moving vectors" in ic_runtime_vec.h.
+constexpr int64_t kMaxReduceLength = 20, kMaxPointwiseLength = 40;
+
+/// The reductions checked at every constant length, by input and output buffer.
+struct TailReduction {
+  const char* op;
+  char input;   ///< 'f' float32, 'd' float64, 'q' bool
+  char output;  ///< 'f' float32, 'd' float64, 'i' int64, 'b' bool
+  int slot;     ///< results at %o<output>[slot * kMaxReduceLength + length - 1]
+};
+const TailReduction kTailReductions[] = {
+    {"sum", 'f', 'f', 0},    {"prod", 'f', 'f', 1},       {"max", 'f', 'f', 2},
+    {"min", 'f', 'f', 3},    {"welford_m2", 'f', 'f', 4}, {"argmax", 'f', 'i', 0},
+    {"argmin", 'f', 'i', 1}, {"any", 'q', 'b', 0},        {"all", 'q', 'b', 1},
+    {"sum", 'd', 'd', 0},    {"welford_m2", 'd', 'd', 1}};
+
+const char* tail_dtype(char c) {
+  switch (c) {
+    case 'f':
+      return "float32";
+    case 'd':
+      return "float64";
+    case 'i':
+      return "int64";
+    default:
+      return "bool";
+  }
+}
+
+/// tail_reductions(%f, %d, %q, %of, %od, %oi, %ob): every kTailReductions entry over the
+/// first L inputs; per length, one vector loop of constant extent L per input type and
+/// vector width (argmax/argmin get 8 lanes).
+std::string tail_reductions_kernel() {
+  std::string k =
+      "kernel tail_reductions(%f: float32 in, %d: float64 in, %q: bool in, %of: float32 out, "
+      "%od: float64 out, %oi: int64 out, %ob: bool out) {\n";
+  for (int64_t len = 1; len <= kMaxReduceLength; ++len) {
+    const std::string n = std::to_string(len);
+    auto acc = [&](const TailReduction& r) { return std::string("acc_") + r.op + "_" + r.input; };
+    auto indexed = [](const TailReduction& r) { return std::string(r.op).rfind("arg", 0) == 0; };
+    for (const char* group : {"fv", "fa", "qv", "dv"}) {  // input type, vector or arg loop
+      auto in_group = [&](const TailReduction& r) {
+        return r.input == group[0] && indexed(r) == (group[1] == 'a');
+      };
+      std::string body;
+      for (const TailReduction& r : kTailReductions) {
+        if (!in_group(r)) continue;
+        k += "  " + acc(r) + n + " = accumulator " + r.op + " " + tail_dtype(r.input) + "\n";
+        body += "    " + acc(r) + n + " += load(%" + r.input + ", [r0])" +
+                (indexed(r) ? " at r0" : "") + "\n";
+      }
+      k += "  for r0 in 0.." + n + " vector(16) {\n" + body + "  }\n";
+      for (const TailReduction& r : kTailReductions) {
+        if (!in_group(r)) continue;
+        k += std::string("  %o") + r.output + "[" +
+             std::to_string(r.slot * kMaxReduceLength + len - 1) + "] = local(" + acc(r) + n +
+             ", " + tail_dtype(r.output) + ")\n";
+      }
+    }
+  }
+  return k + "}\n";
+}
+
+/// Where length L's outputs start in tail_pointwise's buffers: one unwritten slot after each.
+int64_t tail_offset(int64_t len) {
+  return (len - 1) * len / 2 + (len - 1);
+}
+
+/// tail_pointwise(%f, %d, %pf, %pc, %pm, %pb, %pi, %pd, %pl): for each length L, loads,
+/// masked loads, computed and constant stores (an index pattern, a lane-dependent select)
+/// of float32, bool, int8 (16 lanes), float64 and int64 (8 lanes) over [0, L).
+std::string tail_pointwise_kernel() {
+  std::string k =
+      "kernel tail_pointwise(%f: float32 in, %d: float64 in, %pf: float32 out, %pc: float32 out, "
+      "%pm: float32 out, %pb: bool out, %pi: int8 out, %pd: float64 out, %pl: int64 out) {\n";
+  for (int64_t len = 1; len <= kMaxPointwiseLength; ++len) {
+    const std::string n = std::to_string(len), at = std::to_string(tail_offset(len)) + " + x0",
+                      half = std::to_string(len / 2);
+    k += "  for x0 in 0.." + n + " vector(16) {\n";
+    k += "    %pf[" + at + "] = add(load(%f, [x0]), 1.0:float32)\n";
+    k += "    %pc[" + at + "] = where(lt(index(x0, int64), " + half +
+         ":int64), 1.5:float32, cast(index(x0*3 - 5, int32), float32))\n";
+    k += "    %pm[" + at + "] = load(%f, [x0], mask=x0 < " + half + ")\n";
+    k += "    %pb[" + at + "] = gt(load(%f, [x0]), 0.0:float32)\n";
+    k += "    %pi[" + at + "] = cast(mul(load(%f, [x0]), 10.0:float32), int8)\n";
+    k += "  }\n";
+    k += "  for x0 in 0.." + n + " vector(8) {\n";
+    k += "    %pd[" + at + "] = mul(load(%d, [x0]), 2.0:float64)\n";
+    k += "    %pl[" + at + "] = index(x0*7 - 3, int64)\n";
+    k += "  }\n";
+  }
+  return k + "}\n";
 }
 
 /// Every unary and binary op the IR accepts on each element type (the builders reject the
@@ -272,6 +377,8 @@ std::vector<ir::Kernel> all_kernels() {
   kernels.push_back(ir::parse_kernel(row_reduction("argmin", "float32", "int64")));
   kernels.push_back(ir::parse_kernel(row_reduction("any", "bool", "bool")));
   kernels.push_back(ir::parse_kernel(row_reduction("all", "bool", "bool")));
+  kernels.push_back(ir::parse_kernel(tail_reductions_kernel()));
+  kernels.push_back(ir::parse_kernel(tail_pointwise_kernel()));
   return kernels;
 }
 
@@ -721,6 +828,118 @@ TEST_F(EmitCppTest, AnyAll) {
       a[len - 1] = 1;
       ASSERT_EQ(run(t, "red_any", {2, len}, 1, a, any), 0);
       EXPECT_EQ(any, (std::vector<uint8_t>{1, 0}));
+    }
+  }
+}
+
+/// kTailReductions entry `op` over x[0, len), in double.
+double tail_reference(const std::string& op, const std::vector<double>& x, int64_t len) {
+  double r = op == "prod" || op == "all" ? 1 : 0, mean = 0;
+  int64_t best = 0;
+  for (int64_t i = 0; i < len; ++i) mean += x[i] / static_cast<double>(len);
+  for (int64_t i = 0; i < len; ++i) {
+    if (op == "sum") r += x[i];
+    if (op == "prod") r *= x[i];
+    if (op == "welford_m2") r += (x[i] - mean) * (x[i] - mean);
+    if (op == "any") r = r || x[i] != 0;
+    if (op == "all") r = r && x[i] != 0;
+    if ((op == "max" || op == "argmax") && x[i] > x[best]) best = i;
+    if ((op == "min" || op == "argmin") && x[i] < x[best]) best = i;
+  }
+  if (op == "max" || op == "min") return x[best];
+  if (op == "argmax" || op == "argmin") return static_cast<double>(best);
+  return r;
+}
+
+// Regression: a welford_m2 over 6 floats (a tail-only loop of constant extent) gave the
+// variance of 8 values at -O3, two inactive lanes counted (GCC 12, see ic_runtime_vec.h).
+TEST_F(EmitCppTest, ConstantLengthReductionsMaskTheirTails) {
+  std::vector<float> six = {1.5410f, -0.2934f, -2.1788f, 0.5684f, -1.0845f, -1.3986f}, var(1);
+  double mean = 0, m2 = 0;
+  for (float x : six) mean += x / 6.0;
+  for (float x : six) m2 += (x - mean) * (x - mean);
+  for (const Target& t : *targets_) {
+    ASSERT_EQ(run(t, "variance6", {}, 1, six, var), 0);
+    expect_close(var, {m2 / 6}, 1e-6, 0, std::string("variance6 ") + cpu_isa_name(t.target.isa));
+  }
+  const int64_t n = kMaxReduceLength;
+  // Mixed signs; all negative (a stray 0 lane would win max); all positive (it would win min).
+  const float ranges[3][2] = {{-2, 2}, {-3, -1}, {1, 3}};
+  for (const Target& t : *targets_) {
+    for (int set = 0; set < 3; ++set) {
+      std::vector<float> f = random_floats(n, ranges[set][0], ranges[set][1], 30 + set);
+      std::vector<float> f2 = random_floats(n, ranges[set][0], ranges[set][1], 40 + set);
+      std::vector<double> d(n);
+      for (int64_t i = 0; i < n; ++i) d[i] = f2[i] + f[i] * 1e-9;  // uses double's precision
+      std::vector<uint8_t> q(n, set == 0 ? 1 : 0);                 // all true; all false; random
+      if (set == 2) {
+        for (int64_t i = 0; i < n; ++i) q[i] = static_cast<uint8_t>(f2[i] > 2);
+      }
+      std::vector<float> of(5 * n, -777);
+      std::vector<double> od(2 * n, -777);
+      std::vector<int64_t> oi(2 * n, -777);
+      std::vector<uint8_t> ob(2 * n, 7);
+      ASSERT_EQ(run(t, "tail_reductions", {}, 1, f, d, q, of, od, oi, ob), 0);
+      for (const TailReduction& r : kTailReductions) {
+        std::vector<double> x(n);
+        for (int64_t i = 0; i < n; ++i) x[i] = r.input == 'f' ? f[i] : r.input == 'd' ? d[i] : q[i];
+        for (int64_t len = 1; len <= n; ++len) {
+          const int64_t at = r.slot * n + len - 1;
+          const double want = tail_reference(r.op, x, len);
+          const std::string what = std::string(cpu_isa_name(t.target.isa)) + " " + r.op + "(" +
+                                   tail_dtype(r.input) + ") length " + std::to_string(len) +
+                                   " input set " + std::to_string(set);
+          if (r.output == 'f') {
+            expect_close(std::vector<float>{of[at]}, {want}, 1e-5, 1e-5, what);
+          } else if (r.output == 'd') {
+            expect_close(std::vector<double>{od[at]}, {want}, 1e-12, 1e-12, what);
+          } else if (r.output == 'i') {
+            EXPECT_EQ(oi[at], static_cast<int64_t>(want)) << what;
+          } else {
+            EXPECT_EQ(ob[at], static_cast<uint8_t>(want)) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(EmitCppTest, ConstantLengthLoadsAndStoresStayInTheirTails) {
+  const int64_t n = kMaxPointwiseLength, size = tail_offset(n + 1);
+  const std::vector<float> f = random_floats(n, -2, 2, 50);
+  std::vector<double> d(n);
+  for (int64_t i = 0; i < n; ++i) d[i] = f[n - 1 - i] + 1e-10 * i;
+  for (const Target& t : *targets_) {
+    std::vector<float> pf(size, -777), pc(size, -777), pm(size, -777);
+    std::vector<uint8_t> pb(size, 7);
+    std::vector<int8_t> pi(size, 77);
+    std::vector<double> pd(size, -777);
+    std::vector<int64_t> pl(size, -777);
+    ASSERT_EQ(run(t, "tail_pointwise", {}, 1, f, d, pf, pc, pm, pb, pi, pd, pl), 0);
+    for (int64_t len = 1; len <= n; ++len) {
+      const std::string what =
+          std::string(cpu_isa_name(t.target.isa)) + " length " + std::to_string(len) + " x0=";
+      const int64_t base = tail_offset(len);
+      for (int64_t x0 = 0; x0 < len; ++x0) {
+        const int64_t at = base + x0;
+        const std::string w = what + std::to_string(x0);
+        EXPECT_EQ(pf[at], f[x0] + 1.0f) << "load " << w;
+        EXPECT_EQ(pc[at], x0 < len / 2 ? 1.5f : static_cast<float>(x0 * 3 - 5)) << "const " << w;
+        EXPECT_EQ(pm[at], x0 < len / 2 ? f[x0] : 0.0f) << "masked load " << w;
+        EXPECT_EQ(pb[at], f[x0] > 0 ? 1 : 0) << "bool " << w;
+        EXPECT_EQ(pi[at], static_cast<int8_t>(static_cast<int32_t>(f[x0] * 10.0f))) << "int8 " << w;
+        EXPECT_EQ(pd[at], d[x0] * 2) << "float64 " << w;
+        EXPECT_EQ(pl[at], x0 * 7 - 3) << "int64 index " << w;
+      }
+      // The slot after each length's outputs is never written.
+      const int64_t gap = base + len;
+      EXPECT_EQ(pf[gap], -777) << what << "past the end";
+      EXPECT_EQ(pc[gap], -777) << what << "past the end";
+      EXPECT_EQ(pm[gap], -777) << what << "past the end";
+      EXPECT_EQ(pb[gap], 7) << what << "past the end";
+      EXPECT_EQ(pi[gap], 77) << what << "past the end";
+      EXPECT_EQ(pd[gap], -777) << what << "past the end";
+      EXPECT_EQ(pl[gap], -777) << what << "past the end";
     }
   }
 }
