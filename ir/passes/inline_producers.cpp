@@ -34,13 +34,6 @@ std::set<std::string> views_to_materialize(const LoopProgram& p, std::set<std::s
 /// producer's loads (where "%ind<k>" already means the producer's own indirect values).
 std::string outer_indirect(size_t k) { return "%outer" + std::to_string(k); }
 
-bool mentions_outer(const Expr& e, size_t n_outer) {
-  for (size_t k = 0; k < n_outer; ++k) {
-    if (depends_on(e, outer_indirect(k))) return true;
-  }
-  return false;
-}
-
 /// `producer`'s body evaluated at `at` (the reader's load). The reader's mask is ANDed into
 /// every inlined load: where it is off they must not read either, and what the producer then
 /// yields does not matter (readers of masked loads select another value). The reader's
@@ -56,8 +49,9 @@ Value substitute_producer(const Compute& producer, const Value& body, const Valu
   Value moved = map_indices(body, [&](const Expr& e) { return substitute(e, vars); });
   if (n_outer == 0 && mask == Expr(1)) return moved;
   return replace_loads(moved, [&](const Value& l) -> Value {
-    bool uses_outer = mentions_outer(l->mask, n_outer) || mentions_outer(mask, n_outer);
-    for (const Expr& e : l->index) uses_outer = uses_outer || mentions_outer(e, n_outer);
+    // Every inlined load takes the reader's indirect values, used or not: their bounds checks
+    // must survive even when the producer ignores the indexed dimension (a broadcast).
+    const bool uses_outer = n_outer > 0;
     std::vector<Value> operands = l->operands;
     std::vector<Expr> bounds = l->bounds;
     std::map<std::string, Expr> to_local;
@@ -74,19 +68,32 @@ Value substitute_producer(const Compute& producer, const Value& body, const Valu
   });
 }
 
-/// Whether `producer` can be inlined into a load through indirect indices: its value must
-/// come from loads (which take over the indirect values and their bounds checks), never
-/// from an index value (which cannot hold a run-time index).
-bool inlinable_under_indirection(const Compute& producer) {
+/// Whether `name`, with the producers it reads inlined (those not in `realized`), can be
+/// inlined into a load through indirect indices: its value must come from loads (which take
+/// the indirect values and their bounds checks over), never from an index value (which
+/// cannot hold a run-time index).
+bool inlinable_under_indirection(const LoopProgram& p, const std::string& name, const std::set<std::string>& realized) {
   bool has_load = false, has_index_value = false;
   std::set<const ValueNode*> seen;
+  std::set<std::string> visited;
+  std::function<void(const std::string&)> visit_compute;
   std::function<void(const Value&)> walk = [&](const Value& v) {
     if (!seen.insert(v.node()).second) return;
-    has_load = has_load || v->kind == ValueKind::Load;
-    has_index_value = has_index_value || v->kind == ValueKind::IndexValue;
+    if (v->kind == ValueKind::IndexValue) has_index_value = true;
+    if (v->kind == ValueKind::Load) {
+      auto it = p.computes.find(v->name);
+      if (it == p.computes.end() || realized.count(v->name)) {
+        has_load = true;
+      } else {
+        visit_compute(v->name);
+      }
+    }
     for (const Value& o : v->operands) walk(o);
   };
-  walk(producer.body);
+  visit_compute = [&](const std::string& c) {
+    if (visited.insert(c).second) walk(p.computes.at(c).body);
+  };
+  visit_compute(name);
   return has_load && !has_index_value;
 }
 
@@ -104,12 +111,30 @@ std::set<std::string> choose_realized(const LoopProgram& p, const std::set<std::
       realized.insert(name);
     }
   }
-  // Producers read through indirect indices that cannot take the indices over stay in memory.
-  for (const auto& [name, c] : p.computes) {
-    for (const Value& l : loads_in(c.body)) {
-      auto it = p.computes.find(l->name);
-      if (it == p.computes.end() || it->second.view || l->operands.empty()) continue;
-      if (!inlinable_under_indirection(it->second)) realized.insert(l->name);
+  // Producers read through indirect indices that cannot take the indices over stay in memory
+  // (to a fixed point: realizing one changes what the others inline).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& [name, c] : p.computes) {
+      for (const Value& l : loads_in(c.body)) {
+        auto it = p.computes.find(l->name);
+        if (it == p.computes.end() || l->operands.empty() || realized.count(l->name)) continue;
+        if (inlinable_under_indirection(p, l->name, realized)) continue;
+        // A view is never realized itself: its first non-view sources are.
+        std::vector<std::string> pending{l->name};
+        while (!pending.empty()) {
+          const std::string n = pending.back();
+          pending.pop_back();
+          const Compute& target = p.computes.at(n);
+          if (!target.view) {
+            changed = realized.insert(n).second || changed;
+            continue;
+          }
+          for (const std::string& src : buffers_read(target.body)) {
+            if (p.computes.count(src) && !realized.count(src)) pending.push_back(src);
+          }
+        }
+      }
     }
   }
   return realized;

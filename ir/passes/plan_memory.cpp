@@ -22,16 +22,17 @@ std::optional<int64_t> static_bytes(const Buffer& b) {
   return span * dtype_size(b.dtype);
 }
 
-/// Whether `kernel` reads `src` only at exactly the offsets it writes `dst` (plain loads).
+/// Whether `kernel` reads `src` only at exactly the offsets it writes `dst` (plain loads),
+/// and never after it has written `dst` (statement order: a later read would see the new
+/// value once the two share storage).
 bool reads_only_where_written(const Kernel& kernel, const std::string& src, const std::string& dst) {
-  std::set<const ValueNode*> seen;
   bool ok = true;
+  bool stored = false;
   std::optional<Expr> store_index;
   std::vector<Expr> load_indices;
   std::function<void(const Value&)> walk = [&](const Value& v) {
-    if (!seen.insert(v.node()).second) return;
     if (v->kind == ValueKind::Load && v->name == src) {
-      if (v->mask != Expr(1) || !v->operands.empty()) ok = false;
+      if (v->mask != Expr(1) || !v->operands.empty() || stored) ok = false;
       load_indices.push_back(v->index.at(0));
     }
     for (const Value& o : v->operands) walk(o);
@@ -42,6 +43,7 @@ bool reads_only_where_written(const Kernel& kernel, const std::string& src, cons
       if (s.kind == StmtKind::Store && s.buffer == dst) {
         if (store_index && *store_index != s.index) ok = false;
         store_index = s.index;
+        stored = true;
       }
       if (s.kind == StmtKind::Accumulate && !load_indices.empty()) ok = false;  // read in a reduction
       visit(s.body);
