@@ -58,6 +58,9 @@ DTYPES: dict[str, torch.dtype] = {
     "float64": torch.float64,
     "int64": torch.int64,
     "int32": torch.int32,
+    "int16": torch.int16,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
     "bool": torch.bool,
 }
 
