@@ -2,6 +2,7 @@
 /// Plan building: lowering + pipeline + emitter, then slots, steps and lifetimes.
 #include "inductor/build_plan.h"
 
+#include <chrono>
 #include <limits>
 #include <map>
 #include <set>
@@ -177,6 +178,26 @@ runtime::Step kernel_step(const ir::ScheduledStep& s, const ir::ScheduledProgram
   return step;
 }
 
+/// Parameters, graph nodes, FLOP estimate and IR text of a scheduled kernel (kernel_info.h).
+KernelInfo kernel_info(const ir::ScheduledStep& s, const ir::ScheduledProgram& program) {
+  KernelInfo info;
+  info.name = s.kernel.name;
+  info.graph_nodes = s.graph_nodes;
+  for (const ir::KernelParam& p : s.kernel.params) {
+    const ir::Buffer& b = program.buffer(p.buffer);
+    info.params.push_back({p.buffer, ir::dtype_name(b.dtype), static_ints(b.sizes),
+                           static_ints(b.strides), p.written});
+  }
+  info.flops = estimate_flops(s.kernel);
+  info.text = ir::kernel_to_text(s.kernel);
+  return info;
+}
+
+double milliseconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 /// The graph's devices other than the CPU, if any (no code generation for those yet).
 std::string non_cpu_device(const ir::Graph& g) {
   auto check = [](const std::optional<ir::TensorMeta>& m) { return m && m->device != "cpu" ? m->device : ""; };
@@ -218,11 +239,14 @@ PlanBuild build_plan(const ir::Graph& g, const CodegenSettings& settings) {
   LoweredGraph lowered;
   ir::PipelineResult result;
   try {
+    const auto lowering_start = std::chrono::steady_clock::now();
     lowered = lower_graph(g);
+    out.lowering_ms = milliseconds_since(lowering_start);
     result = ir::run_pipeline(lowered.program, settings.pipeline);
   } catch (const std::exception& e) {
     PlanBuild fallback = build_aten_plan(g, std::string("code generation failed: ") + e.what());
     fallback.codegen_error = e.what();
+    fallback.lowering_ms = out.lowering_ms;
     return fallback;
   }
   if (settings.pipeline.keep_ir_text) out.lowered_text = ir::program_to_text(lowered.program);
@@ -238,6 +262,7 @@ PlanBuild build_plan(const ir::Graph& g, const CodegenSettings& settings) {
       continue;
     }
     out.plan.steps.push_back(kernel_step(s, result.scheduled, result.memory, slots));
+    out.kernels.push_back(kernel_info(s, result.scheduled));
     kernels.push_back(s.kernel);
   }
   for (const LoweringDecision& d : lowered.decisions) {
@@ -245,9 +270,11 @@ PlanBuild build_plan(const ir::Graph& g, const CodegenSettings& settings) {
     ++(d.generated ? out.plan.ops_generated : out.plan.ops_fallback);
   }
   if (!kernels.empty()) {
+    const auto emit_start = std::chrono::steady_clock::now();
     codegen::CppTarget target;
     target.isa = codegen::detect_host_isa();
     out.cpp_source = codegen::emit_cpp(kernels, target);
+    out.emit_ms = milliseconds_since(emit_start);
     out.plan.kernel_library = "kernels.so";
   }
   finish_plan(g, slots, out.plan);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "inductor/kernel_info.h"
 #include "ir/aten_graph.h"
 #include "ir/passes/pipeline.h"
 #include "runtime/plan.h"
@@ -39,6 +40,9 @@ struct PlanBuild {
   std::vector<ir::PassRecord> passes;
   std::string lowered_text;    ///< the loop program as lowered (when keep_ir_text)
   std::string scheduled_text;  ///< the kernels and extern calls as scheduled
+  std::vector<KernelInfo> kernels;  ///< per generated kernel, in plan order
+  double lowering_ms = 0;           ///< ATen graph -> loop IR
+  double emit_ms = 0;               ///< scheduled kernels -> C++ source
 };
 
 PlanBuild build_plan(const ir::Graph& graph, const CodegenSettings& settings = {});

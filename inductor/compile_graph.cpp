@@ -2,8 +2,9 @@
 /// compile_graph(): import, key, cache protocol, plan build, strict checks, logs.
 #include "inductor/compile_graph.h"
 
-#include <filesystem>
+#include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 
@@ -12,6 +13,7 @@
 
 #include "inductor/build_plan.h"
 #include "inductor/cache_key.h"
+#include "inductor/compile_report.h"
 #include "inductor/fingerprint.h"
 #include "inductor/graph_json.h"
 
@@ -81,35 +83,66 @@ struct KernelCompileFailed {
   kernels_cache::Artifacts fallback;
 };
 
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+void report_progress(const CompileContext& ctx, const std::string& stage) {
+  if (ctx.progress) ctx.progress(stage);
+}
+
 /// Builds the plan and its kernel library, and counts them; the cache calls this only on a
 /// miss. A kernel library that fails to compile falls back to an all-ATen plan, with the
-/// compiler's message logged: code generation trouble never fails a compile.
+/// compiler's message logged: code generation trouble never fails a compile. Besides the
+/// artifacts, it leaves in `out` what only a build knows (the IR text after each pass, when
+/// asked for) and its duration.
 kernels_cache::Artifacts build_artifacts(const ir::Graph& graph, const CompileContext& ctx,
-                                         std::vector<LogRecord>& logs) {
+                                         CompiledPlan& out) {
+  const auto start = Clock::now();
   if (ctx.stats) ++ctx.stats->plan_builds;
-  PlanBuild built = build_plan(graph);
-  if (!built.codegen_error.empty()) logs.push_back({"warning", "code generation abandoned: " + built.codegen_error});
+  report_progress(ctx, "lowering and passes");
+  CodegenSettings settings;
+  settings.pipeline.keep_ir_text = ctx.keep_ir_text;
+  PlanBuild built = build_plan(graph, settings);
+  const double plan_build_ms = ms_since(start);
+  out.passes = built.passes;
+  out.lowered_text = built.lowered_text;
+  if (!built.codegen_error.empty())
+    out.logs.push_back({"warning", "code generation abandoned: " + built.codegen_error});
   kernels_cache::Artifacts artifacts;
   if (!built.cpp_source.empty()) {
     ScratchDir scratch;
     if (ctx.stats) ++ctx.stats->cxx_compiler_invocations;
+    report_progress(ctx, "C++ compiler on " + std::to_string(built.kernels.size()) + " kernel(s)");
     const runtime::CppCompileResult r =
         runtime::compile_shared_library(scratch.path.string(), built.cpp_source, codegen::runtime_header_text());
-    logs.push_back({"perf", "kernels compiled in " + std::to_string(r.seconds) + " s: " + r.command});
+    const json record = make_build_record(built, plan_build_ms, &r, scratch.path.string());
     if (r.ok) {
       artifacts["kernels.so"] = read_file(scratch.path / "kernels.so");
       artifacts["kernels.cpp"] = built.cpp_source;
+      artifacts["build.json"] = record.dump();
     } else {
       if (ctx.stats) ++ctx.stats->cxx_compile_failures;
-      logs.push_back({"warning", "generated kernels failed to compile; running the graph as ATen calls. " +
-                                     r.command + "\n" + r.output});
+      out.logs.push_back(
+          {"warning", "generated kernels failed to compile; running the graph as ATen calls. " +
+                          r.command + "\n" + r.output});
       const PlanBuild aten = build_aten_plan(graph, "its generated kernel failed to compile");
+      out.timings["build_ms"] = ms_since(start);
       throw KernelCompileFailed{{{"plan.json", runtime::plan_to_json(aten.plan).dump()},
-                                 {"decisions.json", decisions_to_json(aten.decisions).dump()}}};
+                                 {"decisions.json", decisions_to_json(aten.decisions).dump()},
+                                 {"build.json", record.dump()}}};
     }
+  } else {
+    artifacts["build.json"] = make_build_record(built, plan_build_ms, nullptr, "").dump();
   }
   artifacts["plan.json"] = runtime::plan_to_json(built.plan).dump();
   artifacts["decisions.json"] = decisions_to_json(built.decisions).dump();
+  artifacts["kernels.json"] = kernel_infos_to_json(built.kernels).dump();
+  artifacts["schedule.txt"] = built.scheduled_text;
+  out.timings["build_ms"] = ms_since(start);
+  report_progress(ctx, "loading");
   return artifacts;
 }
 
@@ -117,6 +150,13 @@ kernels_cache::Artifacts build_artifacts(const ir::Graph& graph, const CompileCo
 void load_entry(const kernels_cache::Entry& entry, CompiledPlan& out) {
   out.plan = runtime::plan_from_json(json::parse(entry.read("plan.json")));
   out.decisions = decisions_from_json(json::parse(entry.read("decisions.json")));
+  // Diagnostic artifacts: absent from the all-ATen fallback of a failed kernel compile.
+  auto has = [&](const char* name) { return std::filesystem::exists(entry.path(name)); };
+  out.kernels = has("kernels.json")
+                    ? kernel_infos_from_json(json::parse(entry.read("kernels.json")))
+                    : std::vector<KernelInfo>{};
+  out.schedule_text = has("schedule.txt") ? entry.read("schedule.txt") : "";
+  out.build_record = has("build.json") ? json::parse(entry.read("build.json")) : json::object();
   if (!out.plan.kernel_library.empty()) {
     out.cpp_source = entry.read("kernels.cpp");
     out.library = runtime::KernelLibrary::open((entry.dir / out.plan.kernel_library).string());
@@ -138,7 +178,8 @@ void load_uncached(const kernels_cache::Artifacts& artifacts, CompiledPlan& out)
 }
 
 void load_through_cache(const ir::Graph& graph, kernels_cache::Store& store,
-                        const std::function<kernels_cache::Artifacts()>& build, CompiledPlan& out) {
+                        const std::function<kernels_cache::Artifacts()>& build,
+                        const CompileContext& ctx, CompiledPlan& out) {
   std::string read_error;
   for (int attempt = 0; attempt < 2; ++attempt) {
     kernels_cache::LookupResult found =
@@ -152,7 +193,7 @@ void load_through_cache(const ir::Graph& graph, kernels_cache::Store& store,
     out.cache_outcome = kernels_cache::outcome_name(found.outcome);
     std::string line = "graph " + out.key + ": " + out.cache_outcome;
     if (!found.note.empty()) line += " (" + found.note + ")";
-    out.logs.push_back({"cache", line});
+    if (ctx.wants("cache")) out.logs.push_back({"cache", line});
     if (found.outcome == kernels_cache::Outcome::Uncached) {
       // The store built into a private temp dir; everything is read, so it can go.
       std::error_code ignored;
@@ -166,6 +207,40 @@ void load_through_cache(const ir::Graph& graph, kernels_cache::Store& store,
   out.logs.push_back({"warning", "cache not used: " + read_error});
 }
 
+/// On a cache hit nothing was lowered; the `ir` log and debug dumps still want the IR, so the
+/// lowering and passes run again for them (no C++ compiler run: the kernels come from the cache).
+void rebuild_ir_text(const ir::Graph& graph, CompiledPlan& out) {
+  CodegenSettings settings;
+  settings.pipeline.keep_ir_text = true;
+  PlanBuild again = build_plan(graph, settings);
+  out.passes = std::move(again.passes);
+  out.lowered_text = std::move(again.lowered_text);
+  out.ir_rebuilt = true;
+}
+
+/// The diagnostic records of the artifacts the caller asked for.
+void log_diagnostics(const CompileContext& ctx, bool built_now, CompiledPlan& out) {
+  const std::string head = "graph " + out.key + ":";
+  if (ctx.wants("ir")) {
+    if (out.ir_rebuilt)
+      out.logs.push_back(
+          {"ir", head + " cache hit: IR rebuilt for this log (kernels loaded from the cache)"});
+    for (const std::string& text : ir_reports(out.lowered_text, out.passes))
+      out.logs.push_back({"ir", head + " " + text});
+  }
+  if (ctx.wants("fusion"))
+    out.logs.push_back({"fusion", head + " " + fusion_report(out.plan, out.labels)});
+  if (ctx.wants("schedule")) {
+    out.logs.push_back({"schedule", head + (out.schedule_text.empty() ? " no generated kernels"
+                                                                      : "\n" + out.schedule_text)});
+  }
+  if (ctx.wants("perf")) {
+    out.logs.push_back(
+        {"perf",
+         head + " " + perf_report(out.cache_outcome, out.timings, out.build_record, built_now)});
+  }
+}
+
 void log_fallbacks(CompiledPlan& out) {
   for (const NodeDecision& d : out.decisions) {
     if (d.generated || d.node < 0 || d.node >= static_cast<int32_t>(out.labels.size())) continue;
@@ -176,35 +251,55 @@ void log_fallbacks(CompiledPlan& out) {
 }  // namespace
 
 CompiledPlan compile_graph(const json& description, const CompileContext& ctx) {
+  const auto start = Clock::now();
   const ir::Graph graph = graph_from_json(description);
   CompiledPlan out;
   for (const ir::Node& node : graph.nodes) out.labels.push_back(label_of(node));
-  out.logs.push_back({"graph", ir::to_text(graph)});
+  out.graph_text = ir::to_text(graph);
+  if (ctx.wants("graph")) out.logs.push_back({"graph", out.graph_text});
+  out.timings["import_ms"] = ms_since(start);
 
+  const auto key_start = Clock::now();
   out.key = cache_key({graph_to_json(graph, /*with_sources=*/false), ctx.options.codegen,
                        ctx.environment, build_id(), host_toolchain()});
-  auto build = [&] { return build_artifacts(graph, ctx, out.logs); };
+  out.timings["key_ms"] = ms_since(key_start);
+  const auto cache_start = Clock::now();
+  bool built_now = false;
+  auto build = [&] {
+    built_now = true;
+    return build_artifacts(graph, ctx, out);
+  };
   try {
     if (ctx.store && ctx.options.use_cache) {
-      load_through_cache(graph, *ctx.store, build, out);
+      load_through_cache(graph, *ctx.store, build, ctx, out);
     } else {
       out.cache_outcome = "uncached";
       load_uncached(build(), out);
-      out.logs.push_back({"cache", "graph " + out.key + ": uncached (cache disabled)"});
+      if (ctx.wants("cache"))
+        out.logs.push_back({"cache", "graph " + out.key + ": uncached (cache disabled)"});
     }
   } catch (const KernelCompileFailed& failed) {
     out.cache_outcome = "uncached";
     load_uncached(failed.fallback, out);
-    out.logs.push_back({"cache", "graph " + out.key + ": uncached (its kernels failed to compile)"});
+    if (ctx.wants("cache")) {
+      out.logs.push_back(
+          {"cache", "graph " + out.key + ": uncached (its kernels failed to compile)"});
+    }
   }
+  const double build_ms = out.timings.value("build_ms", 0.0);
+  out.timings["build_ms"] = build_ms;
+  out.timings["cache_ms"] = ms_since(cache_start) - build_ms;
   if (ctx.stats) {
     ++ctx.stats->graphs_compiled;
     if (out.cache_outcome == "hit") ++ctx.stats->cache_hits;
     if (out.cache_outcome != "hit") ++ctx.stats->cache_misses;
     if (out.cache_outcome == "rebuilt_corrupt") ++ctx.stats->cache_corrupt_rebuilt;
   }
+  out.timings["total_ms"] = ms_since(start);
+  if (ctx.keep_ir_text && !built_now) rebuild_ir_text(graph, out);
+  log_diagnostics(ctx, built_now, out);
 
-  log_fallbacks(out);
+  if (ctx.wants("fallbacks")) log_fallbacks(out);
   if (ctx.options.strict == Strict::Everything) {
     for (const NodeDecision& d : out.decisions) {
       if (d.generated) continue;

@@ -9,14 +9,17 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "inductor/build_plan.h"
+#include "inductor/kernel_info.h"
 #include "inductor/options.h"
 #include "kernels_cache/store.h"
-#include "inductor/build_plan.h"
 #include "runtime/kernel_library.h"
 #include "runtime/plan.h"
 
@@ -36,9 +39,10 @@ struct CompileStats {
   void reset();
 };
 
-/// A message for one logging artifact (docs: INDUCTOR_CPP_LOGS); the caller emits them.
+/// A message for one logging artifact (docs/observability.md); the caller emits them.
+/// "warning" records are always produced; the others only when asked for.
 struct LogRecord {
-  std::string artifact;  ///< "graph", "cache", "fallbacks", ...
+  std::string artifact;  ///< "graph", "ir", "fusion", "schedule", "cache", "fallbacks", "perf"
   std::string message;
 };
 
@@ -47,6 +51,18 @@ struct CompileContext {
   nlohmann::json environment = nlohmann::json::object();  ///< torch version, Python ABI
   kernels_cache::Store* store = nullptr;                  ///< null: compile without cache
   CompileStats* stats = nullptr;
+
+  // Diagnostics. None of these enters the cache key or changes what is generated.
+  /// Log artifacts to produce records for (besides warnings, which always come).
+  std::set<std::string> log_artifacts;
+  /// Keep the loop IR text as lowered and after every pass (the `ir` log, debug dumps). On a
+  /// cache hit the IR is rebuilt for this (lowering and passes only: no C++ compiler run).
+  bool keep_ir_text = false;
+  /// Told what the compile is doing as it moves on ("lowering and passes", "g++: 12 kernels",
+  /// ...), for a progress line; may be empty.
+  std::function<void(const std::string& stage)> progress;
+
+  bool wants(const std::string& artifact) const { return log_artifacts.count(artifact) > 0; }
 };
 
 /// A graph the compiler refuses in strict mode, or cannot compile at all. The message names
@@ -65,6 +81,21 @@ struct CompiledPlan {
   std::string cache_outcome;        ///< "hit", "built", "rebuilt_corrupt", "uncached"
   std::vector<std::string> labels;  ///< per graph node: "aten::mm (model.py:3 in f: ...)"
   std::vector<LogRecord> logs;
+
+  // What tools show about the compile (explain(), debug dumps, bench kernels).
+  std::string graph_text;           ///< the ATen-level graph (ir::to_text)
+  std::string schedule_text;        ///< kernels and extern calls as scheduled ("" without codegen)
+  std::vector<KernelInfo> kernels;  ///< per generated kernel (kernel_info.h)
+  /// How the cache entry was built (build.json): per-pass times, lowering and emit times, the
+  /// C++ compiler command and its duration. From the entry, so a cache hit has it too.
+  nlohmann::json build_record = nlohmann::json::object();
+  /// This compile's stage times in ms: import, key, cache (lookup or build, and load), total.
+  nlohmann::json timings = nlohmann::json::object();
+  /// With keep_ir_text: the loop IR as lowered and the records of every pass with its IR text
+  /// (on a cache hit, from a rebuild done for the purpose: `ir_rebuilt`).
+  std::string lowered_text;
+  std::vector<ir::PassRecord> passes;
+  bool ir_rebuilt = false;
 };
 
 CompiledPlan compile_graph(const nlohmann::json& description, const CompileContext& ctx);

@@ -8,15 +8,24 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
 
-#include <algorithm>
-#include <memory>
-#include <nlohmann/json.hpp>
+#include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "codegen/cpu/emit_cpp.h"
 #include "inductor/compile_graph.h"
 #include "inductor/fingerprint.h"
 #include "inductor/graph_json.h"
 #include "kernels_cache/store.h"
 #include "runtime/aten_executor.h"
+#include "runtime/kernel_library.h"
 
 namespace py = pybind11;
 using nlohmann::json;
@@ -83,6 +92,89 @@ void add_context_to_python_error(const std::string& context) {
   throw py::error_already_set();
 }
 
+/// The diagnostics a CompiledGraph keeps (see CompiledGraph::debug_info).
+json debug_info_of(const inductor::CompiledPlan& c) {
+  json passes = json::array();
+  for (const ir::PassRecord& p : c.passes) {
+    passes.push_back(
+        json{{"name", p.name}, {"ms", p.milliseconds}, {"changed", p.changed}, {"ir", p.ir_after}});
+  }
+  json decisions = json::array();
+  for (const inductor::NodeDecision& d : c.decisions) {
+    decisions.push_back(json{{"node", d.node}, {"generated", d.generated}, {"reason", d.reason}});
+  }
+  return json{{"graph_text", c.graph_text},
+              {"schedule_text", c.schedule_text},
+              {"lowered_text", c.lowered_text},
+              {"ir_rebuilt", c.ir_rebuilt},
+              {"passes", std::move(passes)},
+              {"labels", c.labels},
+              {"decisions", std::move(decisions)},
+              {"kernels", inductor::kernel_infos_to_json(c.kernels)},
+              {"build", c.build_record},
+              {"timings", c.timings},
+              {"kernel_library", c.library ? c.library->path() : std::string()}};
+}
+
+/// A status line on the terminal while a compile runs longer than `after_s` seconds:
+///   inductor_cpp: compiling graph 3 (forward): C++ compiler on 12 kernel(s) (2.5 s)
+/// rewritten in place, erased when the compile ends. The caller decides whether stderr is a
+/// terminal; this only writes to file descriptor 2.
+class ProgressLine {
+ public:
+  ProgressLine(std::string label, double after_s) : label_(std::move(label)), after_s_(after_s) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~ProgressLine() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+    if (shown_) write_stderr("\r\033[K");
+  }
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+
+  void set_stage(const std::string& stage) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stage_ = stage;
+  }
+
+ private:
+  static void write_stderr(const std::string& text) {
+    const ssize_t ignored = ::write(STDERR_FILENO, text.data(), text.size());
+    (void)ignored;
+  }
+
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const auto start = std::chrono::steady_clock::now();
+    if (wake_.wait_for(lock, std::chrono::duration<double>(after_s_), [this] { return done_; }))
+      return;
+    while (!done_) {
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      char elapsed[32];
+      std::snprintf(elapsed, sizeof elapsed, " (%.1f s)", seconds);
+      write_stderr("\r\033[Kinductor_cpp: compiling " + label_ +
+                   (stage_.empty() ? "" : ": " + stage_) + elapsed);
+      shown_ = true;
+      wake_.wait_for(lock, std::chrono::milliseconds(250), [this] { return done_; });
+    }
+  }
+
+  const std::string label_;
+  const double after_s_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::string stage_;
+  bool done_ = false;
+  bool shown_ = false;
+  std::thread thread_;
+};
+
 /// A compiled graph as Python sees it.
 class CompiledGraph {
  public:
@@ -98,7 +190,9 @@ class CompiledGraph {
                                     [](const runtime::Step& s) { return s.is_kernel(); })),
         aten_steps_(static_cast<int64_t>(compiled.plan.steps.size()) - kernel_steps_),
         logs_(std::move(compiled.logs)),
-        executable_(compiled.plan, std::move(constants), std::move(compiled.labels), compiled.library) {}
+        debug_(debug_info_of(compiled)),
+        executable_(compiled.plan, std::move(constants), std::move(compiled.labels),
+                    compiled.library) {}
 
   /// The boxed calling convention of AOT autograd: a list of inputs, which we empty so that
   /// inputs die as soon as the plan is done with them (a tuple is accepted and left alone).
@@ -137,6 +231,16 @@ class CompiledGraph {
     return out;
   }
 
+  /// What explain(), debug dumps and bench kernels read (docs/observability.md).
+  py::dict debug_info() const {
+    py::dict d;
+    for (auto it = debug_.begin(); it != debug_.end(); ++it) {
+      d[py::str(it.key())] = it.value().is_string() ? py::str(it.value().get<std::string>())
+                                                    : py::str(it.value().dump());
+    }
+    return d;
+  }
+
   const std::string& key() const { return key_; }
   const std::string& cache_outcome() const { return cache_outcome_; }
   const std::string& plan_json() const { return plan_json_; }
@@ -154,14 +258,74 @@ class CompiledGraph {
   int64_t kernel_steps_;
   int64_t aten_steps_;
   std::vector<inductor::LogRecord> logs_;
+  nlohmann::json debug_;  ///< debug_info(): texts as strings, structured parts as JSON
   runtime::AtenExecutable executable_;
   std::atomic<int64_t> calls_{0};
 };
 
+/// One kernel library loaded for benchmarking: calls a named kernel on given tensors, the way
+/// the runtime does (data pointers in parameter order, no symbols), without a plan around it.
+class KernelRunner {
+ public:
+  explicit KernelRunner(const std::string& path) : library_(runtime::KernelLibrary::open(path)) {}
+
+  int32_t run(const std::string& name, const std::vector<at::Tensor>& tensors,
+              int32_t num_threads) const {
+    const runtime::KernelFn fn = library_->kernel(name);
+    std::vector<char*> ptrs = pointers(tensors);
+    py::gil_scoped_release no_gil;
+    return fn(ptrs.data(), nullptr, num_threads);
+  }
+
+  std::vector<double> time(const std::string& name, const std::vector<at::Tensor>& tensors,
+                           int32_t num_threads, int64_t warmup, int64_t iters) const {
+    if (iters < 1) throw std::invalid_argument("iters must be >= 1");
+    const runtime::KernelFn fn = library_->kernel(name);
+    std::vector<char*> ptrs = pointers(tensors);
+    std::vector<double> seconds;
+    seconds.reserve(iters);
+    py::gil_scoped_release no_gil;
+    for (int64_t i = 0; i < warmup; ++i) check(fn(ptrs.data(), nullptr, num_threads), name);
+    for (int64_t i = 0; i < iters; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      const int32_t status = fn(ptrs.data(), nullptr, num_threads);
+      seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      check(status, name);
+    }
+    return seconds;
+  }
+
+  const std::string& path() const { return library_->path(); }
+
+ private:
+  static std::vector<char*> pointers(const std::vector<at::Tensor>& tensors) {
+    std::vector<char*> ptrs;
+    for (const at::Tensor& t : tensors) {
+      if (!t.device().is_cpu()) throw std::invalid_argument("bench kernels: CPU tensors only");
+      ptrs.push_back(static_cast<char*>(t.data_ptr()));
+    }
+    return ptrs;
+  }
+  static void check(int32_t status, const std::string& name) {
+    if (status != 0)
+      throw std::runtime_error("kernel " + name + " returned status " + std::to_string(status));
+  }
+
+  std::shared_ptr<runtime::KernelLibrary> library_;
+};
+
+/// `diagnostics` (JSON, never part of the cache key): {"log_artifacts": [names],
+/// "keep_ir_text": bool, "progress": {"label": "graph 3 (forward)", "after_s": 1.0} or null}.
 std::unique_ptr<CompiledGraph> compile(const std::string& description,
                                        std::vector<at::Tensor> constants,
-                                       const std::string& options, const std::string& environment) {
+                                       const std::string& options, const std::string& environment,
+                                       const std::string& diagnostics) {
+  const json diag = json::parse(diagnostics.empty() ? "{}" : diagnostics);
   inductor::CompileContext ctx;
+  for (const json& name : diag.value("log_artifacts", json::array()))
+    ctx.log_artifacts.insert(name.get<std::string>());
+  ctx.keep_ir_text = diag.value("keep_ir_text", false);
   ctx.options = inductor::CompileOptions::from_json(json::parse(options));
   ctx.environment = json::parse(environment);
   ctx.stats = &process_stats();
@@ -172,7 +336,21 @@ std::unique_ptr<CompiledGraph> compile(const std::string& description,
   config.enabled = ctx.options.use_cache && !config.root.empty();
   if (config.enabled) store = std::make_unique<kernels_cache::Store>(config);
   ctx.store = store.get();
-  inductor::CompiledPlan compiled = inductor::compile_graph(json::parse(description), ctx);
+  const json parsed = json::parse(description);
+  inductor::CompiledPlan compiled;
+  {
+    // The compile is pure C++ (and may run the C++ compiler for seconds): other Python
+    // threads run meanwhile.
+    py::gil_scoped_release no_gil;
+    std::unique_ptr<ProgressLine> progress;
+    const json& p = diag.value("progress", json());
+    if (p.is_object()) {
+      progress = std::make_unique<ProgressLine>(p.value("label", std::string("graph")),
+                                                p.value("after_s", 1.0));
+      ctx.progress = [line = progress.get()](const std::string& stage) { line->set_stage(stage); };
+    }
+    compiled = inductor::compile_graph(parsed, ctx);
+  }
   return std::make_unique<CompiledGraph>(std::move(compiled), std::move(constants));
 }
 
@@ -196,11 +374,29 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("cache_outcome", &CompiledGraph::cache_outcome)
       .def_property_readonly("plan_json", &CompiledGraph::plan_json)
       .def_property_readonly("plan_text", &CompiledGraph::plan_text)
-      .def_property_readonly("cpp_source", &CompiledGraph::cpp_source);
+      .def_property_readonly("cpp_source", &CompiledGraph::cpp_source)
+      .def("debug_info", &CompiledGraph::debug_info,
+           "Texts (graph, IR after each pass, schedule) and JSON strings (kernels, build, timings, "
+           "decisions, passes, labels) describing the compile");
+
+  py::class_<python::KernelRunner>(
+      m, "KernelLibrary",
+      "A kernels.so loaded on its own, to run one kernel at a time (bench kernels)")
+      .def(py::init<const std::string&>(), py::arg("path"))
+      .def("run", &python::KernelRunner::run, py::arg("name"), py::arg("tensors"),
+           py::arg("num_threads"),
+           "Calls kernel `name` once on the tensors' data pointers; returns its status (0: ok)")
+      .def("time", &python::KernelRunner::time, py::arg("name"), py::arg("tensors"),
+           py::arg("num_threads"), py::arg("warmup"), py::arg("iters"),
+           "Seconds of each of `iters` calls after `warmup` untimed calls")
+      .def_property_readonly("path", &python::KernelRunner::path);
 
   m.def("compile_graph", &python::compile, py::arg("description"), py::arg("constants"),
-        py::arg("options"), py::arg("environment"),
+        py::arg("options"), py::arg("environment"), py::arg("diagnostics") = "{}",
         "Compile a graph description (JSON) into a CompiledGraph.");
+  m.def(
+      "runtime_header", [] { return codegen::runtime_header_text(); },
+      "ic_runtime.h as generated code includes it");
   m.def("stats", [] { return python::process_stats().to_json().dump(); });
   m.def("reset_stats", [] { python::process_stats().reset(); });
   m.def("build_id", [] { return inductor::build_id(); });

@@ -3,13 +3,16 @@
     import torch
     model = torch.compile(model, backend="inductor_cpp")   # no import of this package needed
 
-See README.md for options, environment variables and the cache.
+See README.md for options, environment variables and the cache; docs/observability.md for
+logs (INDUCTOR_CPP_LOGS / set_logs), debug dumps (INDUCTOR_CPP_DEBUG_DIR), explain() and the
+kernel benchmarks.
 """
 
 import torch  # noqa: F401  (loads libtorch before our extension)
 
 from . import _C
 from .dynamo_backend import StrictModeError, backend
+from .explain import explain
 from .logs import set_logs
 
 __version__ = "0.1.0"
@@ -42,4 +45,5 @@ def live_graphs() -> list:
     return list(dynamo_backend._live_graphs)
 
 
-__all__ = ["backend", "counters", "reset_counters", "live_graphs", "set_logs", "StrictModeError"]
+__all__ = ["backend", "counters", "reset_counters", "live_graphs", "set_logs", "explain",
+           "StrictModeError"]

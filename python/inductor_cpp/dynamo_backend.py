@@ -11,16 +11,20 @@ compiler turns its ATen FX graph into a description (fx_import.py) and crosses i
 from __future__ import annotations
 
 import collections
+import contextlib
+import itertools
 import json
+import os
 import sys
+import time
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-from . import _C, decompositions, fx_import, logs
+from . import _C, debug_dir, decompositions, fx_import, logs
 from . import options as options_mod
 
 # Compiled graphs alive in this process, for counters and tests; weak, so that
@@ -37,7 +41,50 @@ def _environment() -> str:
                        "schema": fx_import.SCHEMA_VERSION})
 
 
-def _run_eagerly(gm: torch.fx.GraphModule, kind: str, reason: str, opts: options_mod.Options) -> Callable:
+# Graphs this process has compiled (or tried to): numbers them in progress lines and debug dirs.
+_graph_numbers = itertools.count()
+# Callbacks told about every graph compile_aten_graph handles (explain() listens here).
+_observers: list[Callable[[dict[str, Any]], None]] = []
+
+
+@contextlib.contextmanager
+def observe_compiles() -> Iterator[list[dict[str, Any]]]:
+    """Collects a record per graph compiled inside the block: {"number", "kind", "gm",
+    "compiled" (a CompiledGraph, or None), "eager_reason" (why it runs eagerly, or None)}."""
+    records: list[dict[str, Any]] = []
+    _observers.append(records.append)
+    try:
+        yield records
+    finally:
+        _observers.remove(records.append)
+
+
+def _notify(record: dict[str, Any]) -> None:
+    for observer in list(_observers):
+        observer(record)
+
+
+def _progress(label: str) -> dict[str, Any] | None:
+    """Progress-line settings for the C++ side: only when stderr is a terminal (our own
+    stream and file descriptor 2 both), after INDUCTOR_CPP_PROGRESS seconds (default 1; 0
+    turns it off)."""
+    raw = os.environ.get("INDUCTOR_CPP_PROGRESS", "")
+    try:
+        after = float(raw) if raw else 1.0
+    except ValueError:
+        after = 1.0
+    if after <= 0:
+        return None
+    try:
+        if not (sys.stderr.isatty() and os.isatty(2)):
+            return None
+    except (AttributeError, ValueError, OSError):
+        return None
+    return {"label": label, "after_s": after}
+
+
+def _run_eagerly(gm: torch.fx.GraphModule, kind: str, reason: str, opts: options_mod.Options,
+                 number: int = -1) -> Callable:
     message = f"{kind} graph runs eagerly (not compiled): {reason}"
     if opts.strict:
         raise StrictModeError(f"inductor_cpp (strict): {message}")
@@ -45,6 +92,7 @@ def _run_eagerly(gm: torch.fx.GraphModule, kind: str, reason: str, opts: options
     global eager_graph_fallbacks
     eager_graph_fallbacks += 1
     recent_eager_fallback_reasons.append(reason)
+    _notify({"number": number, "kind": kind, "gm": gm, "compiled": None, "eager_reason": reason})
 
     def run(args: list[Any]) -> Any:
         return gm(*args)
@@ -62,38 +110,81 @@ recent_eager_fallback_reasons: "collections.deque[str]" = collections.deque(maxl
 def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str,
                        opts: options_mod.Options) -> Callable:
     """Compile one ATen FX graph (forward, backward or inference) into a boxed callable."""
+    number = next(_graph_numbers)
+    start = time.perf_counter()
     try:
         description, constants = fx_import.describe(gm, example_inputs, kind)
     except fx_import.UnsupportedGraph as e:
-        return _run_eagerly(gm, kind, str(e), opts)
+        return _run_eagerly(gm, kind, str(e), opts, number)
+    described = time.perf_counter()
+    dump_root = debug_dir.root(opts)
+    wanted = set(logs.requested()) | ({"fusion"} if dump_root else set())
+    diagnostics = {"log_artifacts": sorted(wanted),
+                   "keep_ir_text": logs.enabled("ir") or dump_root is not None,
+                   "progress": _progress(f"graph {number} ({kind})")}
     try:
         compiled = _C.compile_graph(json.dumps(description), constants,
-                                    json.dumps(opts.for_compiler()), _environment())
+                                    json.dumps(opts.for_compiler()), _environment(),
+                                    json.dumps(diagnostics))
     except _C.CompileError:
         raise
     except Exception as e:  # a compiler bug must not take the user's program down
         if opts.strict:
             raise
-        return _run_eagerly(gm, kind, f"compile failed: {e}", opts)
+        return _run_eagerly(gm, kind, f"compile failed: {e}", opts, number)
+    python_ms = {"describe": (described - start) * 1e3,
+                 "compile_graph": (time.perf_counter() - described) * 1e3}
+    fusion_text = ""
     for artifact, message in compiled.logs():
         if artifact == "warning":
             logs.warn(message)
-        else:
-            logs.emit(artifact, message)
+            continue
+        if artifact == "fusion":
+            fusion_text = message
+        logs.emit(artifact, message)
     if logs.enabled("output_code"):
         source = compiled.cpp_source or "// no generated kernels in this graph\n"
         logs.emit("output_code", f"graph {compiled.key}:\n{compiled.plan_text}\n{source}")
+    python_ms["total"] = (time.perf_counter() - start) * 1e3
+    logs.emit("perf", f"graph {compiled.key}: {kind} graph {number} ready in "
+                      f"{python_ms['total']:.1f} ms in all (describe "
+                      f"{python_ms['describe']:.1f} ms, compile_graph "
+                      f"{python_ms['compile_graph']:.1f} ms)")
+    first_call = None
+    if dump_root is not None:
+        directory = _dump(dump_root, number, kind, gm, example_inputs, compiled, fusion_text,
+                          python_ms)
+        if directory is not None:
+            first_call = lambda args: debug_dir.save_inputs(directory, args)  # noqa: E731
     _live_graphs.add(compiled)
-    return _boxed(compiled)
+    _notify({"number": number, "kind": kind, "gm": gm, "compiled": compiled, "eager_reason": None})
+    return _boxed(compiled, first_call)
 
 
-def _boxed(compiled: Any) -> Callable:
+def _dump(root: str, number: int, kind: str, gm: torch.fx.GraphModule, example_inputs: list[Any],
+          compiled: Any, fusion_text: str, python_ms: dict[str, float]) -> str | None:
+    """The debug dump of one graph (its directory); trouble writing it is a warning, never a
+    failed compile."""
+    try:
+        return debug_dir.dump(root, number, kind, gm, example_inputs, compiled, fusion_text,
+                              python_ms)
+    except Exception as e:  # noqa: BLE001
+        logs.warn(f"debug dir {root}: could not write graph {number} ({kind}): "
+                  f"{type(e).__name__}: {e}")
+        return None
+
+
+def _boxed(compiled: Any, first_call: Callable[[list[Any]], None] | None = None) -> Callable:
     """The boxed calling convention AOT autograd looks for (`_boxed_call`): inputs arrive as
     one list, which the C++ side empties so inputs die as soon as the plan is done with them.
     A Python function rather than the C++ object itself, because wrappers on the way (Dynamo's
-    disable()) copy attributes with functools.wraps, which sees only a function's __dict__."""
+    disable()) copy attributes with functools.wraps, which sees only a function's __dict__.
+    `first_call` sees the inputs of the first call before the graph runs (debug dumps)."""
+    pending = [first_call] if first_call is not None else []
 
     def run(args: list[Any]) -> list[Any]:
+        if pending:
+            pending.pop()(args)
         return compiled(args)
 
     run._boxed_call = True  # type: ignore[attr-defined]

@@ -1,12 +1,15 @@
-"""Logging registry of inductor_cpp: graded artifacts switched on by name.
+"""Logging registry of inductor_cpp: graded artifacts switched on by name or by level.
 
-    INDUCTOR_CPP_LOGS=graph,cache python train.py        # or: all
-    inductor_cpp.set_logs("fallbacks")                    # same, from Python
+    INDUCTOR_CPP_LOGS=graph,cache python train.py        # by name
+    INDUCTOR_CPP_LOGS=2 python train.py                   # by level (see LEVELS)
+    INDUCTOR_CPP_LOGS=all python train.py                 # everything
+    inductor_cpp.set_logs("fusion,perf")                  # same, from Python
 
 Each artifact is a kind of message; enabled artifacts go to stderr through the standard
 `logging` logger "inductor_cpp". Warnings (a graph that runs eagerly, a failed compile) are
-always emitted, whatever is enabled. The C++ side returns its messages tagged with these
-same artifact names (CompiledGraph.logs()).
+always emitted, whatever is enabled. The C++ side produces records only for the artifacts
+asked for (`requested()`) and returns them tagged with these names (CompiledGraph.logs()).
+Examples of every artifact's output: docs/observability.md.
 """
 
 from __future__ import annotations
@@ -15,14 +18,30 @@ import logging
 import os
 import sys
 
+# In order of how much they print, a few lines per graph first.
 ARTIFACTS: dict[str, str] = {
-    "output_code": "the program generated for each graph, labelled with its cache key: the "
-    "execution plan (kernel calls and ATen calls) and the generated C++ source",
-    "graph": "the ATen-level graph each compile receives, in its text form",
     "cache": "cache key and outcome (hit, built, rebuilt_corrupt, uncached) per graph",
-    "perf": "time spent compiling generated kernels, with the compiler command",
     "fallbacks": "each op that runs as an ATen call or graph that runs eagerly, with the "
     "reason and the user's source line",
+    "perf": "where each graph's compile time went: import, key, cache, lowering, each pass, "
+    "C++ emission and the C++ compiler (with its command line)",
+    "graph": "the ATen-level graph each compile receives, in its text form",
+    "fusion": "which graph nodes each generated kernel computes, which run as ATen calls, "
+    "and which were folded into indexing",
+    "schedule": "the scheduled kernel IR: loop nests with their parallel/vector attributes",
+    "output_code": "the program generated for each graph, labelled with its cache key: the "
+    "execution plan (kernel calls and ATen calls) and the generated C++ source",
+    "ir": "the loop IR as lowered and after every pass (on a cache hit it is rebuilt for the "
+    "log: lowering and passes only, the kernels still come from the cache)",
+}
+
+# INDUCTOR_CPP_LOGS=<level>: each level adds to the one before (tinygrad's DEBUG=n idea).
+LEVELS: dict[str, tuple[str, ...]] = {
+    "0": (),
+    "1": ("cache", "fallbacks", "perf"),
+    "2": ("cache", "fallbacks", "perf", "graph", "fusion"),
+    "3": ("cache", "fallbacks", "perf", "graph", "fusion", "schedule", "output_code"),
+    "4": tuple(ARTIFACTS),
 }
 
 logger = logging.getLogger("inductor_cpp")
@@ -32,24 +51,31 @@ _handler: logging.Handler | None = None
 
 def _parse(spec: str) -> set[str]:
     names = {s.strip() for s in spec.replace(";", ",").split(",") if s.strip()}
-    if "all" in names:
-        return set(ARTIFACTS)
+    enabled: set[str] = set()
+    for name in list(names):
+        if name == "all":
+            enabled |= set(ARTIFACTS)
+            names.discard(name)
+        elif name in LEVELS:
+            enabled |= set(LEVELS[name])
+            names.discard(name)
     unknown = names - set(ARTIFACTS)
     if unknown:
         raise ValueError(
             f"INDUCTOR_CPP_LOGS: unknown artifact(s) {sorted(unknown)}; known: "
-            f"{', '.join(sorted(ARTIFACTS))} (or 'all')"
+            f"{', '.join(ARTIFACTS)} (or 'all', or a level {min(LEVELS)}-{max(LEVELS)})"
         )
-    return names
+    return enabled | names
 
 
 def set_logs(spec: str | None = None, **flags: bool) -> None:
-    """Enable artifacts: set_logs("graph,cache"), set_logs(cache=True), set_logs("") for none."""
+    """Enable artifacts: set_logs("graph,cache"), set_logs("2"), set_logs(cache=True),
+    set_logs("") for none. Replaces what was enabled before."""
     global _enabled
     names = _parse(spec) if spec else set()
     for name, on in flags.items():
         if name not in ARTIFACTS:
-            raise ValueError(f"unknown log artifact {name!r}; known: {', '.join(sorted(ARTIFACTS))}")
+            raise ValueError(f"unknown log artifact {name!r}; known: {', '.join(ARTIFACTS)}")
         if on:
             names.add(name)
     _enabled = names
@@ -58,6 +84,11 @@ def set_logs(spec: str | None = None, **flags: bool) -> None:
 
 def enabled(artifact: str) -> bool:
     return artifact in _enabled
+
+
+def requested() -> list[str]:
+    """The enabled artifacts, for the C++ side (which builds records only for these)."""
+    return sorted(_enabled)
 
 
 def emit(artifact: str, message: str) -> None:

@@ -20,7 +20,16 @@ KNOWN: dict[str, tuple[str | None, str]] = {
         '"all": every op that would run as an ATen fallback raises too',
     ),
     "cache": ("INDUCTOR_CPP_CACHE", "False: neither read nor write the on-disk cache"),
+    "debug_dir": (
+        "INDUCTOR_CPP_DEBUG_DIR",
+        "a directory: dump each compiled graph there (FX graph, IR after every pass, C++ "
+        "source, compile command, timings, a standalone repro.py); see docs/observability.md",
+    ),
 }
+
+# Options that change only what is reported, never what is generated: not sent to the
+# compiler, so they stay out of the cache key.
+DIAGNOSTIC = ("debug_dir",)
 
 
 def _env_value(name: str) -> Any:
@@ -28,6 +37,8 @@ def _env_value(name: str) -> Any:
     raw = os.environ.get(var, "") if var else ""
     if raw == "":
         return None
+    if name == "debug_dir":
+        return raw
     if name == "strict" and raw.lower() == "all":
         return "all"
     return raw.lower() not in ("0", "false", "no", "off")
@@ -38,10 +49,12 @@ class Options:
     mode: str | None = None
     strict: bool | str = False
     cache: bool = True
+    debug_dir: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def for_compiler(self) -> dict[str, Any]:
-        """What the C++ compiler receives; everything but strict/cache enters the cache key."""
+        """What the C++ compiler receives; everything but strict/cache enters the cache key
+        (diagnostic options such as debug_dir are not sent at all)."""
         return {"strict": self.strict, "cache": self.cache, "mode": self.mode or "default", **self.extra}
 
 
@@ -64,4 +77,8 @@ def resolve(mode: str | None = None, options: dict[str, Any] | None = None) -> O
     cache = values.get("cache", True)
     if not isinstance(cache, bool):
         raise ValueError(f'inductor_cpp: option "cache" must be True or False, not {cache!r}')
-    return Options(mode=mode, strict=strict, cache=cache)
+    debug_dir = values.get("debug_dir")
+    if debug_dir is not None and not isinstance(debug_dir, (str, os.PathLike)):
+        raise ValueError(f'inductor_cpp: option "debug_dir" must be a path, not {debug_dir!r}')
+    return Options(mode=mode, strict=strict, cache=cache,
+                   debug_dir=os.fspath(debug_dir) if debug_dir else None)

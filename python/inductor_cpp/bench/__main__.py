@@ -16,6 +16,8 @@ SUBCOMMANDS: dict[str, str] = {
     "main": ".main_job",
     "micro": ".micro",
     "machine": ".machine",
+    "kernels": ".kernels",
+    "suite": ".suite",
 }
 
 
