@@ -183,6 +183,60 @@ Stmt* innermost_loop(std::vector<Stmt>& nest_stmts) {
   return loop;
 }
 
+/// Float sums accumulated in a long serial loop (the reduction loop of the "outer" strategy:
+/// sum(0) runs down 1024 rows per column) lose accuracy as one running sum. Such a loop is
+/// split into blocks of `block` iterations, each summed into its own accumulator that is then
+/// added to the total: the error grows with the number of blocks plus the block length
+/// rather than with the row count (vector reduction loops get the same from the emitter).
+void block_long_float_sums(std::vector<Stmt>& stmts, const RangeMap& ranges, int64_t block, int& counter) {
+  std::set<std::string> sums;  // float sum accumulators defined at this level or above
+  std::function<void(std::vector<Stmt>&, std::set<std::string>)> visit = [&](std::vector<Stmt>& level,
+                                                                             std::set<std::string> outer_sums) {
+    for (Stmt& s : level) {
+      if (s.kind == StmtKind::DefineAccumulator && s.reduce_op == ReduceOp::sum && is_floating(s.dtype)) {
+        outer_sums.insert(s.name);
+      }
+      if (s.kind != StmtKind::For) continue;
+      // Which outer sums does this loop accumulate into?
+      std::map<std::string, DType> accumulated;
+      std::function<void(const std::vector<Stmt>&)> scan = [&](const std::vector<Stmt>& body) {
+        for (const Stmt& b : body) {
+          if (b.kind == StmtKind::Accumulate && outer_sums.count(b.name)) accumulated[b.name] = b.value->dtype;
+          scan(b.body);
+        }
+      };
+      scan(s.body);
+      const bool long_serial = s.vector_width == 0 && !s.parallel && s.extent.is_const() &&
+                               s.extent.value() > 2 * block;
+      if (accumulated.empty() || !long_serial) {
+        visit(s.body, outer_sums);
+        continue;
+      }
+      const int64_t n = s.extent.value();
+      const std::string blk = s.var + "_blk", in = s.var + "_in";
+      std::map<std::string, std::string> partial;
+      for (const auto& [acc, dtype] : accumulated) partial[acc] = acc + "_p" + std::to_string(counter++);
+      std::vector<Stmt> inner = std::move(s.body);
+      substitute_all(inner, {{s.var, Expr::var(blk) * block + Expr::var(in)}}, ranges);
+      std::function<void(std::vector<Stmt>&)> rename = [&](std::vector<Stmt>& body) {
+        for (Stmt& b : body) {
+          if (b.kind == StmtKind::Accumulate && partial.count(b.name)) b.name = partial[b.name];
+          rename(b.body);
+        }
+      };
+      rename(inner);
+      RangeMap r = ranges;
+      r[blk] = {0, (n + block - 1) / block - 1};
+      std::vector<Stmt> block_body;
+      for (const auto& [acc, dtype] : accumulated) block_body.push_back(Stmt::define_accumulator(partial[acc], ReduceOp::sum, dtype));
+      block_body.push_back(Stmt::loop(in, simplify(min(Expr(block), Expr(n) - Expr::var(blk) * block), r), std::move(inner)));
+      for (const auto& [acc, dtype] : accumulated) block_body.push_back(Stmt::accumulate(acc, local(partial[acc], dtype)));
+      s = Stmt::loop(blk, Expr((n + block - 1) / block), std::move(block_body));
+    }
+  };
+  visit(stmts, sums);
+}
+
 ScheduledStep GroupScheduler::run() {
   // 1. Statements per segment, in kernel variables (x* outer, y* inner), not yet in loops.
   std::map<std::string, Value> locals;
@@ -314,6 +368,9 @@ ScheduledStep GroupScheduler::run() {
       if (parallel && (outer.size() > 1 || !vector_loop)) kernel_body.front().parallel = true;
     }
   }
+
+  int partial_counter = 0;
+  block_long_float_sums(kernel_body, ranges_, 64, partial_counter);
 
   ScheduledStep step;
   step.kind = ScheduledStep::Kind::Kernel;
