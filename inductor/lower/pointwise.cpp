@@ -69,6 +69,10 @@ ir::Value apply_unary(const UnaryRow& row, const ir::Value& x) {
   const DType t = x->dtype;
   if (row.rule == UnaryRule::IdentityUnlessFloat && !ir::is_floating(t)) return x;
   if (row.rule == UnaryRule::IdentityOnBool && t == DType::Bool) return x;
+  // An unsigned value's sign is whether it is nonzero (no negative side to compute).
+  if (row.rule == UnaryRule::IdentityOnBool && t == DType::UInt8) {
+    return ir::cast(bin(BinaryOp::ne, x, constant_like(0, x)), t);
+  }
   return un(row.fn, x);
 }
 
