@@ -11,7 +11,8 @@
 /// Accumulators: one declared inside a vector loop has one lane per iteration; one declared
 /// outside but accumulated inside a vector loop keeps W partial lanes that a read combines in
 /// a fixed order (ic_runtime_reduce.h); the tail iteration updates only its active lanes.
-/// Float sums accumulated directly in a loop are two-level (counted_loop).
+/// Float sums accumulated directly in a loop are two-level, and the full vectors of an inner
+/// reduction loop update several independent accumulator copies (emit_reduction_loop.cpp).
 #include <cctype>
 #include <functional>
 #include <optional>
@@ -89,6 +90,7 @@ KernelEmitter::KernelEmitter(const ir::Kernel& kernel, const CppTarget& target)
     if (s.kind == StmtKind::DefineAccumulator) accumulator_ops_[s.name] = s.reduce_op;
   });
   plan_loops(kernel.body, false, false);
+  plan_kept_values(kernel.body);
   for_each_stmt(kernel.body, [&](const Stmt& s) {
     if (s.kind == StmtKind::For || !s.value) return;
     for (const ir::Value& load : ir::loads_in(s.value)) {
@@ -202,8 +204,13 @@ void KernelEmitter::loop(const Stmt& s) {
   invalidate_for_loop(s);
   hoist_invariants(s);
   const int width = vector_width_.at(&s);
-  if (width > 0) return vector_loop(s, width, parallel_.at(&s));
-  scalar_loop(s, parallel_.at(&s));
+  begin_kept_values(s);
+  if (width > 0) {
+    vector_loop(s, width, parallel_.at(&s));
+  } else {
+    scalar_loop(s, parallel_.at(&s));
+  }
+  end_kept_values();
 }
 
 std::string KernelEmitter::omp_pragma(const Stmt& s, int width) const {
@@ -214,68 +221,6 @@ std::string KernelEmitter::omp_pragma(const Stmt& s, int width) const {
   }
   return "#pragma omp parallel for num_threads(num_threads) schedule(" + schedule +
          ") if(num_threads > 1)" + (uses_error_flag_ ? " reduction(|:ic_err)" : "");
-}
-
-void KernelEmitter::counted_loop(const Stmt& s, const std::string& v, const std::string& end,
-                                 int step, bool parallel, const std::function<void()>& body) {
-  // Float sums accumulated directly in this loop go to a partial flushed every kSumBlock
-  // steps: two-level summation, so a long reduction's rounding error grows with the square
-  // root of its block count rather than of its length (closer to eager's cascade sum).
-  const int lanes = step > 1 ? step : vec_.width;
-  const std::string zero_lanes = lanes ? "ic::broadcast<" + std::to_string(lanes) + ">(" : "(";
-  struct PartialSum {
-    std::string accumulator, partial, zero, type;
-  };
-  std::vector<PartialSum> partials;
-  const std::map<std::string, std::string> outer_partials = partial_sum_;
-  std::set<std::string> defined_inside;
-  for_each_stmt(s.body, [&](const Stmt& inner) {
-    if (inner.kind == StmtKind::DefineAccumulator) defined_inside.insert(inner.name);
-  });
-  for (const Stmt& inner : s.body) {
-    const LocalInfo* acc = inner.kind == StmtKind::Accumulate ? find_local(inner.name) : nullptr;
-    if (!acc || acc->op != ir::ReduceOp::sum || !ir::is_floating(acc->dtype) ||
-        acc->lanes != lanes || acc->horizontal != (step > 1) || defined_inside.count(inner.name) ||
-        (partial_sum_.count(inner.name) && !outer_partials.count(inner.name)) || parallel) {
-      continue;
-    }
-    const std::string partial = unique_name(acc->cname + "_part");
-    partial_sum_[inner.name] = partial;
-    partials.push_back({acc->cname, partial, zero_lanes + cpp_type(acc->dtype) + "(0))",
-                        lanes ? vector_type(acc->dtype, lanes) : cpp_type(acc->dtype)});
-  }
-  // kSumBlock vector steps (kSumBlock lanes' worth each), or 16 times that many scalar steps.
-  const int64_t block_steps = step > 1 ? kSumBlock * step : kSumBlock * 16;
-  const bool small = s.extent.is_const() && s.extent.value() <= block_steps;
-  const std::string inc = step > 1 ? " += " + std::to_string(step) : "++";
-  if (partials.empty() || small) {
-    partial_sum_ = outer_partials;
-    if (parallel) line(omp_pragma(s, step > 1 ? step : 0));
-    line("for (int64_t " + v + " = 0; " + v + " < " + end + "; " + (step > 1 ? v + inc : inc + v) +
-         ") {");
-    body();
-    line("}");
-    return;
-  }
-  const std::string block = fresh(v + "_blk");
-  const std::string block_size = std::to_string(block_steps);
-  for (const PartialSum& p : partials) line(p.type + " " + p.partial + " = " + p.zero + ";");
-  line("for (int64_t " + block + " = 0; " + block + " < " + end + "; " + block +
-       " += " + block_size + ") {");
-  ++indent_;
-  line("const int64_t " + block + "_end = std::min<int64_t>(" + block + " + " + block_size + ", " +
-       end + ");");
-  line("for (int64_t " + v + " = " + block + "; " + v + " < " + block + "_end; " +
-       (step > 1 ? v + inc : inc + v) + ") {");
-  body();
-  line("}");
-  for (const PartialSum& p : partials) {
-    line(p.accumulator + " = ic::add(" + p.accumulator + ", " + p.partial + ");");
-    line(p.partial + " = " + p.zero + ";");
-  }
-  --indent_;
-  line("}");
-  partial_sum_ = outer_partials;
 }
 
 void KernelEmitter::scalar_loop(const Stmt& s, bool parallel) {
@@ -304,28 +249,29 @@ void KernelEmitter::vector_loop(const Stmt& s, int width, bool parallel) {
   const bool has_main = !known || s.extent.value() >= width;
   const bool has_tail = !known || s.extent.value() % width != 0;
   const VectorContext saved = vec_;
-  auto body = [&](const VectorContext& ctx) {
+  // One iteration's body; `first` (if any) is the value of the loop variable, declared first.
+  auto body = [&](const VectorContext& ctx, const std::string& first) {
     ++indent_;
     vec_ = ctx;
     scopes_.emplace_back();
     scopes_.back().vars[s.var] = v;
-    if (ctx.tail) {
-      line("const int64_t " + v + " = " + main_end + ";");
-      line("const int64_t " + ctx.count + " = " + end + " - " + main_end + ";");
-    }
+    if (!first.empty()) line("const int64_t " + v + " = " + first + ";");
+    if (ctx.tail) line("const int64_t " + ctx.count + " = " + end + " - " + main_end + ";");
     block(s.body);
     scopes_.pop_back();
     vec_ = saved;
     --indent_;
   };
-  if (has_main) {
-    counted_loop(s, v, main_end, width, parallel, [&] {
-      body(VectorContext{s.var, v, width, false, ""});
-    });
+  const VectorContext full{s.var, v, width, false, ""};
+  if (has_main && !parallel && reduction_unroll(s, width) > 1) {
+    unrolled_reduction_loop(s, width, main_end,
+                            [&](const std::string& first) { body(full, first); });
+  } else if (has_main) {
+    counted_loop(s, v, main_end, width, parallel, [&] { body(full, ""); });
   }
   if (has_tail) {
     line("if (" + main_end + " < " + end + ") {");
-    body(VectorContext{s.var, v, width, true, fresh(v + "_n")});
+    body(VectorContext{s.var, v, width, true, fresh(v + "_n")}, main_end);
     line("}");
   }
   --indent_;
@@ -367,24 +313,7 @@ void KernelEmitter::define_accumulator(const std::vector<Stmt>& stmts, size_t i)
   }
   invalidate({}, {s.name});
   info.cname = unique_name(c_identifier(s.name));
-  const std::string w = std::to_string(info.lanes);
-  auto init = [&](const std::string& scalar) {
-    return info.lanes ? "ic::broadcast<" + w + ">(" + scalar + ")" : scalar;
-  };
-  const std::string type = info.lanes ? vector_type(info.dtype, info.lanes) : cpp_type(info.dtype);
-  const std::string identity = reduce_identity(s.reduce_op, info.dtype);
-  if (s.reduce_op == ir::ReduceOp::welford_m2) {
-    for (const char* part : {"_mean", "_m2", "_n"}) {
-      line(type + " " + info.cname + part + " = " + init(identity) + ";");
-    }
-  } else {
-    line(type + " " + info.cname + " = " + init(identity) + ";");
-  }
-  if (s.reduce_op == ir::ReduceOp::argmax || s.reduce_op == ir::ReduceOp::argmin) {
-    const std::string index_type =
-        info.lanes ? vector_type(ir::DType::Int64, info.lanes) : std::string("int64_t");
-    line(index_type + " " + info.cname + "_idx = " + init("ic::kNoIndex") + ";");
-  }
+  declare_accumulator_state(info, info.cname, reduce_identity(s.reduce_op, info.dtype));
   scopes_.back().locals[s.name] = info;
 }
 
@@ -420,8 +349,8 @@ void KernelEmitter::accumulate(const Stmt& s) {
           ? v.text
           : "ic::broadcast<" + w + ", " + cpp_type(info.dtype) + ">(" + v.text + ")";
   const std::string mask_arg = mask.empty() ? "" : ", " + mask;
-  auto partial = partial_sum_.find(s.name);
-  const std::string& a = partial != partial_sum_.end() ? partial->second : info.cname;
+  auto redirected = accumulate_into_.find(s.name);
+  const std::string& a = redirected != accumulate_into_.end() ? redirected->second : info.cname;
   switch (info.op) {
     case ir::ReduceOp::argmax:
     case ir::ReduceOp::argmin: {

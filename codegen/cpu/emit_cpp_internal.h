@@ -138,9 +138,26 @@ class KernelEmitter {
   void statement(const std::vector<ir::Stmt>& stmts, size_t i);
   void loop(const ir::Stmt& s);
   void scalar_loop(const ir::Stmt& s, bool parallel);
+  // --- reduction loops (emit_reduction_loop.cpp)
   /// `for (v = 0; v < end; v += step) body()`, two-level when float sums accumulate in it.
   void counted_loop(const ir::Stmt& s, const std::string& v, const std::string& end, int step,
                     bool parallel, const std::function<void()>& body);
+  /// How many independent copies of its accumulators the full-vector part of vector loop `s`
+  /// (of `width` lanes) keeps: kReductionUnroll when its body updates accumulators declared
+  /// outside it and nothing else stands in the way (reduction_unroll's comment), else 1.
+  int reduction_unroll(const ir::Stmt& s, int width);
+  /// The full vectors of `s` as an unrolled loop over [0, main_end): iteration k of each
+  /// group updates copy k of every accumulator; the copies are combined in a fixed order.
+  /// body(first) emits one iteration whose loop variable is `first`.
+  void unrolled_reduction_loop(const ir::Stmt& s, int width, const std::string& main_end,
+                               const std::function<void(const std::string&)>& body);
+  /// Declares an accumulator's state variables (cname, plus _idx or _mean/_m2/_n) holding
+  /// `identity` (the scalar value of each part; broadcast when info.lanes > 0).
+  void declare_accumulator_state(const LocalInfo& info, const std::string& cname,
+                                 const std::string& identity);
+  /// into := combine(into, from) for two states of one accumulator (C base names).
+  void combine_accumulator_state(const LocalInfo& info, const std::string& into,
+                                 const std::string& from);
   void vector_loop(const ir::Stmt& s, int width, bool parallel);
   std::string omp_pragma(const ir::Stmt& s, int width) const;
   void let(const ir::Stmt& s);
@@ -159,6 +176,24 @@ class KernelEmitter {
   /// A 0/1 index expression as a bool (scalar) or Vec<bool, W> spelling.
   Emitted condition(const ir::Expr& e);
   std::string unique_name(const std::string& base);
+
+  // --- kept values (kept_values.cpp)
+  /// A vector value computed in one loop and reloaded in a later sibling loop.
+  struct KeptValue {
+    const ir::ValueNode* node = nullptr;
+    std::string array;   ///< C name of the stack array holding it per element
+    int64_t extent = 0;  ///< elements (the loops' constant extent)
+  };
+  /// Finds the kept values of every block (kept_values.cpp's file comment has the rules).
+  void plan_kept_values(const std::vector<ir::Stmt>& stmts);
+  bool keepable_loop(const ir::Stmt& s) const;
+  /// Before emitting `loop`: declares the arrays it fills; activates its stores and loads.
+  void begin_kept_values(const ir::Stmt& loop);
+  void end_kept_values();
+  /// The kept value's load, when `n` is one the current loop reloads.
+  std::optional<Emitted> load_kept(const ir::ValueNode* n);
+  /// Stores `e`, when `n` is a value the current loop keeps for a later one.
+  void store_kept(const ir::ValueNode* n, const Emitted& e);
 
   // --- loop plan and bookkeeping (loop_plan.cpp)
   void plan_loops(const std::vector<ir::Stmt>& stmts, bool in_vector, bool in_parallel);
@@ -189,13 +224,24 @@ class KernelEmitter {
   std::map<const ir::Stmt*, int> vector_width_;  ///< effective width of each For (0: serial)
   std::map<const ir::Stmt*, bool> parallel_;     ///< each For: emitted as omp parallel for
   std::map<std::string, ir::ReduceOp> accumulator_ops_;  ///< every accumulator's op, by name
-  /// While emitting a two-level loop: float sum accumulator -> its partial (counted_loop).
-  std::map<std::string, std::string> partial_sum_;
-  /// Vector iterations per block of a two-level float sum.
+  /// While emitting a loop body: accumulator -> the C state its updates go to instead of its
+  /// own (a two-level float sum's partial, or an unrolled loop's copy).
+  std::map<std::string, std::string> accumulate_into_;
+  /// Vector iterations per block of a two-level float sum (per copy when unrolled).
   static constexpr int64_t kSumBlock = 64;
+  /// Independent accumulator copies of an unrolled reduction loop (hides the latency of the
+  /// combine: each vector update waits only on the one kReductionUnroll steps before).
+  static constexpr int kReductionUnroll = 4;
+  /// Unrolled loops only for bodies of at most this many statements (code size).
+  static constexpr size_t kMaxUnrolledStatements = 16;
   std::unordered_map<const ir::ValueNode*, std::pair<std::set<std::string>, std::set<std::string>>>
       reads_;  ///< buffers and locals each value reads
   std::unordered_map<const ir::ValueNode*, std::set<std::string>> index_vars_;
+  std::map<const ir::Stmt*, std::vector<KeptValue>> kept_by_producer_;  ///< loop -> it stores
+  std::map<const ir::Stmt*, std::vector<KeptValue>> kept_by_consumer_;  ///< loop -> it loads
+  /// While emitting a loop with kept values: value -> array.
+  std::unordered_map<const ir::ValueNode*, std::string> storing_, loading_;
+  int64_t kept_bytes_ = 0;  ///< the kept arrays' total size
 };
 
 }  // namespace inductor_cpp::codegen::cpu_detail

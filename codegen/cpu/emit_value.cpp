@@ -201,6 +201,10 @@ Emitted KernelEmitter::value(const ir::Value& v) {
     auto found = it->values.find(v.node());
     if (found != it->values.end()) return found->second;
   }
+  if (std::optional<Emitted> kept = load_kept(v.node())) {
+    scopes_.back().values[v.node()] = *kept;
+    return *kept;
+  }
   Emitted e;
   switch (v->kind) {
     case ir::ValueKind::Constant:
@@ -223,6 +227,7 @@ Emitted KernelEmitter::value(const ir::Value& v) {
     default:
       e = compute(*v);
   }
+  store_kept(v.node(), e);
   scopes_.back().values[v.node()] = e;
   return e;
 }

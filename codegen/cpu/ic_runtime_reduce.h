@@ -148,12 +148,15 @@ IC_INLINE void argmin_update(Vec<T, N>& best, Vec<int64_t, N>& best_i, const Vec
   arg_update<false>(best, best_i, v, i, active...);
 }
 
-/// Welford's running mean and sum of squared deviations; `count` in T like Inductor's.
+/// Welford's running mean and sum of squared deviations; `count` in T like Inductor's. The
+/// mean moves by delta * (1 / count), as ATen's Welford does (moments_utils.h): the copies of
+/// an unrolled loop have equal counts, so they share one division (a vector division costs
+/// as much as a dozen other operations).
 template <class T>
 IC_INLINE void welford_update(T& mean, T& m2, T& count, T x) {
   count = count + T(1);
   const T delta = x - mean;
-  mean = mean + delta / count;
+  mean = mean + delta * (T(1) / count);
   m2 = m2 + delta * (x - mean);
 }
 template <class T, int N>
@@ -161,7 +164,7 @@ IC_INLINE void welford_update(Vec<T, N>& mean, Vec<T, N>& m2, Vec<T, N>& count,
                               const Vec<T, N>& x) {
   count.v = count.v + T(1);
   const auto delta = x.v - mean.v;
-  mean.v = mean.v + delta / count.v;
+  mean.v = mean.v + delta * (T(1) / count.v);
   m2.v = m2.v + delta * (x.v - mean.v);
 }
 template <class T, int N>
@@ -239,6 +242,33 @@ IC_INLINE bool reduce_all(const Vec<bool, N>& x) {
   for (int l = 0; l < N; ++l) r = r && x.v[l];
   return r;
 }
+/// best := the better of (best, best_i) and (other, other_i), lane by lane (arg_takes' order,
+/// so the result does not depend on which side is which).
+template <bool kMax, class T, int N>
+IC_INLINE void arg_combine(Vec<T, N>& best, Vec<int64_t, N>& best_i, const Vec<T, N>& other,
+                           const Vec<int64_t, N>& other_i) {
+  if constexpr (is_float_v<T> || is_int_v<T>) {
+    arg_update<kMax>(best, best_i, other, other_i);
+  } else {  // bool, half, bfloat16: no vector comparisons of their lane bits
+    for (int l = 0; l < N; ++l) {
+      T value = best.lane(l);
+      int64_t index = best_i.v[l];
+      arg_update<kMax>(value, index, other.lane(l), other_i.v[l]);
+      best.set_lane(l, value);
+      best_i.v[l] = index;
+    }
+  }
+}
+template <class T, int N>
+IC_INLINE void argmax_combine(Vec<T, N>& best, Vec<int64_t, N>& best_i, const Vec<T, N>& other,
+                              const Vec<int64_t, N>& other_i) {
+  arg_combine<true>(best, best_i, other, other_i);
+}
+template <class T, int N>
+IC_INLINE void argmin_combine(Vec<T, N>& best, Vec<int64_t, N>& best_i, const Vec<T, N>& other,
+                              const Vec<int64_t, N>& other_i) {
+  arg_combine<false>(best, best_i, other, other_i);
+}
 /// Lanes l and l + N/2 (lane l the incumbent), then halves again.
 template <bool kMax, class T, int N>
 IC_INLINE int64_t reduce_arg(const Vec<T, N>& best, const Vec<int64_t, N>& best_i) {
@@ -247,19 +277,7 @@ IC_INLINE int64_t reduce_arg(const Vec<T, N>& best, const Vec<int64_t, N>& best_
   } else {
     Vec<T, N / 2> lo = low_half(best);
     Vec<int64_t, N / 2> lo_i = low_half(best_i);
-    const Vec<T, N / 2> hi = high_half(best);
-    const Vec<int64_t, N / 2> hi_i = high_half(best_i);
-    if constexpr (is_float_v<T> || is_int_v<T>) {
-      arg_update<kMax>(lo, lo_i, hi, hi_i);
-    } else {  // bool, half, bfloat16: no vector comparisons of their lane bits
-      for (int l = 0; l < N / 2; ++l) {
-        T value = lo.lane(l);
-        int64_t index = lo_i.v[l];
-        arg_update<kMax>(value, index, hi.lane(l), hi_i.v[l]);
-        lo.set_lane(l, value);
-        lo_i.v[l] = index;
-      }
-    }
+    arg_combine<kMax>(lo, lo_i, high_half(best), high_half(best_i));
     return reduce_arg<kMax>(lo, lo_i);
   }
 }

@@ -157,6 +157,53 @@ const char* const kKernels[] = {
     %last[1] = load(%a, [%ind0], indirect=[load(%idx, [x0])], bounds=[s0])
   }
 })",
+    R"(kernel softmax_rows(%in0: float32 in, %o: float32 out, %e: float32 out) {
+  for x0 in 0..3 parallel {
+    t0 = accumulator max float32
+    for y0 in 0..100 vector(16) {
+      t0 += load(%in0, [x0*100 + y0])
+    }
+    t1 = accumulator sum float32
+    for y0 in 0..100 vector(16) {
+      t1 += exp(sub(load(%in0, [x0*100 + y0]), local(t0, float32)))
+    }
+    for y0 in 0..100 vector(16) {
+      let t2 = div(exp(sub(load(%in0, [x0*100 + y0]), local(t0, float32))), local(t1, float32))
+      %o[x0*100 + y0] = local(t2, float32)
+    }
+    for y0 in 0..100 vector(16) {
+      %e[x0*100 + y0] = exp(sub(load(%in0, [x0*100 + y0]), local(t0, float32)))
+    }
+  }
+})",
+    R"(kernel keep_invalidated(%a: float32 out, %b: float32 in, %s: float32 out, %o1: float32 out, %o2: float32 out) {
+  t0 = accumulator sum float32
+  for y0 in 0..40 vector(16) {
+    t0 += load(%b, [y0])
+  }
+  t1 = accumulator sum float32
+  for y0 in 0..40 vector(16) {
+    t1 += exp(sub(load(%a, [y0]), local(t0, float32)))
+  }
+  %s[0] = local(t1, float32)
+  for y0 in 0..40 vector(16) {
+    t0 += load(%b, [y0])
+  }
+  for y0 in 0..40 vector(16) {
+    %o1[y0] = exp(sub(load(%a, [y0]), local(t0, float32)))
+  }
+  t2 = accumulator sum float32
+  for y0 in 0..40 vector(16) {
+    t2 += exp(load(%a, [y0]))
+  }
+  %s[1] = local(t2, float32)
+  for y0 in 0..40 vector(16) {
+    %a[y0] = mul(load(%b, [y0]), 2.0:float32)
+  }
+  for y0 in 0..40 vector(16) {
+    %o2[y0] = exp(load(%a, [y0]))
+  }
+})",
     R"(kernel variance6(%in0: float32 in, %0: float32 out) {
   t0 = accumulator welford_m2 float32
   for y0 in 0..6 vector(16) {
@@ -196,12 +243,23 @@ std::string row_reduction(const std::string& op, const std::string& in_type,
 /// loops); see "Moving vectors" in ic_runtime_vec.h.
 constexpr int64_t kMaxReduceLength = 20, kMaxPointwiseLength = 40;
 
+/// Constant lengths around multiples of the emitter's unrolled groups of vectors (4 copies of
+/// 16 float lanes, or of 8 lanes for argmax/argmin): no remainder, a remainder of full
+/// vectors, a tail, both (emit_reduction_loop.cpp).
+const std::vector<int64_t> kUnrolledLengths = {31, 32, 33, 63, 64, 65, 80, 129, 200};
+
+std::vector<int64_t> lengths_up_to(int64_t n) {
+  std::vector<int64_t> lengths;
+  for (int64_t len = 1; len <= n; ++len) lengths.push_back(len);
+  return lengths;
+}
+
 /// The reductions checked at every constant length, by input and output buffer.
 struct TailReduction {
   const char* op;
   char input;   ///< 'f' float32, 'd' float64, 'q' bool
   char output;  ///< 'f' float32, 'd' float64, 'i' int64, 'b' bool
-  int slot;     ///< results at %o<output>[slot * kMaxReduceLength + length - 1]
+  int slot;     ///< results at %o<output>[slot * lengths + index of the length]
 };
 const TailReduction kTailReductions[] = {
     {"sum", 'f', 'f', 0},    {"prod", 'f', 'f', 1},       {"max", 'f', 'f', 2},
@@ -222,15 +280,17 @@ const char* tail_dtype(char c) {
   }
 }
 
-/// tail_reductions(%f, %d, %q, %of, %od, %oi, %ob): every kTailReductions entry over the
-/// first L inputs; per length, one vector loop of constant extent L per input type and
-/// vector width (argmax/argmin get 8 lanes).
-std::string tail_reductions_kernel() {
-  std::string k =
-      "kernel tail_reductions(%f: float32 in, %d: float64 in, %q: bool in, %of: float32 out, "
-      "%od: float64 out, %oi: int64 out, %ob: bool out) {\n";
-  for (int64_t len = 1; len <= kMaxReduceLength; ++len) {
-    const std::string n = std::to_string(len);
+/// <name>(%f, %d, %q, %of, %od, %oi, %ob): every kTailReductions entry over the first L
+/// inputs for each L in `lengths`; per length, one vector loop of constant extent L per input
+/// type and vector width (argmax/argmin get 8 lanes).
+std::string constant_reductions_kernel(const std::string& name,
+                                       const std::vector<int64_t>& lengths) {
+  std::string k = "kernel " + name +
+                  "(%f: float32 in, %d: float64 in, %q: bool in, %of: float32 out, "
+                  "%od: float64 out, %oi: int64 out, %ob: bool out) {\n";
+  const int64_t count = static_cast<int64_t>(lengths.size());
+  for (int64_t j = 0; j < count; ++j) {
+    const std::string n = std::to_string(lengths[j]);
     auto acc = [&](const TailReduction& r) { return std::string("acc_") + r.op + "_" + r.input; };
     auto indexed = [](const TailReduction& r) { return std::string(r.op).rfind("arg", 0) == 0; };
     for (const char* group : {"fv", "fa", "qv", "dv"}) {  // input type, vector or arg loop
@@ -247,9 +307,8 @@ std::string tail_reductions_kernel() {
       k += "  for r0 in 0.." + n + " vector(16) {\n" + body + "  }\n";
       for (const TailReduction& r : kTailReductions) {
         if (!in_group(r)) continue;
-        k += std::string("  %o") + r.output + "[" +
-             std::to_string(r.slot * kMaxReduceLength + len - 1) + "] = local(" + acc(r) + n +
-             ", " + tail_dtype(r.output) + ")\n";
+        k += std::string("  %o") + r.output + "[" + std::to_string(r.slot * count + j) +
+             "] = local(" + acc(r) + n + ", " + tail_dtype(r.output) + ")\n";
       }
     }
   }
@@ -377,7 +436,10 @@ std::vector<ir::Kernel> all_kernels() {
   kernels.push_back(ir::parse_kernel(row_reduction("argmin", "float32", "int64")));
   kernels.push_back(ir::parse_kernel(row_reduction("any", "bool", "bool")));
   kernels.push_back(ir::parse_kernel(row_reduction("all", "bool", "bool")));
-  kernels.push_back(ir::parse_kernel(tail_reductions_kernel()));
+  kernels.push_back(ir::parse_kernel(
+      constant_reductions_kernel("tail_reductions", lengths_up_to(kMaxReduceLength))));
+  kernels.push_back(
+      ir::parse_kernel(constant_reductions_kernel("unrolled_reductions", kUnrolledLengths)));
   kernels.push_back(ir::parse_kernel(tail_pointwise_kernel()));
   return kernels;
 }
@@ -786,6 +848,114 @@ TEST_F(EmitCppTest, RowReductions) {
   }
 }
 
+/// Runs red_<op> over `rows` rows of a (rows x len) with 1 and 2 threads; the results must be
+/// bit for bit the same (the combine order depends only on len). Returns the 2-thread result.
+template <class Out>
+std::vector<Out> run_deterministic(const Target& t, const std::string& op, std::vector<float>& a,
+                                   int64_t rows, int64_t len) {
+  std::vector<Out> one(rows), two(rows);
+  const std::vector<int64_t> sym = {rows, len};
+  EXPECT_EQ(run(t, "red_" + op, sym, 1, a, one), 0);
+  EXPECT_EQ(run(t, "red_" + op, sym, 2, a, two), 0);
+  EXPECT_EQ(std::memcmp(one.data(), two.data(), rows * sizeof(Out)), 0)
+      << op << " len " << len << ": 1 and 2 threads differ";
+  return two;
+}
+
+// Lengths around multiples of the unrolled groups (64 floats, 32 for argmax/argmin), with a
+// remainder of full vectors and a tail, and one long enough for the two-level sum's blocks.
+TEST_F(EmitCppTest, UnrolledRowReductions) {
+  for (const Target& t : *targets_) {
+    for (int64_t len : {31, 32, 33, 63, 64, 65, 127, 128, 129, 200, 4096 + 64 * 3 + 16 + 1}) {
+      const int64_t rows = 5;
+      std::vector<float> a = random_floats(rows * len, 0.9f, 1.1f, 15);
+      a[len + len / 2] = a[len + len - 1] = 1.5f;  // row 1: a tie, the later in the tail
+      a[2 * len + len - 1] = 0.5f;                 // row 2: the minimum is the last element
+      const std::vector<float> sum = run_deterministic<float>(t, "sum", a, rows, len);
+      const std::vector<float> prod = run_deterministic<float>(t, "prod", a, rows, len);
+      const std::vector<float> mx = run_deterministic<float>(t, "max", a, rows, len);
+      const std::vector<float> mn = run_deterministic<float>(t, "min", a, rows, len);
+      const std::vector<float> m2 = run_deterministic<float>(t, "welford_m2", a, rows, len);
+      const std::vector<int64_t> amax = run_deterministic<int64_t>(t, "argmax", a, rows, len);
+      const std::vector<int64_t> amin = run_deterministic<int64_t>(t, "argmin", a, rows, len);
+      for (int64_t r = 0; r < rows; ++r) {
+        const RowStats s = row_stats(a.data() + r * len, len);
+        const std::string what = std::string(cpu_isa_name(t.target.isa)) +
+                                 " len=" + std::to_string(len) + " row " + std::to_string(r);
+        expect_close(std::vector<float>{sum[r]}, {s.sum}, 1e-6, 0, "sum " + what);
+        expect_close(std::vector<float>{prod[r]}, {s.prod}, 2e-5, 0, "prod " + what);
+        expect_close(std::vector<float>{mx[r]}, {s.max}, 0, 0, "max " + what);
+        expect_close(std::vector<float>{mn[r]}, {s.min}, 0, 0, "min " + what);
+        expect_close(std::vector<float>{m2[r]}, {s.m2}, 1e-4, 1e-6, "welford " + what);
+        EXPECT_EQ(amax[r], s.argmax) << "argmax " << what;
+        EXPECT_EQ(amin[r], s.argmin) << "argmin " << what;
+      }
+      std::vector<uint8_t> q(rows * len, 1), any(rows), all(rows);
+      q[len - 1] = 0;        // row 0: only the last element false
+      q[len + len / 3] = 0;  // row 1: one in the unrolled part
+      std::fill(q.begin() + 2 * len, q.begin() + 3 * len, 0);
+      q[2 * len + len - 1] = 1;  // row 2: only the last element true
+      std::fill(q.begin() + 3 * len, q.begin() + 4 * len, 0);
+      q[3 * len + len / 2] = 1;  // row 3: one in the middle true
+      ASSERT_EQ(run(t, "red_any", {rows, len}, 2, q, any), 0);
+      ASSERT_EQ(run(t, "red_all", {rows, len}, 2, q, all), 0);
+      EXPECT_EQ(any, (std::vector<uint8_t>{1, 1, 1, 1, 1})) << len;
+      EXPECT_EQ(all, (std::vector<uint8_t>{0, 0, 0, 0, 1})) << len;
+    }
+  }
+}
+
+// NaN anywhere (each unrolled copy, the remainder of full vectors, the tail) makes max/min NaN
+// and argmax/argmin its first index, whichever copy holds the earlier one.
+TEST_F(EmitCppTest, UnrolledReductionsPropagateNaN) {
+  const int64_t len = 64 * 3 + 16 + 5;  // three groups, one more full vector, a tail of 5
+  const std::vector<std::vector<int64_t>> nan_sets = {
+      {0},       {20}, {40}, {63}, {64 + 50}, {192}, {200}, {len - 1}, {70, 40}, {150, 130, 100},
+      {210, 195}};
+  for (const Target& t : *targets_) {
+    const int64_t rows = static_cast<int64_t>(nan_sets.size());
+    std::vector<float> a = random_floats(rows * len, -1, 1, 16);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t at : nan_sets[r]) a[r * len + at] = NAN;
+    }
+    const std::vector<float> mx = run_deterministic<float>(t, "max", a, rows, len);
+    const std::vector<float> mn = run_deterministic<float>(t, "min", a, rows, len);
+    const std::vector<int64_t> amax = run_deterministic<int64_t>(t, "argmax", a, rows, len);
+    const std::vector<int64_t> amin = run_deterministic<int64_t>(t, "argmin", a, rows, len);
+    const std::vector<float> sum = run_deterministic<float>(t, "sum", a, rows, len);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t first = *std::min_element(nan_sets[r].begin(), nan_sets[r].end());
+      const std::string what =
+          std::string(cpu_isa_name(t.target.isa)) + " first NaN at " + std::to_string(first);
+      EXPECT_TRUE(std::isnan(mx[r])) << "max " << what;
+      EXPECT_TRUE(std::isnan(mn[r])) << "min " << what;
+      EXPECT_TRUE(std::isnan(sum[r])) << "sum " << what;
+      EXPECT_EQ(amax[r], first) << "argmax " << what;
+      EXPECT_EQ(amin[r], first) << "argmin " << what;
+    }
+  }
+}
+
+// Ties across copies: the first index wins, in whichever copy or lane it sits.
+TEST_F(EmitCppTest, UnrolledArgReductionsTakeTheFirstTie) {
+  const int64_t len = 32 * 4 + 8 + 3;  // argmax lanes: 8, groups of 32
+  for (const Target& t : *targets_) {
+    for (int64_t first : {int64_t(0), int64_t(9), int64_t(27), int64_t(33), int64_t(100)}) {
+      for (int64_t later : {int64_t(130), int64_t(len - 1), first + 8, first + 1}) {
+        if (later >= len || later <= first) continue;
+        std::vector<float> a = random_floats(len, -1, 1, 17);
+        a[later] = a[first] = 5;
+        std::vector<int64_t> amax(1), amin(1);
+        ASSERT_EQ(run(t, "red_argmax", {1, len}, 1, a, amax), 0);
+        EXPECT_EQ(amax[0], first) << cpu_isa_name(t.target.isa) << " later " << later;
+        a[later] = a[first] = -5;
+        ASSERT_EQ(run(t, "red_argmin", {1, len}, 1, a, amin), 0);
+        EXPECT_EQ(amin[0], first) << cpu_isa_name(t.target.isa) << " later " << later;
+      }
+    }
+  }
+}
+
 TEST_F(EmitCppTest, LongSumsStayAccurate) {
   const int64_t n = int64_t(1) << 20;
   const std::vector<float> a = random_floats(n, 0.5f, 1.5f, 13);
@@ -851,6 +1021,52 @@ double tail_reference(const std::string& op, const std::vector<double>& x, int64
   return r;
 }
 
+/// Runs kernel `name` (constant_reductions_kernel over `lengths`) on three input sets
+/// (mixed signs; all negative, where a stray identity lane would win max; all positive, where
+/// it would win min) with magnitudes up to `scale`, against tail_reference.
+void check_constant_reductions(const Target& t, const std::string& name,
+                               const std::vector<int64_t>& lengths, float scale) {
+  const int64_t n = lengths.back(), count = static_cast<int64_t>(lengths.size());
+  const float ranges[3][2] = {
+      {-scale, scale}, {-1.5f * scale, -scale / 2}, {scale / 2, 1.5f * scale}};
+  for (int set = 0; set < 3; ++set) {
+    std::vector<float> f = random_floats(n, ranges[set][0], ranges[set][1], 30 + set);
+    std::vector<float> f2 = random_floats(n, ranges[set][0], ranges[set][1], 40 + set);
+    std::vector<double> d(n);
+    for (int64_t i = 0; i < n; ++i) d[i] = f2[i] + f[i] * 1e-9;  // uses double's precision
+    std::vector<uint8_t> q(n, set == 0 ? 1 : 0);                 // all true; all false; random
+    if (set == 2) {
+      for (int64_t i = 0; i < n; ++i) q[i] = static_cast<uint8_t>(f2[i] > scale);
+    }
+    std::vector<float> of(5 * count, -777);
+    std::vector<double> od(2 * count, -777);
+    std::vector<int64_t> oi(2 * count, -777);
+    std::vector<uint8_t> ob(2 * count, 7);
+    ASSERT_EQ(run(t, name, {}, 1, f, d, q, of, od, oi, ob), 0);
+    for (const TailReduction& r : kTailReductions) {
+      std::vector<double> x(n);
+      for (int64_t i = 0; i < n; ++i) x[i] = r.input == 'f' ? f[i] : r.input == 'd' ? d[i] : q[i];
+      for (int64_t j = 0; j < count; ++j) {
+        const int64_t len = lengths[j], at = r.slot * count + j;
+        const double want = tail_reference(r.op, x, len);
+        const std::string what = std::string(cpu_isa_name(t.target.isa)) + " " + name + " " + r.op +
+                                 "(" + tail_dtype(r.input) + ") length " + std::to_string(len) +
+                                 " input set " + std::to_string(set);
+        const double atol = 1e-6 * static_cast<double>(std::max<int64_t>(len, 10));
+        if (r.output == 'f') {
+          expect_close(std::vector<float>{of[at]}, {want}, 1e-5, atol, what);
+        } else if (r.output == 'd') {
+          expect_close(std::vector<double>{od[at]}, {want}, 1e-12, 1e-12, what);
+        } else if (r.output == 'i') {
+          EXPECT_EQ(oi[at], static_cast<int64_t>(want)) << what;
+        } else {
+          EXPECT_EQ(ob[at], static_cast<uint8_t>(want)) << what;
+        }
+      }
+    }
+  }
+}
+
 // Regression: a welford_m2 over 6 floats (a tail-only loop of constant extent) gave the
 // variance of 8 values at -O3, two inactive lanes counted (GCC 12, see ic_runtime_vec.h).
 TEST_F(EmitCppTest, ConstantLengthReductionsMaskTheirTails) {
@@ -862,45 +1078,14 @@ TEST_F(EmitCppTest, ConstantLengthReductionsMaskTheirTails) {
     ASSERT_EQ(run(t, "variance6", {}, 1, six, var), 0);
     expect_close(var, {m2 / 6}, 1e-6, 0, std::string("variance6 ") + cpu_isa_name(t.target.isa));
   }
-  const int64_t n = kMaxReduceLength;
-  // Mixed signs; all negative (a stray 0 lane would win max); all positive (it would win min).
-  const float ranges[3][2] = {{-2, 2}, {-3, -1}, {1, 3}};
   for (const Target& t : *targets_) {
-    for (int set = 0; set < 3; ++set) {
-      std::vector<float> f = random_floats(n, ranges[set][0], ranges[set][1], 30 + set);
-      std::vector<float> f2 = random_floats(n, ranges[set][0], ranges[set][1], 40 + set);
-      std::vector<double> d(n);
-      for (int64_t i = 0; i < n; ++i) d[i] = f2[i] + f[i] * 1e-9;  // uses double's precision
-      std::vector<uint8_t> q(n, set == 0 ? 1 : 0);                 // all true; all false; random
-      if (set == 2) {
-        for (int64_t i = 0; i < n; ++i) q[i] = static_cast<uint8_t>(f2[i] > 2);
-      }
-      std::vector<float> of(5 * n, -777);
-      std::vector<double> od(2 * n, -777);
-      std::vector<int64_t> oi(2 * n, -777);
-      std::vector<uint8_t> ob(2 * n, 7);
-      ASSERT_EQ(run(t, "tail_reductions", {}, 1, f, d, q, of, od, oi, ob), 0);
-      for (const TailReduction& r : kTailReductions) {
-        std::vector<double> x(n);
-        for (int64_t i = 0; i < n; ++i) x[i] = r.input == 'f' ? f[i] : r.input == 'd' ? d[i] : q[i];
-        for (int64_t len = 1; len <= n; ++len) {
-          const int64_t at = r.slot * n + len - 1;
-          const double want = tail_reference(r.op, x, len);
-          const std::string what = std::string(cpu_isa_name(t.target.isa)) + " " + r.op + "(" +
-                                   tail_dtype(r.input) + ") length " + std::to_string(len) +
-                                   " input set " + std::to_string(set);
-          if (r.output == 'f') {
-            expect_close(std::vector<float>{of[at]}, {want}, 1e-5, 1e-5, what);
-          } else if (r.output == 'd') {
-            expect_close(std::vector<double>{od[at]}, {want}, 1e-12, 1e-12, what);
-          } else if (r.output == 'i') {
-            EXPECT_EQ(oi[at], static_cast<int64_t>(want)) << what;
-          } else {
-            EXPECT_EQ(ob[at], static_cast<uint8_t>(want)) << what;
-          }
-        }
-      }
-    }
+    check_constant_reductions(t, "tail_reductions", lengths_up_to(kMaxReduceLength), 2);
+  }
+}
+
+TEST_F(EmitCppTest, ConstantLengthReductionsAroundTheUnroll) {
+  for (const Target& t : *targets_) {
+    check_constant_reductions(t, "unrolled_reductions", kUnrolledLengths, 1.2f);
   }
 }
 
@@ -977,6 +1162,50 @@ TEST_F(EmitCppTest, LayerNormKernel) {
         const double want = (in[r * 500 + c] - s.sum / 500) * want_rstd;
         expect_close(std::vector<float>{out[r * 500 + c]}, {want}, 1e-4, 1e-5, "normalized");
       }
+    }
+  }
+}
+
+// exp(x - max) is computed once per element and reloaded by the later loops (kept values).
+TEST_F(EmitCppTest, SoftmaxKeepsItsExponentials) {
+  const int64_t rows = 3, cols = 100;
+  std::vector<float> in = random_floats(rows * cols, -3, 3, 18);
+  in[cols + 99] = 7;  // row 1: the maximum in the tail
+  for (const Target& t : *targets_) {
+    std::vector<float> o(rows * cols), e(rows * cols);
+    ASSERT_EQ(run(t, "softmax_rows", {}, 2, in, o, e), 0);
+    for (int64_t r = 0; r < rows; ++r) {
+      float mx = -INFINITY;
+      double sum = 0;
+      for (int64_t c = 0; c < cols; ++c) mx = std::max(mx, in[r * cols + c]);
+      for (int64_t c = 0; c < cols; ++c) sum += std::exp(double(in[r * cols + c] - mx));
+      for (int64_t c = 0; c < cols; ++c) {
+        const double want = std::exp(double(in[r * cols + c] - mx));  // float subtraction
+        const std::string what = std::string(cpu_isa_name(t.target.isa)) + " row " +
+                                 std::to_string(r) + " col " + std::to_string(c);
+        expect_close(std::vector<float>{e[r * cols + c]}, {want}, 3e-7, 0, "exp " + what);
+        expect_close(std::vector<float>{o[r * cols + c]}, {want / sum}, 2e-6, 0, "softmax " + what);
+      }
+    }
+  }
+}
+
+// A value is not kept across a write to what it reads: a store to its buffer, or an update
+// of an accumulator it reads.
+TEST_F(EmitCppTest, KeptValuesSeeWritesInBetween) {
+  const int64_t n = 40;
+  const std::vector<float> a0 = random_floats(n, -1, 1, 19), b = random_floats(n, -0.1f, 0.1f, 20);
+  double sum_b = 0, s0 = 0, s1 = 0;
+  for (float x : b) sum_b += x;
+  for (float x : a0) s0 += std::exp(x - static_cast<float>(sum_b)), s1 += std::exp(x);
+  for (const Target& t : *targets_) {
+    std::vector<float> a = a0, s(2), o1(n), o2(n);
+    ASSERT_EQ(run(t, "keep_invalidated", {}, 1, a, b, s, o1, o2), 0);
+    const std::string what = cpu_isa_name(t.target.isa);
+    expect_close(s, {s0, s1}, 1e-5, 0, "sums " + what);
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(o1[i], std::exp(a0[i] - 2 * sum_b), 1e-5) << "new accumulator " << what;
+      EXPECT_NEAR(o2[i], std::exp(2.0 * b[i]), 1e-6) << "new buffer " << what;
     }
   }
 }
@@ -1225,6 +1454,42 @@ TEST_F(EmitCppTest, EmittedSourceUsesTheTargetsVectorForms) {
   const std::string scalar = emit_cpp(kernels, CppTarget{CpuIsa::Scalar, true});
   EXPECT_EQ(scalar.find("ic::Vec<"), std::string::npos) << scalar;
   EXPECT_NE(scalar.find("#define IC_TARGET_ISA 0"), std::string::npos);
+}
+
+TEST(EmitCppSourceTest, InnerReductionsUseIndependentAccumulators) {
+  const std::vector<ir::Kernel> kernels = {
+      ir::parse_kernel(row_reduction("max", "float32", "float32")),
+      ir::parse_kernel(constant_reductions_kernel("short", {20}))};
+  const std::string source = emit_cpp(kernels, CppTarget{});
+  // Four copies, combined copy i with copy i + 2, then copy 0 with copy 1.
+  EXPECT_NE(source.find("acc_u3 = ic::maximum(acc_u3, "), std::string::npos) << source;
+  const size_t first = source.find("acc = ic::maximum(acc, acc_u2);");
+  const size_t second = source.find("acc_u1 = ic::maximum(acc_u1, acc_u3);");
+  const size_t last = source.find("acc = ic::maximum(acc, acc_u1);");
+  ASSERT_NE(first, std::string::npos) << source;
+  EXPECT_LT(first, second);
+  EXPECT_LT(second, last);
+  // A constant extent shorter than one group stays one accumulator.
+  EXPECT_EQ(source.find("acc_max_f20_u1"), std::string::npos) << source;
+}
+
+const char* kernel_text(const std::string& name) {
+  for (const char* text : kKernels) {
+    if (std::string(text).find("kernel " + name + "(") != std::string::npos) return text;
+  }
+  throw std::invalid_argument("no kernel " + name);
+}
+
+TEST(EmitCppSourceTest, LaterLoopsReloadKeptValues) {
+  const std::string kept = emit_cpp({ir::parse_kernel(kernel_text("softmax_rows"))}, CppTarget{});
+  EXPECT_NE(kept.find("alignas(64) float y0_keep[100];"), std::string::npos) << kept;
+  EXPECT_NE(kept.find("ic::storeu(y0_keep + y0, "), std::string::npos) << kept;
+  EXPECT_NE(kept.find("ic::loadu_n<16>(y0_keep + y0, "), std::string::npos) << kept;
+  // The second and third loops reload: the first stores once, with no second array.
+  EXPECT_EQ(kept.find("y0_keep_"), std::string::npos) << kept;
+  const std::string fresh =
+      emit_cpp({ir::parse_kernel(kernel_text("keep_invalidated"))}, CppTarget{});
+  EXPECT_EQ(fresh.find("_keep"), std::string::npos) << fresh;
 }
 
 TEST(CppCompilerTest, OneCompileIsFastAndErrorsAreReported) {
