@@ -186,8 +186,9 @@ Stmt* innermost_loop(std::vector<Stmt>& nest_stmts) {
 /// Float sums accumulated in a long serial loop (the reduction loop of the "outer" strategy:
 /// sum(0) runs down 1024 rows per column) lose accuracy as one running sum. Such a loop is
 /// split into blocks of `block` iterations, each summed into its own accumulator that is then
-/// added to the total: the error grows with the number of blocks plus the block length
-/// rather than with the row count (vector reduction loops get the same from the emitter).
+/// added to the total, recursively while the block loop is still long: the error grows with
+/// the block length times the depth rather than with the row count (vector reduction loops
+/// get the same from the emitter).
 void block_long_float_sums(std::vector<Stmt>& stmts, const RangeMap& ranges, int64_t block, int& counter) {
   std::set<std::string> sums;  // float sum accumulators defined at this level or above
   std::function<void(std::vector<Stmt>&, std::set<std::string>)> visit = [&](std::vector<Stmt>& level,
@@ -232,6 +233,11 @@ void block_long_float_sums(std::vector<Stmt>& stmts, const RangeMap& ranges, int
       block_body.push_back(Stmt::loop(in, simplify(min(Expr(block), Expr(n) - Expr::var(blk) * block), r), std::move(inner)));
       for (const auto& [acc, dtype] : accumulated) block_body.push_back(Stmt::accumulate(acc, local(partial[acc], dtype)));
       s = Stmt::loop(blk, Expr((n + block - 1) / block), std::move(block_body));
+      // The block loop is itself a serial sum: split it again while it is long, so the
+      // error grows with the logarithm of the length (a pairwise-like tree of 64-blocks).
+      std::vector<Stmt> again{std::move(s)};
+      visit(again, outer_sums);
+      s = std::move(again.front());
     }
   };
   visit(stmts, sums);
