@@ -35,8 +35,8 @@ def test_clean_run_is_compiled_and_passes():
 def test_wrong_output_fails(monkeypatch):
     real = dynamo_backend._boxed
 
-    def corrupting(compiled):
-        run = real(compiled)
+    def corrupting(compiled, *rest):
+        run = real(compiled, *rest)
 
         def wrong(args):
             outs = run(args)
@@ -55,8 +55,8 @@ def test_wrong_output_fails(monkeypatch):
 def test_wrong_input_mutation_fails(monkeypatch):
     real = dynamo_backend._boxed
 
-    def mutating(compiled):
-        run = real(compiled)
+    def mutating(compiled, *rest):
+        run = real(compiled, *rest)
 
         def bad(args):
             for a in args:

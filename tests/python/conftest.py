@@ -17,6 +17,18 @@ import torch
 import inductor_cpp
 
 
+_graphs_at_start: set[int] = set()
+
+
+def test_graphs() -> list:
+    """Compiled graphs made by the running test: live_graphs() minus those alive when it began
+    (torch/AOT autograd can keep graphs of earlier tests alive past torch._dynamo.reset())."""
+    return [g for g in inductor_cpp.live_graphs() if id(g) not in _graphs_at_start]
+
+
+test_graphs.__test__ = False  # a helper, not a test
+
+
 @pytest.fixture(autouse=True)
 def fresh_state(tmp_path, monkeypatch):
     """A private cache root per test; Dynamo's caches and our counters reset."""
@@ -25,6 +37,8 @@ def fresh_state(tmp_path, monkeypatch):
     gc.collect()  # compiled graphs of earlier tests may sit in reference cycles
     inductor_cpp.reset_counters()
     torch.manual_seed(0)
+    _graphs_at_start.clear()
+    _graphs_at_start.update(id(g) for g in inductor_cpp.live_graphs())
     yield
     torch._dynamo.reset()
 

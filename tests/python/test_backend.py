@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import inductor_cpp
-from conftest import assert_same, collect_logs, compile_cpp, run_python
+from conftest import assert_same, collect_logs, compile_cpp, run_python, test_graphs
 
 
 def test_entry_point_is_registered():
@@ -64,11 +64,11 @@ def test_option_values_are_validated(options):
 def test_explicit_cache_option_wins_over_the_environment(monkeypatch):
     monkeypatch.setenv("INDUCTOR_CPP_CACHE", "0")
     compile_cpp(lambda x: x.cos())(torch.randn(3))
-    assert [g.cache_outcome for g in inductor_cpp.live_graphs()] == ["uncached"]
+    assert [g.cache_outcome for g in test_graphs()] == ["uncached"]
     torch._dynamo.reset()
     f = torch.compile(lambda x: x.sin(), backend="inductor_cpp", options={"cache": True})
     f(torch.randn(3))
-    assert "built" in [g.cache_outcome for g in inductor_cpp.live_graphs()]
+    assert "built" in [g.cache_outcome for g in test_graphs()]
 
 
 def f_for_strict(x):
@@ -197,7 +197,7 @@ def test_compiler_reset_frees_compiled_graphs():
         return x.sin() + x.cos()
 
     compile_cpp(f)(torch.randn(3))
-    alive = [weakref.ref(g) for g in inductor_cpp.live_graphs()]
+    alive = [weakref.ref(g) for g in test_graphs()]
     assert alive and all(r() is not None for r in alive)
     torch.compiler.reset()
     gc.collect()

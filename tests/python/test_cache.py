@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 import inductor_cpp
-from conftest import collect_logs, compile_cpp, run_python
+from conftest import collect_logs, compile_cpp, run_python, test_graphs
 
 CHILD = """
     import json, os, time, torch, inductor_cpp
@@ -95,7 +95,7 @@ def test_unsafe_cache_root_is_not_used(tmp_path, monkeypatch):
     with collect_logs() as messages:
         torch.testing.assert_close(f(x), x.sin() * 2)
     assert any("cache not used" in m and str(root) in m for m in messages), messages
-    graphs = inductor_cpp.live_graphs()
+    graphs = test_graphs()
     assert [g.cache_outcome for g in graphs] == ["uncached"]
     assert not any(p.name != "tmp" for p in root.iterdir() if len(p.name) == 2)
 

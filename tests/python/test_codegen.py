@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 import inductor_cpp
 
-from conftest import assert_same, compile_cpp
+from conftest import assert_same, compile_cpp, test_graphs
 
 
 def compiled_graph_counters(fn, *args):
@@ -17,7 +17,7 @@ def compiled_graph_counters(fn, *args):
     expected = fn(*args)
     actual = compile_cpp(fn)(*args)
     assert_same(actual, expected, rtol=1e-4, atol=1e-5)
-    graphs = inductor_cpp.live_graphs()
+    graphs = test_graphs()
     assert len(graphs) == 1, f"expected one graph, got {len(graphs)}"
     return graphs[0].counters()
 
