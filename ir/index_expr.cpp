@@ -8,6 +8,7 @@
 /// the last sweep, so unused expressions are freed and the table stays proportional to the live
 /// set.
 #include "ir/index_expr.h"
+#include "ir/intern_table.h"
 
 #include <algorithm>
 #include <mutex>
@@ -46,7 +47,7 @@ bool is_leaf(ExprKind k) {
   return k == ExprKind::Const || k == ExprKind::Var;
 }
 
-/// The interning table. Entries are weak so that the table never keeps an expression alive.
+/// The interning table (weak entries: it never keeps an expression alive).
 class ExprTable {
  public:
   using NodePtr = std::shared_ptr<const ExprNode>;
@@ -56,41 +57,25 @@ class ExprTable {
     size_t h = mix_hash(static_cast<size_t>(kind) + 1, static_cast<uint64_t>(value));
     h = mix_hash(h, string_hash(name));
     if (lhs) h = mix_hash(mix_hash(h, lhs->hash), rhs->hash);
-    std::lock_guard<std::mutex> guard(mutex_);
-    auto range = table_.equal_range(h);
-    for (auto it = range.first; it != range.second;) {
-      std::shared_ptr<const ExprNode> node = it->second.lock();
-      if (!node) {
-        it = table_.erase(it);
-        continue;
-      }
-      if (node->kind == kind && node->value == value && node->name == name && node->lhs == lhs &&
-          node->rhs == rhs)
-        return node;
-      ++it;
-    }
-    auto node = std::make_shared<ExprNode>();
-    node->kind = kind;
-    node->value = value;
-    node->name = name;
-    node->lhs = lhs;
-    node->rhs = rhs;
-    node->hash = h;
-    table_.emplace(h, node);
-    if (table_.size() > sweep_threshold_) sweep();
-    return node;
+    return table_.intern(
+        h,
+        [&](const ExprNode& n) {
+          return n.kind == kind && n.value == value && n.name == name && n.lhs == lhs && n.rhs == rhs;
+        },
+        [&] {
+          auto node = std::make_shared<ExprNode>();
+          node->kind = kind;
+          node->value = value;
+          node->name = name;
+          node->lhs = lhs;
+          node->rhs = rhs;
+          node->hash = h;
+          return NodePtr(node);
+        });
   }
 
  private:
-  void sweep() {
-    for (auto it = table_.begin(); it != table_.end();)
-      it = it->second.expired() ? table_.erase(it) : std::next(it);
-    sweep_threshold_ = std::max<size_t>(4096, 2 * table_.size());
-  }
-
-  std::mutex mutex_;
-  std::unordered_multimap<size_t, std::weak_ptr<const ExprNode>> table_;
-  size_t sweep_threshold_ = 4096;
+  InternTable<ExprNode> table_;
 };
 
 ExprTable& expr_table() {

@@ -7,6 +7,7 @@
 /// structural hash over every field (operands and expressions by their interned identity),
 /// guarded by a mutex and swept when it has doubled since the last sweep.
 #include "ir/value.h"
+#include "ir/intern_table.h"
 
 #include <cmath>
 #include <cstring>
@@ -141,33 +142,13 @@ class ValueTable {
  public:
   std::shared_ptr<const ValueNode> intern(ValueNode&& node) {
     node.hash = structural_hash(node);
-    std::lock_guard<std::mutex> guard(mutex_);
-    auto range = table_.equal_range(node.hash);
-    for (auto it = range.first; it != range.second;) {
-      std::shared_ptr<const ValueNode> existing = it->second.lock();
-      if (!existing) {
-        it = table_.erase(it);
-        continue;
-      }
-      if (same_structure(*existing, node)) return existing;
-      ++it;
-    }
-    auto fresh = std::make_shared<const ValueNode>(std::move(node));
-    table_.emplace(fresh->hash, fresh);
-    if (table_.size() > sweep_threshold_) sweep();
-    return fresh;
+    return table_.intern(
+        node.hash, [&](const ValueNode& existing) { return same_structure(existing, node); },
+        [&] { return std::make_shared<const ValueNode>(std::move(node)); });
   }
 
  private:
-  void sweep() {
-    for (auto it = table_.begin(); it != table_.end();)
-      it = it->second.expired() ? table_.erase(it) : std::next(it);
-    sweep_threshold_ = std::max<size_t>(4096, 2 * table_.size());
-  }
-
-  std::mutex mutex_;
-  std::unordered_multimap<size_t, std::weak_ptr<const ValueNode>> table_;
-  size_t sweep_threshold_ = 4096;
+  InternTable<ValueNode> table_;
 };
 
 ValueTable& value_table() {
