@@ -8,9 +8,11 @@
 #include <set>
 
 #include "codegen/cpu/emit_cpp.h"
+#include "inductor/build_plan_gpu.h"
 #include "inductor/graph_json.h"
 #include "inductor/lower/lower_graph.h"
 #include "ir/ir_text.h"
+#include "ir/passes/input_writeback.h"
 
 namespace inductor_cpp::inductor {
 
@@ -53,6 +55,9 @@ class SlotTable {
   }
 
   int32_t num_slots() const { return next_; }
+
+  /// `name` lives in `slot` (a buffer a kernel writes straight into an input's storage).
+  void alias(const std::string& name, int32_t slot) { slots_[name] = slot; }
 
  private:
   const ir::Graph& graph_;
@@ -157,8 +162,26 @@ std::vector<int64_t> static_ints(const std::vector<ir::Expr>& exprs) {
   return out;
 }
 
+/// Graph mutations `aten::copy_(input, value)` the pipeline may turn into the kernel computing
+/// `value` storing straight into the input (ir/passes/input_writeback.h).
+std::vector<ir::InputWriteback> writeback_candidates(const ir::Graph& g, const ir::ScheduledProgram& program) {
+  std::vector<ir::InputWriteback> out;
+  for (size_t s = 0; s < program.steps.size(); ++s) {
+    const ir::ScheduledStep& step = program.steps[s];
+    if (step.kind != ir::ScheduledStep::Kind::Extern || step.call.graph_node < 0) continue;
+    const ir::Node& node = g.nodes[static_cast<size_t>(step.call.graph_node)];
+    if (node.op != "aten::copy_" || node.args.size() < 2 || node.args[0].kind != Arg::Kind::Input ||
+        node.args[1].kind != Arg::Kind::Value) {
+      continue;
+    }
+    out.push_back({s, buffer_name_of(node.args[1]), "%in" + std::to_string(node.args[0].index)});
+  }
+  return out;
+}
+
 runtime::Step kernel_step(const ir::ScheduledStep& s, const ir::ScheduledProgram& program,
-                          const ir::MemoryPlan& memory, SlotTable& slots) {
+                          const ir::MemoryPlan& memory, const std::set<std::string>& into_inputs,
+                          SlotTable& slots) {
   runtime::Step step;
   runtime::KernelLaunch& k = step.kernel;
   k.name = s.kernel.name;
@@ -169,6 +192,10 @@ runtime::Step kernel_step(const ir::ScheduledStep& s, const ir::ScheduledProgram
     k.args.push_back(slots.slot_of_buffer(p.buffer));
     k.layouts.push_back({static_ints(b.sizes), static_ints(b.strides)});
     if (!p.written) continue;
+    if (into_inputs.count(p.buffer)) {
+      k.updates.push_back(static_cast<int32_t>(k.args.size() - 1));
+      continue;
+    }
     runtime::BufferAlloc alloc{k.args.back(), static_ints(b.sizes), static_ints(b.strides), ir::dtype_name(b.dtype),
                                b.device, -1};
     auto reuse = memory.reuse.find(p.buffer);
@@ -232,7 +259,9 @@ PlanBuild build_aten_plan(const ir::Graph& g, const std::string& reason) {
 
 PlanBuild build_plan(const ir::Graph& g, const CodegenSettings& settings) {
   if (!settings.enabled) return build_aten_plan(g, "code generation disabled");
-  if (const std::string device = non_cpu_device(g); !device.empty()) {
+  const std::string device = non_cpu_device(g);
+  const bool gpu = !device.empty() && is_gpu_device(device);  // GPU: build_plan_gpu.h
+  if (!device.empty() && !gpu) {
     return build_aten_plan(g, "no code generation for device " + device + " yet");
   }
   PlanBuild out;
@@ -242,7 +271,8 @@ PlanBuild build_plan(const ir::Graph& g, const CodegenSettings& settings) {
     const auto lowering_start = std::chrono::steady_clock::now();
     lowered = lower_graph(g);
     out.lowering_ms = milliseconds_since(lowering_start);
-    result = ir::run_pipeline(lowered.program, settings.pipeline);
+    result = ir::run_pipeline(lowered.program,
+                              gpu ? gpu_pipeline_options(settings.pipeline) : settings.pipeline);
   } catch (const std::exception& e) {
     PlanBuild fallback = build_aten_plan(g, std::string("code generation failed: ") + e.what());
     fallback.codegen_error = e.what();
@@ -255,21 +285,48 @@ PlanBuild build_plan(const ir::Graph& g, const CodegenSettings& settings) {
 
   SlotTable slots(g);
   std::set<std::string> used = mentioned_values(g);
+  std::set<std::string> into_inputs;  // buffers stored straight into an input's storage
+  std::set<size_t> copies_done;       // their copy steps, now done by the kernel
+  std::set<int32_t> nodes_done;
+  for (const ir::InputWriteback& w :
+       ir::plan_input_writebacks(result.scheduled, result.memory, writeback_candidates(g, result.scheduled))) {
+    const int32_t input_slot = slots.slot_of_buffer(w.input);
+    const int32_t node = result.scheduled.steps[w.copy_step].call.graph_node;
+    slots.alias(w.value, input_slot);
+    slots.alias(buffer_name_of(Arg::value(node, 0)), input_slot);  // copy_ returns its input
+    into_inputs.insert(w.value);
+    copies_done.insert(w.copy_step);
+    nodes_done.insert(node);
+  }
   std::vector<ir::Kernel> kernels;
-  for (const ir::ScheduledStep& s : result.scheduled.steps) {
+  for (size_t i = 0; i < result.scheduled.steps.size(); ++i) {
+    const ir::ScheduledStep& s = result.scheduled.steps[i];
+    if (copies_done.count(i)) continue;
     if (s.kind == ir::ScheduledStep::Kind::Extern) {
       out.plan.steps.push_back(aten_step(g, static_cast<size_t>(s.call.graph_node), slots, used));
       continue;
     }
-    out.plan.steps.push_back(kernel_step(s, result.scheduled, result.memory, slots));
+    out.plan.steps.push_back(kernel_step(s, result.scheduled, result.memory, into_inputs, slots));
     out.kernels.push_back(kernel_info(s, result.scheduled));
     kernels.push_back(s.kernel);
   }
-  for (const LoweringDecision& d : lowered.decisions) {
+  for (LoweringDecision d : lowered.decisions) {
+    if (nodes_done.count(d.node)) d = {d.node, true, ""};
     out.decisions.push_back({d.node, d.generated, d.reason});
     ++(d.generated ? out.plan.ops_generated : out.plan.ops_fallback);
   }
-  if (!kernels.empty()) {
+  if (!kernels.empty() && gpu) {
+    const auto emit_start = std::chrono::steady_clock::now();
+    try {
+      attach_gpu_module(kernels, device, out);
+    } catch (const std::exception& e) {
+      PlanBuild fallback = build_aten_plan(g, std::string("GPU code generation failed: ") + e.what());
+      fallback.codegen_error = e.what();
+      fallback.lowering_ms = out.lowering_ms;
+      return fallback;
+    }
+    out.emit_ms = milliseconds_since(emit_start);
+  } else if (!kernels.empty()) {
     const auto emit_start = std::chrono::steady_clock::now();
     codegen::CppTarget target;
     target.isa = codegen::detect_host_isa();

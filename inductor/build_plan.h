@@ -42,7 +42,11 @@ struct PlanBuild {
   std::string scheduled_text;  ///< the kernels and extern calls as scheduled
   std::vector<KernelInfo> kernels;  ///< per generated kernel, in plan order
   double lowering_ms = 0;           ///< ATen graph -> loop IR
-  double emit_ms = 0;               ///< scheduled kernels -> C++ source
+  double emit_ms = 0;               ///< scheduled kernels -> C++ source (or PTX)
+  // GPU graphs (build_plan_gpu.h): the module as LLVM IR and PTX, and the sm it targets.
+  std::string gpu_llvm_ir;
+  std::string gpu_ptx;
+  int gpu_sm = 0;
 };
 
 PlanBuild build_plan(const ir::Graph& graph, const CodegenSettings& settings = {});

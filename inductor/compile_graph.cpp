@@ -10,8 +10,10 @@
 
 #include "codegen/cpu/emit_cpp.h"
 #include "runtime/cpp_compiler.h"
+#include "runtime/cuda/ptxas.h"
 
 #include "inductor/build_plan.h"
+#include "inductor/build_plan_gpu.h"
 #include "inductor/cache_key.h"
 #include "inductor/compile_report.h"
 #include "inductor/fingerprint.h"
@@ -93,6 +95,30 @@ void report_progress(const CompileContext& ctx, const std::string& stage) {
   if (ctx.progress) ctx.progress(stage);
 }
 
+/// GPU graphs: the module as LLVM IR (kernels.ll) and PTX (kernels.ptx), and, when ptxas is
+/// there, as a cubin for the target sm (kernels.cubin, which the plan then names), so a cached
+/// graph loads machine code without the driver's JIT. A failing ptxas leaves the PTX to the
+/// driver, with a warning.
+void add_gpu_artifacts(PlanBuild& built, const CompileContext& ctx, CompiledPlan& out,
+                       kernels_cache::Artifacts& artifacts) {
+  artifacts["kernels.ll"] = built.gpu_llvm_ir;
+  artifacts["kernels.ptx"] = built.gpu_ptx;
+  const char* use_ptxas = std::getenv("INDUCTOR_CPP_PTXAS_CUBIN");
+  if ((use_ptxas && std::string(use_ptxas) == "0") || runtime::cuda::find_ptxas().empty()) return;
+  ScratchDir scratch;
+  report_progress(ctx, "ptxas on " + std::to_string(built.kernels.size()) + " GPU kernel(s)");
+  const runtime::cuda::PtxasResult r =
+      runtime::cuda::assemble_cubin(scratch.path.string(), built.gpu_ptx, built.gpu_sm);
+  if (!r.ok) {
+    out.logs.push_back({"warning", "ptxas failed; the driver will compile the PTX. " + r.command +
+                                       "\n" + r.output});
+    return;
+  }
+  artifacts["kernels.cubin"] = r.cubin;
+  built.plan.kernel_library = "kernels.cubin";
+  built.plan.library_kind = "cubin";
+}
+
 /// Builds the plan and its kernel library, and counts them; the cache calls this only on a
 /// miss. A kernel library that fails to compile falls back to an all-ATen plan, with the
 /// compiler's message logged: code generation trouble never fails a compile. Besides the
@@ -112,7 +138,10 @@ kernels_cache::Artifacts build_artifacts(const ir::Graph& graph, const CompileCo
   if (!built.codegen_error.empty())
     out.logs.push_back({"warning", "code generation abandoned: " + built.codegen_error});
   kernels_cache::Artifacts artifacts;
-  if (!built.cpp_source.empty()) {
+  if (!built.gpu_ptx.empty()) {
+    add_gpu_artifacts(built, ctx, out, artifacts);
+    artifacts["build.json"] = make_build_record(built, plan_build_ms, nullptr, "").dump();
+  } else if (!built.cpp_source.empty()) {
     ScratchDir scratch;
     if (ctx.stats) ++ctx.stats->cxx_compiler_invocations;
     report_progress(ctx, "C++ compiler on " + std::to_string(built.kernels.size()) + " kernel(s)");
@@ -157,7 +186,13 @@ void load_entry(const kernels_cache::Entry& entry, CompiledPlan& out) {
                     : std::vector<KernelInfo>{};
   out.schedule_text = has("schedule.txt") ? entry.read("schedule.txt") : "";
   out.build_record = has("build.json") ? json::parse(entry.read("build.json")) : json::object();
-  if (!out.plan.kernel_library.empty()) {
+  if (out.plan.is_gpu()) {
+    // The module is loaded by the executor (runtime/cuda); output_code shows IR and PTX.
+    out.plan.kernel_image = entry.read(out.plan.kernel_library);
+    out.cpp_source = "// ---- LLVM IR (kernels.ll) ----\n" + entry.read("kernels.ll") +
+                     "\n// ---- PTX (kernels.ptx; loaded as " + out.plan.kernel_library + ") ----\n" +
+                     entry.read("kernels.ptx");
+  } else if (!out.plan.kernel_library.empty()) {
     out.cpp_source = entry.read("kernels.cpp");
     out.library = runtime::KernelLibrary::open((entry.dir / out.plan.kernel_library).string());
   }
@@ -261,7 +296,7 @@ CompiledPlan compile_graph(const json& description, const CompileContext& ctx) {
 
   const auto key_start = Clock::now();
   out.key = cache_key({graph_to_json(graph, /*with_sources=*/false), ctx.options.codegen,
-                       ctx.environment, build_id(), host_toolchain()});
+                       ctx.environment, build_id(), toolchain_for(graph_gpu_device(graph))});
   out.timings["key_ms"] = ms_since(key_start);
   const auto cache_start = Clock::now();
   bool built_now = false;

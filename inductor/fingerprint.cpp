@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "inductor/build_plan_gpu.h"
 #include "kernels_cache/sha256.h"
 #include "runtime/cpp_compiler.h"
 
@@ -81,6 +82,12 @@ const nlohmann::json& host_toolchain() {
                                       {"cxx_flags", flags},
                                       {"isa", host_isa()},
                                       {"cpu", cpu_identity()}};
+}
+
+nlohmann::json toolchain_for(const std::string& gpu_device) {
+  nlohmann::json out = host_toolchain();
+  if (!gpu_device.empty()) out["gpu"] = gpu_toolchain(gpu_device);
+  return out;
 }
 
 }  // namespace inductor_cpp::inductor

@@ -19,4 +19,9 @@ const std::string& build_id();
 /// Computed once per value of $CXX.
 const nlohmann::json& host_toolchain();
 
+/// The toolchain part of a graph's cache key: host_toolchain(), plus, for a graph on a GPU
+/// (`gpu_device` "cuda:0"; "" for none), {"gpu": sm architecture, LLVM version, PTX ISA,
+/// driver and ptxas versions} (build_plan_gpu.h: gpu_toolchain).
+nlohmann::json toolchain_for(const std::string& gpu_device);
+
 }  // namespace inductor_cpp::inductor

@@ -71,7 +71,8 @@ bool Stmt::operator==(const Stmt& o) const {
   switch (kind) {
     case StmtKind::For:
       return var == o.var && extent == o.extent && parallel == o.parallel &&
-             (!parallel || chunk == o.chunk) && vector_width == o.vector_width && body == o.body;
+             (!parallel || chunk == o.chunk) && vector_width == o.vector_width &&
+             gpu_threads == o.gpu_threads && body == o.body;
     case StmtKind::Let:
       return name == o.name && value == o.value;
     case StmtKind::DefineAccumulator:

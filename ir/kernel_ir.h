@@ -11,6 +11,13 @@
 ///              (tails of split loops: min(64, n - 64*i0)).
 ///              parallel:  iterations run on threads (OpenMP; only outermost-level loops,
 ///                         at most one per nest path), statically chunked by `chunk`.
+///              gpu_threads > 0 (GPU schedules only; 0, unprinted, everywhere else):
+///                         the loop's iterations are spread over GPU threads. 1: one thread
+///                         per iteration (grid-stride). T > 1: T threads (a power of two)
+///                         share each iteration; the For loops directly in its body are then
+///                         spread over those T threads, and accumulators defined in the body
+///                         but accumulated in such a loop are combined across the T threads
+///                         (warp shuffles, shared memory) right after it.
 ///              vector_width > 0: the body runs for vector_width consecutive values of var at
 ///                         once (SIMD lanes); the emitter handles the tail. Everything in the
 ///                         body that depends on var is a vector; the rest is broadcast.
@@ -65,6 +72,7 @@ struct Stmt {
   bool parallel = false;
   int64_t chunk = 0;  ///< parallel: iterations per thread chunk (0: even split)
   int vector_width = 0;
+  int32_t gpu_threads = 0;  ///< GPU thread mapping (see above); text ` gpu(threads=T)`
   std::vector<Stmt> body;
   // Let / DefineAccumulator / Accumulate: `name`; Store: `buffer`
   std::string name;

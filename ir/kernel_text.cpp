@@ -20,6 +20,7 @@ std::string loop_header(const Stmt& s) {
   if (s.parallel)
     line += s.chunk == 0 ? " parallel" : " parallel(chunk=" + std::to_string(s.chunk) + ")";
   if (s.vector_width > 0) line += " vector(" + std::to_string(s.vector_width) + ")";
+  if (s.gpu_threads > 0) line += " gpu(threads=" + std::to_string(s.gpu_threads) + ")";
   return line + " {";
 }
 
@@ -60,8 +61,8 @@ struct Line {
   std::string text;
 };
 
-/// `for <var> in 0..<extent> [parallel[(chunk=N)]] [vector(W)] {`. The extent is an index
-/// expression with spaces in it, so the attributes are taken off the end first.
+/// `for <var> in 0..<extent> [parallel[(chunk=N)]] [vector(W)] [gpu(threads=T)] {`. The extent is
+/// an index expression with spaces in it, so the attributes are taken off the end first.
 Stmt parse_loop_header(Cursor& c) {
   Stmt s;
   s.kind = StmtKind::For;
@@ -70,11 +71,16 @@ Stmt parse_loop_header(Cursor& c) {
   c.expect("0..");
   std::string rest = c.rest();
   static const std::regex kOpen(R"(\s*\{\s*$)");
+  static const std::regex kGpu(R"(\s+gpu\(threads=(\d+)\)$)");
   static const std::regex kVector(R"(\s+vector\((\d+)\)$)");
   static const std::regex kParallel(R"(\s+parallel(\(chunk=(\d+)\))?$)");
   std::smatch m;
   if (!std::regex_search(rest, m, kOpen)) c.fail("a for line ends with '{'");
   rest = rest.substr(0, m.position(0));
+  if (std::regex_search(rest, m, kGpu)) {
+    s.gpu_threads = std::stoi(m[1].str());
+    rest = rest.substr(0, m.position(0));
+  }
   if (std::regex_search(rest, m, kVector)) {
     s.vector_width = std::stoi(m[1].str());
     rest = rest.substr(0, m.position(0));

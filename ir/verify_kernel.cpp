@@ -89,6 +89,7 @@ class KernelChecker {
     if (vars_.count(s.var)) fail(where(), "reuses " + s.var + ", already bound around it");
     verify_detail::check_vars(s.extent, vars_, where(), "extent");
     if (s.vector_width < 0 || s.chunk < 0) fail(where(), "negative vector width or chunk");
+    if (s.gpu_threads < 0) fail(where(), "negative gpu thread count");
     if (s.parallel && parallel_depth_ > 0) fail(where(), "parallel loop inside a parallel loop");
     vars_.insert(s.var);
     parallel_depth_ += s.parallel ? 1 : 0;

@@ -10,9 +10,11 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include "runtime/aten_literals.h"
+#include "runtime/cuda/gpu_step.h"
 #include "runtime/scalar_ops.h"
 
 namespace inductor_cpp::runtime {
@@ -96,9 +98,11 @@ Operand bind_operand(const PlanArg& arg, const c10::Argument& formal) {
 /// A generated-kernel step, ready to call.
 struct BoundKernel {
   KernelFn fn = nullptr;
+  int32_t gpu_index = -1;  ///< GPU plans: the kernel in Bound::gpu_kernels (fn is null)
   std::vector<int32_t> args;
   std::vector<ExpectedLayout> layouts;
-  std::vector<bool> written;
+  std::vector<bool> written;    ///< per argument: the kernel stores to it
+  std::vector<bool> allocated;  ///< per argument: allocated for this call (else it updates a tensor)
   struct Alloc {
     int32_t slot;
     std::vector<int64_t> sizes, strides;
@@ -147,20 +151,22 @@ BoundStep bind_scalar_step(const Step& step) {
   return bound;
 }
 
-BoundStep bind_kernel_step(const Step& step, const KernelLibrary& library, const std::vector<std::string>& labels) {
+BoundStep bind_kernel_step(const Step& step, const KernelLibrary* library, const std::vector<std::string>& labels) {
   BoundStep bound;
   BoundKernel k;
-  k.fn = library.kernel(step.kernel.name);
+  if (library) k.fn = library->kernel(step.kernel.name);  // GPU plans: bound in the constructor
   k.args = step.kernel.args;
   k.layouts = step.kernel.layouts;
   k.written.assign(k.args.size(), false);
+  k.allocated.assign(k.args.size(), false);
   for (const BufferAlloc& a : step.kernel.allocs) {
     const auto options = at::TensorOptions().dtype(scalar_type_from_name(a.dtype)).device(c10::Device(a.device));
     k.allocs.push_back({a.slot, a.sizes, a.strides, options, a.reuse_slot});
     for (size_t i = 0; i < k.args.size(); ++i) {
-      if (k.args[i] == a.slot) k.written[i] = true;
+      if (k.args[i] == a.slot) k.written[i] = k.allocated[i] = true;
     }
   }
+  for (int32_t u : step.kernel.updates) k.written.at(static_cast<size_t>(u)) = true;
   k.label = "generated " + step.kernel.name;
   std::string computing;
   for (int32_t n : step.kernel.nodes) {
@@ -173,8 +179,17 @@ BoundStep bind_kernel_step(const Step& step, const KernelLibrary& library, const
   return bound;
 }
 
+/// The GPU side of one run: the plan's bound kernels and the run's status words (made at
+/// the first launch, on the device of its first buffer).
+struct GpuRun {
+  const std::vector<cuda::GpuKernel>& kernels;
+  std::optional<cuda::GpuRunStatus> status;
+  std::optional<c10::Device> device;
+};
+
 /// Allocates the kernel's outputs, checks its inputs' layouts, calls it.
-void run_kernel(const BoundKernel& k, std::vector<c10::IValue>& slots) {
+void run_kernel(const BoundKernel& k, std::vector<c10::IValue>& slots, GpuRun& gpu) {
+  if (k.gpu_index >= 0 && !gpu.device && !k.allocs.empty()) gpu.device = k.allocs.front().options.device();
   for (const BoundKernel::Alloc& a : k.allocs) {
     if (a.reuse_slot >= 0 && slots[a.reuse_slot].isTensor()) {
       const at::Tensor old = slots[a.reuse_slot].toTensor();
@@ -185,21 +200,45 @@ void run_kernel(const BoundKernel& k, std::vector<c10::IValue>& slots) {
   }
   std::vector<char*> ptrs(k.args.size());
   std::vector<at::Tensor> relaid;  // inputs copied into the layout the kernel assumes
+  // Tensors the kernel overwrites in place (graph inputs it updates), with the temporary it
+  // writes instead when their layout is not the one it assumes.
+  std::vector<std::pair<at::Tensor, at::Tensor>> updated;
   for (size_t i = 0; i < k.args.size(); ++i) {
     at::Tensor t = slots[k.args[i]].toTensor();
+    if (k.gpu_index >= 0) {  // GPU kernel: a CPU operand (a 0-dim scalar) moves to the device
+      if (!gpu.device) gpu.device = t.device();
+      if (t.device() != *gpu.device) {
+        t = t.to(*gpu.device);
+        relaid.push_back(t);  // alive until the launch is queued (the allocator reuses freed blocks)
+      }
+    }
     const ExpectedLayout& want = k.layouts[i];
-    if (!k.written[i] && (t.sizes() != c10::IntArrayRef(want.sizes) || t.strides() != c10::IntArrayRef(want.strides))) {
+    const bool allocated = k.allocated[i];
+    if (!allocated && (t.sizes() != c10::IntArrayRef(want.sizes) || t.strides() != c10::IntArrayRef(want.strides) ||
+                       (k.written[i] && t.storage_offset() != 0))) {
       TORCH_CHECK(t.sizes() == c10::IntArrayRef(want.sizes), "inductor_cpp: a generated kernel expected sizes ",
                   c10::IntArrayRef(want.sizes), " for an argument, got ", t.sizes());
       at::Tensor copy = at::empty_strided(want.sizes, want.strides, t.options());
       copy.copy_(t);
       relaid.push_back(copy);
+      if (k.written[i]) updated.emplace_back(t, copy);
       t = copy;
+    } else if (k.written[i] && !allocated) {
+      updated.emplace_back(t, at::Tensor());
     }
     ptrs[i] = static_cast<char*>(t.data_ptr());
   }
-  const int32_t status = k.fn(ptrs.data(), nullptr, static_cast<int32_t>(at::get_num_threads()));
-  TORCH_CHECK_INDEX(status == 0, "index out of bounds (index out of range in self) in ", k.label);
+  if (k.gpu_index >= 0) {
+    if (!gpu.status) gpu.status.emplace(static_cast<int32_t>(gpu.kernels.size()), *gpu.device);
+    cuda::launch_gpu_kernel(gpu.kernels.at(k.gpu_index), ptrs, *gpu.device, *gpu.status);
+  } else {
+    const int32_t status = k.fn(ptrs.data(), nullptr, static_cast<int32_t>(at::get_num_threads()));
+    TORCH_CHECK_INDEX(status == 0, "index out of bounds (index out of range in self) in ", k.label);
+  }
+  for (auto& [target, written] : updated) {
+    if (written.defined()) target.copy_(written);  // bumps the version itself
+    else target.unsafeGetTensorImpl()->bump_version();  // as the in-place ATen op would
+  }
 }
 
 BoundStep bind_step(const Step& step) {
@@ -353,6 +392,8 @@ struct AtenExecutable::Bound {
   std::vector<Operand> outputs;
   std::vector<std::string> labels;
   std::shared_ptr<KernelLibrary> library;
+  std::vector<cuda::GpuKernel> gpu_kernels;  ///< GPU plans: every kernel step, in plan order
+  bool gpu_checks_bounds = false;            ///< some GPU kernel may set its status word
 };
 
 AtenExecutable::AtenExecutable(const Plan& plan, std::vector<at::Tensor> constants,
@@ -367,12 +408,12 @@ AtenExecutable::AtenExecutable(const Plan& plan, std::vector<at::Tensor> constan
   b->free_at_start = plan.free_at_start;
   b->labels = std::move(labels);
   b->library = std::move(library);
-  if (!plan.kernel_library.empty() && !b->library)
+  if (!plan.kernel_library.empty() && !b->library && !plan.is_gpu())
     throw std::runtime_error("inductor_cpp: the plan has generated kernels but no kernel library was loaded");
   for (const Step& step : plan.steps) {
     try {
       if (step.is_kernel()) {
-        b->steps.push_back(bind_kernel_step(step, *b->library, b->labels));
+        b->steps.push_back(bind_kernel_step(step, b->library.get(), b->labels));
         continue;
       }
       b->steps.push_back(bind_step(step));
@@ -382,6 +423,16 @@ AtenExecutable::AtenExecutable(const Plan& plan, std::vector<at::Tensor> constan
                                     : step.call.op;
       throw std::runtime_error("inductor_cpp: cannot bind " + where + ": " + error_text(e));
     }
+  }
+  if (plan.is_gpu()) {  // one CUDA module for the graph (runtime/cuda/gpu_step.h)
+    std::vector<std::string> kernel_labels;
+    for (BoundStep& s : b->steps) {
+      if (!s.kernel) continue;
+      s.kernel->gpu_index = static_cast<int32_t>(kernel_labels.size());
+      kernel_labels.push_back(s.kernel->label);
+    }
+    b->gpu_kernels = cuda::bind_gpu_kernels(plan, kernel_labels);
+    for (const cuda::GpuKernel& k : b->gpu_kernels) b->gpu_checks_bounds |= k.checks_bounds;
   }
   for (const PlanArg& out : plan.outputs)
     b->outputs.push_back(bind_untyped(out, "inductor_cpp: graph output"));
@@ -402,10 +453,11 @@ std::vector<c10::IValue> AtenExecutable::run(std::vector<c10::IValue> inputs) co
   for (int32_t s : b.free_at_start) slots[s] = c10::IValue();
 
   torch::jit::Stack stack;
+  GpuRun gpu{b.gpu_kernels, std::nullopt, std::nullopt};
   for (const BoundStep& step : b.steps) {
     if (step.kernel) {
       try {
-        run_kernel(*step.kernel, slots);
+        run_kernel(*step.kernel, slots, gpu);
       } catch (...) {
         std::throw_with_nested(StepError("inductor_cpp: while running " + step.kernel->label));
       }
@@ -436,6 +488,13 @@ std::vector<c10::IValue> AtenExecutable::run(std::vector<c10::IValue> inputs) co
     for (int32_t s : step.free_after) slots[s] = c10::IValue();
   }
 
+  if (gpu.status && b.gpu_checks_bounds) {  // one synchronizing read per run, only if needed
+    try {
+      gpu.status->check(b.gpu_kernels);
+    } catch (...) {
+      std::throw_with_nested(StepError("inductor_cpp: while running the graph's GPU kernels"));
+    }
+  }
   std::vector<c10::IValue> outputs;
   outputs.reserve(b.outputs.size());
   for (const Operand& o : b.outputs)

@@ -115,6 +115,14 @@ std::string plan_to_text(const Plan& p) {
       std::vector<int32_t> outs;
       for (const BufferAlloc& a : s.kernel.allocs) outs.push_back(a.slot);
       line += slots_text(outs) + " = " + s.kernel.name + "(" + slots_text(s.kernel.args) + ")";
+      for (int32_t u : s.kernel.updates) line += " updates %s" + std::to_string(s.kernel.args[static_cast<size_t>(u)]);
+      if (p.is_gpu()) {
+        const GpuLaunchDims& g = s.kernel.gpu;
+        line += " <<<(" + std::to_string(g.grid[0]) + "," + std::to_string(g.grid[1]) + "," +
+                std::to_string(g.grid[2]) + "), (" + std::to_string(g.block[0]) + "," +
+                std::to_string(g.block[1]) + "," + std::to_string(g.block[2]) + "), " +
+                std::to_string(g.shared_bytes) + ">>>";
+      }
       for (const BufferAlloc& a : s.kernel.allocs) {
         if (a.reuse_slot >= 0) line += " %s" + std::to_string(a.slot) + " reuses %s" + std::to_string(a.reuse_slot);
       }
@@ -160,13 +168,18 @@ json plan_to_json(const Plan& p) {
       }
       json layouts = json::array();
       for (const ExpectedLayout& l : s.kernel.layouts) layouts.push_back(json{{"sizes", l.sizes}, {"strides", l.strides}});
-      steps.push_back(json{{"node", s.node},
-                           {"kernel", s.kernel.name},
-                           {"args", s.kernel.args},
-                           {"layouts", layouts},
-                           {"allocs", allocs},
-                           {"nodes", s.kernel.nodes},
-                           {"free", s.free_after}});
+      json step{{"node", s.node},        {"kernel", s.kernel.name}, {"args", s.kernel.args},
+                {"layouts", layouts},    {"allocs", allocs},        {"nodes", s.kernel.nodes},
+                {"free", s.free_after}};
+      if (!s.kernel.updates.empty()) step["updates"] = s.kernel.updates;
+      if (p.is_gpu()) {
+        const GpuLaunchDims& g = s.kernel.gpu;
+        step["gpu"] = json{{"grid", g.grid},
+                           {"block", g.block},
+                           {"shared_bytes", g.shared_bytes},
+                           {"checks_bounds", g.checks_bounds}};
+      }
+      steps.push_back(std::move(step));
       continue;
     }
     json args = json::array();
@@ -182,7 +195,7 @@ json plan_to_json(const Plan& p) {
   }
   json outputs = json::array();
   for (const PlanArg& a : p.outputs) outputs.push_back(arg_to_json(a));
-  return json{{"format", Plan::kFormat},
+  json out{{"format", Plan::kFormat},
               {"num_inputs", p.num_inputs},
               {"num_constants", p.num_constants},
               {"num_slots", p.num_slots},
@@ -192,6 +205,8 @@ json plan_to_json(const Plan& p) {
               {"ops_generated", p.ops_generated},
               {"ops_fallback", p.ops_fallback},
               {"kernel_library", p.kernel_library}};
+  if (p.library_kind != "so") out["library_kind"] = p.library_kind;  // absent: CPU ("so")
+  return out;
 }
 
 Plan plan_from_json(const json& j) {
@@ -224,6 +239,14 @@ Plan plan_from_json(const json& j) {
                                                 a.at("reuse").get<int32_t>()});
         }
         s.kernel.nodes = js.at("nodes").get<std::vector<int32_t>>();
+        if (js.contains("updates")) s.kernel.updates = js.at("updates").get<std::vector<int32_t>>();
+        if (js.contains("gpu")) {
+          const json& g = js.at("gpu");
+          s.kernel.gpu.grid = g.at("grid").get<std::array<int64_t, 3>>();
+          s.kernel.gpu.block = g.at("block").get<std::array<int32_t, 3>>();
+          s.kernel.gpu.shared_bytes = g.at("shared_bytes").get<int32_t>();
+          s.kernel.gpu.checks_bounds = g.at("checks_bounds").get<bool>();
+        }
         s.free_after = js.at("free").get<std::vector<int32_t>>();
         p.steps.push_back(std::move(s));
         continue;
@@ -242,6 +265,7 @@ Plan plan_from_json(const json& j) {
     p.ops_generated = j.at("ops_generated").get<int64_t>();
     p.ops_fallback = j.at("ops_fallback").get<int64_t>();
     p.kernel_library = j.at("kernel_library").get<std::string>();
+    p.library_kind = j.value("library_kind", std::string("so"));
     return p;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("plan: malformed: ") + e.what());

@@ -9,6 +9,7 @@
 /// the compiler.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -57,14 +58,27 @@ struct ExpectedLayout {
   std::vector<int64_t> strides;
 };
 
+/// GPU launch configuration of a kernel step (plans whose library is "ptx" or "cubin").
+struct GpuLaunchDims {
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  std::array<int32_t, 3> block = {1, 1, 1};
+  int32_t shared_bytes = 0;   ///< dynamic shared memory
+  bool checks_bounds = false;  ///< has indirect loads that may report through the status word
+};
+
 /// A call of a generated kernel: `extern "C" int32_t name(char* const* bufs, const int64_t*
-/// symbols, int32_t num_threads)` from the plan's kernel library.
+/// symbols, int32_t num_threads)` from the plan's kernel library; on the GPU the PTX entry
+/// `name(ptr..., i64 symbols..., ptr status)` launched with `gpu` (docs/gpu.md).
 struct KernelLaunch {
   std::string name;
   std::vector<int32_t> args;  ///< slot per kernel parameter, in parameter order
   std::vector<ExpectedLayout> layouts;  ///< per parameter: the layout the kernel assumes
   std::vector<BufferAlloc> allocs;  ///< buffers it writes, allocated before the call
   std::vector<int32_t> nodes;       ///< graph nodes it computes (for messages)
+  /// Parameters it overwrites in place: existing tensors (graph inputs the graph mutates), not
+  /// allocated for it. JSON key "updates", absent when empty.
+  std::vector<int32_t> updates;
+  GpuLaunchDims gpu;                ///< GPU plans only (JSON key "gpu", absent for CPU steps)
 };
 
 struct Step {
@@ -88,6 +102,13 @@ struct Plan {
   /// File name of the kernel library in the plan's cache entry ("kernels.so"); empty when
   /// the plan has no kernel steps.
   std::string kernel_library;
+  /// What kernel_library holds: "so" (a shared library of CPU kernels, dlopen'ed), "ptx"
+  /// (PTX text) or "cubin" (ptxas output) for a GPU plan, loaded with the CUDA driver.
+  std::string library_kind = "so";
+  /// GPU plans: the bytes of kernel_library, read from the cache entry by the loader
+  /// (compile_graph.cpp). Not part of the JSON form: the entry stores the file itself.
+  std::string kernel_image;
+  bool is_gpu() const { return library_kind == "ptx" || library_kind == "cubin"; }
 };
 
 nlohmann::json plan_to_json(const Plan& plan);

@@ -143,6 +143,47 @@ void lower_gather(NodeLowering& n) {
   n.define(make_pointwise(out.buffer, out.sizes, v, n.node_index()));
 }
 
+/// scatter.value(self, dim, index, value): self with `value` written at every position index
+/// names. One value for all, so duplicate indices do not matter and it is a gather: out[p] is
+/// `value` when some k < index.size(dim) has index[p with dim := k] == p[dim] (p inside
+/// index's extent in the other dims), else self[p] — an `any` reduction over k, then a where.
+/// (nll_loss's backward is such a scatter.) Unlike eager, an index outside [0, size) is not
+/// reported: it matches no position.
+void lower_scatter_value(NodeLowering& n) {
+  const TensorInfo self = n.tensor("self");
+  const TensorInfo idx = n.tensor("index");
+  check_index_type(idx);
+  if (self.rank() == 0 || idx.rank() != self.rank()) decline("scatter ranks");
+  const int64_t dim = wrap_dim(n.int_arg("dim"), self.rank());
+  const OutputInfo out = n.output(0);
+  expect_output_sizes(out, self.sizes, "scatter");
+  if (out.dtype != self.dtype) decline("scatter changes the dtype");
+  ir::Expr inside(1);
+  const Index index = range_vars(self.rank());
+  Index idx_index = index;
+  for (size_t d = 0; d < self.rank(); ++d) {
+    if (static_cast<int64_t>(d) == dim) continue;
+    if (idx.sizes[d] > self.sizes[d]) decline("scatter index larger than its input");
+    if (idx.sizes[d] < self.sizes[d]) inside = inside * ir::lt(index[d], ir::Expr(idx.sizes[d]));
+  }
+  idx_index[dim] = reduce_vars(1)[0];
+  const ir::Value target = ir::cast(ir::load(idx.buffer, idx.dtype, idx_index, inside), DType::Int64);
+  ir::Value hit = ir::binary(BinaryOp::eq, target, ir::index_value(index[dim], DType::Int64));
+  if (inside != ir::Expr(1)) hit = ir::binary(BinaryOp::logical_and, hit, index_condition(inside));
+  const std::string hits = n.internal_buffer("hit", DType::Bool, self.sizes);
+  ir::Compute any;
+  any.name = hits;
+  any.ranges = to_exprs(self.sizes);
+  any.reduce_ranges = to_exprs({idx.sizes[dim]});
+  any.reduce_op = ir::ReduceOp::any;
+  any.body = hit;
+  any.graph_node = n.node_index();
+  n.define(any);
+  const ir::Value v = ir::where(ir::load(hits, DType::Bool, index), scalar_constant(n.scalar("value"), self.dtype),
+                                load_at(self, index));
+  n.define(make_pointwise(out.buffer, out.sizes, v, n.node_index()));
+}
+
 /// Python-style negative indices: v < 0 -> v + size (still out of range -> the bounds check).
 ir::Value wrap_negative(const ir::Value& v, int64_t size) {
   const ir::Value zero64 = ir::constant_int(0, DType::Int64);
@@ -254,6 +295,7 @@ void register_indexing_ops(OpTable& table) {
   table.add("aten::cat", "tensors dim", lower_cat);
   table.add("aten::constant_pad_nd", "self pad value", lower_constant_pad);
   table.add("aten::gather", "self dim index sparse_grad", lower_gather);
+  table.add("aten::scatter.value", "self dim index value", lower_scatter_value);
   table.add("aten::index.Tensor", "self indices", lower_index);
   table.add("aten::index.Tensor_hacked_twin", "self indices", lower_index);
   table.add("aten::index_select", "self dim index", lower_index_select);

@@ -27,6 +27,7 @@ const OpTable& op_table() {
     lowering::register_view_ops(t);
     lowering::register_indexing_ops(t);
     lowering::register_creation_ops(t);
+    lowering::register_pooling_ops(t);
     return t;
   }();
   return table;

@@ -142,6 +142,7 @@ void register_reduction_ops(OpTable& table);
 void register_view_ops(OpTable& table);
 void register_indexing_ops(OpTable& table);
 void register_creation_ops(OpTable& table);
+void register_pooling_ops(OpTable& table);
 
 // ---- helpers ----
 

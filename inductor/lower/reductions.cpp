@@ -116,8 +116,10 @@ std::string define_reduction_output(NodeLowering& n, const TensorInfo& t, const 
     if (!keepdim || !a.reduced[d]) kept_index.push_back(out_index[d]);
   ir::Value v = ir::load(acc, acc_type, kept_index);
   if (spec.finish) v = spec.finish(v, kept_index);
-  const bool view = !spec.finish && acc_type == out.dtype;
-  n.define(make_pointwise(out.buffer, out.sizes, ir::cast(v, out.dtype), n.node_index(), view));
+  // Not a view compute even when it only re-indexes the accumulator (keepdim): a view that
+  // must be materialized is done by running its node's ATen op on the source buffer, which is
+  // right for view ops only (amax on the accumulator would reduce it again).
+  n.define(make_pointwise(out.buffer, out.sizes, ir::cast(v, out.dtype), n.node_index()));
   return acc;
 }
 

@@ -57,6 +57,17 @@ PipelineResult run_pipeline(const LoopProgram& lowered, const PipelineOptions& o
   records.push_back({"schedule", elapsed_ms(start), true,
                      options.keep_ir_text ? scheduled_to_text(result.scheduled) : ""});
 
+  if (options.fuse_horizontal && options.schedule.target == Target::Cpu) {
+    start = std::chrono::steady_clock::now();
+    const size_t steps_before = result.scheduled.steps.size();
+    result.scheduled = fuse_horizontal(result.scheduled, options.horizontal);
+    for (const ScheduledStep& s : result.scheduled.steps) {
+      if (options.verify && s.kind == ScheduledStep::Kind::Kernel) verify(s.kernel);
+    }
+    records.push_back({"fuse_horizontal", elapsed_ms(start), result.scheduled.steps.size() != steps_before,
+                       options.keep_ir_text ? scheduled_to_text(result.scheduled) : ""});
+  }
+
   start = std::chrono::steady_clock::now();
   result.memory = plan_memory(result.scheduled);
   records.push_back({"plan_memory", elapsed_ms(start), !result.memory.reuse.empty(),

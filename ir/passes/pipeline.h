@@ -8,6 +8,7 @@
 ///     -> fuse_kernels              (epilogue / sibling / horizontal grouping)
 ///     -> eliminate_dead_code
 ///     -> schedule                  (loop nests: order, merge, parallel, vector)
+///     -> fuse_horizontal           (independent small kernels side by side; CPU only)
 ///     -> plan_memory               (lifetimes, reuse, in place)
 ///
 /// Each pass is timed; the program is verified after each loop-level pass; on request the
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "ir/loop_ir.h"
+#include "ir/passes/fuse_horizontal.h"
 #include "ir/passes/inline_producers.h"
 #include "ir/passes/plan_memory.h"
 #include "ir/passes/schedule.h"
@@ -29,6 +31,8 @@ struct PipelineOptions {
   InlineOptions inlining;
   SplitOptions split;
   ScheduleOptions schedule;
+  bool fuse_horizontal = true;  ///< CPU schedules only (fuse_horizontal.h)
+  HorizontalFusionOptions horizontal{int64_t{1} << 18};
   bool keep_ir_text = false;  ///< record the IR text after every pass
   bool verify = true;         ///< run the verifier after each loop-level pass
 };

@@ -22,44 +22,12 @@ std::optional<int64_t> static_bytes(const Buffer& b) {
   return span * dtype_size(b.dtype);
 }
 
-/// Whether `kernel` reads `src` only at exactly the offsets it writes `dst` (plain loads),
-/// and never after it has written `dst` (statement order: a later read would see the new
-/// value once the two share storage).
-bool reads_only_where_written(const Kernel& kernel, const std::string& src, const std::string& dst) {
-  bool ok = true;
-  bool stored = false;
-  std::optional<Expr> store_index;
-  std::vector<Expr> load_indices;
-  std::function<void(const Value&)> walk = [&](const Value& v) {
-    if (v->kind == ValueKind::Load && v->name == src) {
-      if (v->mask != Expr(1) || !v->operands.empty() || stored) ok = false;
-      load_indices.push_back(v->index.at(0));
-    }
-    for (const Value& o : v->operands) walk(o);
-  };
-  std::function<void(const std::vector<Stmt>&)> visit = [&](const std::vector<Stmt>& stmts) {
-    for (const Stmt& s : stmts) {
-      if (s.value) walk(s.value);
-      if (s.kind == StmtKind::Store && s.buffer == dst) {
-        if (store_index && *store_index != s.index) ok = false;
-        store_index = s.index;
-        stored = true;
-      }
-      if (s.kind == StmtKind::Accumulate && !load_indices.empty()) ok = false;  // read in a reduction
-      visit(s.body);
-    }
-  };
-  visit(kernel.body);
-  if (!store_index) return false;
-  for (const Expr& e : load_indices) ok = ok && e == *store_index;
-  return ok;
-}
-
 }  // namespace
 
 MemoryPlan plan_memory(const ScheduledProgram& program) {
   MemoryPlan plan;
   std::set<std::string> pinned(program.outputs.begin(), program.outputs.end());
+  const std::set<std::string> outputs(program.outputs.begin(), program.outputs.end());
   std::set<std::string> kernel_allocated;
   for (size_t s = 0; s < program.steps.size(); ++s) {
     const ScheduledStep& step = program.steps[s];
@@ -90,7 +58,11 @@ MemoryPlan plan_memory(const ScheduledProgram& program) {
           }
         }
         if (plan.reuse.count(w)) continue;
+        // A graph output keeps its storage after the graph returns (saved activations live
+        // until the backward): it takes only a storage of its own size, never a larger one.
+        const bool outlives_graph = outputs.count(w) > 0;
         for (auto it = free_pool.lower_bound(*need); it != free_pool.end(); ++it) {
+          if (outlives_graph && it->first != *need) break;
           const Buffer& cand = program.buffer(it->second);
           if (cand.dtype != wb.dtype || cand.device != wb.device) continue;
           plan.reuse[w] = it->second;
@@ -109,6 +81,39 @@ MemoryPlan plan_memory(const ScheduledProgram& program) {
     }
   }
   return plan;
+}
+
+bool reads_only_where_written(const Kernel& kernel, const std::string& src, const std::string& dst) {
+  bool ok = true;
+  bool stored = false;
+  std::optional<Expr> store_index;
+  std::vector<Expr> load_indices;
+  bool in_accumulate = false;
+  std::function<void(const Value&)> walk = [&](const Value& v) {
+    if (v->kind == ValueKind::Load && v->name == src) {
+      // Masked, indirect, after the store, or read by a reduction (many times per output).
+      if (v->mask != Expr(1) || !v->operands.empty() || stored || in_accumulate) ok = false;
+      load_indices.push_back(v->index.at(0));
+    }
+    for (const Value& o : v->operands) walk(o);
+  };
+  std::function<void(const std::vector<Stmt>&)> visit = [&](const std::vector<Stmt>& stmts) {
+    for (const Stmt& s : stmts) {
+      in_accumulate = s.kind == StmtKind::Accumulate;
+      if (s.value) walk(s.value);
+      in_accumulate = false;
+      if (s.kind == StmtKind::Store && s.buffer == dst) {
+        if (store_index && *store_index != s.index) ok = false;
+        store_index = s.index;
+        stored = true;
+      }
+      visit(s.body);
+    }
+  };
+  visit(kernel.body);
+  if (!store_index) return false;
+  for (const Expr& e : load_indices) ok = ok && e == *store_index;
+  return ok;
 }
 
 std::string memory_plan_to_text(const MemoryPlan& plan) {

@@ -53,6 +53,15 @@ class GroupScheduler {
   Value translate(const Compute& c, const std::map<std::string, Value>& locals);
   Expr store_index(const Compute& c);
   void note_buffer(const std::string& b, bool written);
+  /// GPU: outer dims into one loop, inner dims into one loop (ranges_ learns the new vars).
+  void flatten_for_gpu(std::vector<LoopDim>& outer, std::vector<LoopDim>& inner,
+                       std::map<std::string, Expr>& substitutions);
+  /// GPU: the loop nest over the segments (see ScheduleOptions / Target::Gpu).
+  std::vector<Stmt> gpu_nest(std::vector<std::vector<Stmt>> segment_bodies, const std::vector<LoopDim>& outer,
+                             const std::vector<LoopDim>& inner, bool outer_contiguous, bool inner_contiguous,
+                             bool outer_reduction);
+  /// The step around a finished loop nest: name, params, symbols, graph nodes.
+  ScheduledStep finish(std::vector<Stmt> kernel_body);
 
   const LoopProgram& p_;
   const KernelGroup& group_;
@@ -157,6 +166,28 @@ void collect_stmt_exprs(const std::vector<Stmt>& stmts, std::vector<Expr>& out) 
     if (s.value) collect_index_exprs(s.value, out);
     collect_stmt_exprs(s.body, out);
   }
+}
+
+/// GPU: lanes per thread of a loop over `var`, so that the widest element accessed contiguously
+/// in it (coefficient 1) takes `vector_bytes` per chunk (float32: 4 lanes = 128 bits; float16:
+/// 8), between 2 and 16 lanes; 0 when no access is contiguous in it.
+int gpu_lanes(const std::vector<Stmt>& stmts, const std::string& var, int vector_bytes) {
+  int widest = 0;
+  auto note = [&](const Expr& index, DType t) {
+    if (coefficient_of(index, var) == std::optional<int64_t>(1)) widest = std::max(widest, dtype_size(t));
+  };
+  std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& level) {
+    for (const Stmt& s : level) {
+      if (s.kind == StmtKind::Store) note(s.index, s.value->dtype);
+      if (s.value) {
+        for (const Value& l : loads_in(s.value)) note(l->index.at(0), l->dtype);
+      }
+      walk(s.body);
+    }
+  };
+  walk(stmts);
+  if (widest == 0) return 0;
+  return std::clamp(vector_bytes / widest, 2, 16);
 }
 
 /// Wraps `body` in loops over `dims` (outer to inner).
@@ -313,6 +344,7 @@ ScheduledStep GroupScheduler::run() {
   std::map<std::string, Expr> merged;
   outer = merge_dims(order_by_stride(outer, outer_ref), exprs, merged);
   inner = merge_dims(order_by_stride(inner, inner_ref), exprs, merged);
+  if (options_.target == Target::Gpu) flatten_for_gpu(outer, inner, merged);
   for (auto& seg : segment_bodies) substitute_all(seg, merged, ranges_);
   exprs.clear();
   for (const auto& seg : segment_bodies) collect_stmt_exprs(seg, exprs);
@@ -327,6 +359,11 @@ ScheduledStep GroupScheduler::run() {
   const bool has_inner = !inner.empty();
   const bool vectorize_outer = !has_inner || (!contiguous_in(inner.back().var) && !outer.empty() &&
                                               contiguous_in(outer.back().var));
+
+  if (options_.target == Target::Gpu) {
+    return finish(gpu_nest(std::move(segment_bodies), outer, inner, contiguous_in(outer.empty() ? "" : outer[0].var),
+                           !inner.empty() && contiguous_in(inner[0].var), vectorize_outer));
+  }
 
   // 4. Build: inner loops replace the "@inner" placeholders; the outer nest wraps everything.
   std::vector<Stmt> body;
@@ -377,7 +414,62 @@ ScheduledStep GroupScheduler::run() {
 
   int partial_counter = 0;
   block_long_float_sums(kernel_body, ranges_, 64, partial_counter);
+  return finish(std::move(kernel_body));
+}
 
+void GroupScheduler::flatten_for_gpu(std::vector<LoopDim>& outer, std::vector<LoopDim>& inner,
+                                     std::map<std::string, Expr>& substitutions) {
+  if (outer.size() > 1) outer = {flatten_dims(outer, "xf", substitutions)};
+  if (inner.size() > 1) inner = {flatten_dims(inner, "yf", substitutions)};
+  for (const std::vector<LoopDim>* dims : {&outer, &inner}) {
+    for (const LoopDim& d : *dims) ranges_[d.var] = {0, extent_hi(d.extent)};
+  }
+}
+
+std::vector<Stmt> GroupScheduler::gpu_nest(std::vector<std::vector<Stmt>> segment_bodies,
+                                           const std::vector<LoopDim>& outer, const std::vector<LoopDim>& inner,
+                                           bool outer_contiguous, bool inner_contiguous, bool outer_reduction) {
+  // Inner (reduction) loops: contiguous ones give each thread vector chunks.
+  std::vector<Stmt> all_statements;
+  for (const auto& seg : segment_bodies) all_statements.insert(all_statements.end(), seg.begin(), seg.end());
+  const int inner_lanes =
+      inner_contiguous && !outer_reduction ? gpu_lanes(all_statements, inner.at(0).var, options_.gpu_vector_bytes) : 0;
+  std::vector<Stmt> body;
+  for (auto& seg : segment_bodies) {
+    for (Stmt& s : seg) {
+      if (s.kind == StmtKind::For && s.var == "@inner") {
+        Stmt loop = Stmt::loop(inner.at(0).var, inner[0].extent, std::move(s.body));
+        loop.vector_width = inner_lanes;
+        body.push_back(std::move(loop));
+        continue;
+      }
+      body.push_back(std::move(s));
+    }
+  }
+  if (outer.empty()) return body;  // one row: the emitter runs it on one block
+  Stmt loop = Stmt::loop(outer[0].var, outer[0].extent, std::move(body));
+  loop.parallel = true;
+  if (inner.empty() || outer_reduction) {
+    loop.gpu_threads = 1;  // pointwise, or sum(0)-like: one thread per output
+    if (inner.empty() && outer_contiguous) loop.vector_width = gpu_lanes(loop.body, loop.var, options_.gpu_vector_bytes);
+    std::vector<Stmt> nest_stmts{std::move(loop)};
+    int partial_counter = 0;  // long serial per-thread sums, as on the CPU
+    block_long_float_sums(nest_stmts, ranges_, 64, partial_counter);
+    return nest_stmts;
+  }
+  // T threads per row: enough for one chunk each, a power of two in [gpu_min_threads,
+  // gpu_max_threads] (short rows share a warp: the emitter puts 128 / T rows in a block).
+  const Expr& n = inner.at(0).extent;
+  const int64_t lanes = std::max(inner_lanes, 1);
+  int64_t threads = 1;
+  while (threads < options_.gpu_min_threads) threads *= 2;
+  const int64_t chunks = n.is_const() ? (n.value() + lanes - 1) / lanes : INT64_MAX;
+  while (threads < options_.gpu_max_threads && threads < chunks) threads *= 2;
+  loop.gpu_threads = static_cast<int32_t>(threads);
+  return {std::move(loop)};
+}
+
+ScheduledStep GroupScheduler::finish(std::vector<Stmt> kernel_body) {
   ScheduledStep step;
   step.kind = ScheduledStep::Kind::Kernel;
   step.kernel.name = name_;

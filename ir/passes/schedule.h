@@ -26,8 +26,21 @@
 
 namespace inductor_cpp::ir {
 
+/// Which emitter the loop nests are shaped for.
+///   Cpu: parallel outer loops (OpenMP), SIMD vector loops, blocked serial float sums.
+///   Gpu: outer dims flattened into one loop mapped to threads (For::gpu_threads): pointwise
+///        and outer-dim reductions (sum(0)) one thread per iteration (vector chunks of 16
+///        bytes of the widest contiguous access: 128-bit loads); inner-dim reductions T threads per
+///        output row (T from the row length), the reduction loop (inner dims flattened)
+///        spread over them and combined by warp shuffles + shared memory.
+enum class Target : uint8_t { Cpu, Gpu };
+
 struct ScheduleOptions {
-  int vector_width = 16;              ///< lanes asked of the emitter for vector loops
+  Target target = Target::Cpu;
+  int gpu_vector_bytes = 16;  ///< GPU: bytes per thread chunk of the widest contiguous access
+  int gpu_max_threads = 512;  ///< GPU: most threads sharing one reduction row
+  int gpu_min_threads = 8;    ///< GPU: fewest (short rows: 128 / T rows per block)
+  int vector_width = 16;      ///< lanes asked of the emitter for vector loops
   int64_t parallel_min_work = 32768;  ///< elements below which a kernel runs on one thread
   int64_t block = 4096;               ///< iterations per parallel block of a split 1-D loop
 };

@@ -77,3 +77,21 @@ std::vector<LoopDim> merge_dims(const std::vector<LoopDim>& dims, const std::vec
 }
 
 }  // namespace inductor_cpp::ir
+
+namespace inductor_cpp::ir {
+
+LoopDim flatten_dims(const std::vector<LoopDim>& dims, const std::string& flat_var,
+                     std::map<std::string, Expr>& substitutions) {
+  if (dims.size() == 1) return dims.front();
+  const Expr flat = Expr::var(flat_var);
+  Expr extent(1);
+  for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
+    const Expr position = extent == Expr(1) ? flat : floordiv(flat, extent);
+    // The outermost dim needs no % (the flat index stays below the product of all extents).
+    substitutions[it->var] = std::next(it) == dims.rend() ? position : mod(position, it->extent);
+    extent = extent * it->extent;
+  }
+  return {flat_var, extent};
+}
+
+}  // namespace inductor_cpp::ir

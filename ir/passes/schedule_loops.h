@@ -3,6 +3,7 @@
 /// index expressions a kernel evaluates. Private to ir/passes.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,5 +30,12 @@ std::vector<LoopDim> order_by_stride(std::vector<LoopDim> dims, const Expr& refe
 /// callers apply to every expression (valid exactly because of the coefficient condition).
 std::vector<LoopDim> merge_dims(const std::vector<LoopDim>& dims, const std::vector<Expr>& exprs,
                                 std::map<std::string, Expr>& substitutions);
+
+/// Collapses `dims` (outer to inner, at least one) into one loop over `flat_var` whose extent
+/// is the product of theirs (the GPU schedule: one flat index mapped to threads). Each dim's
+/// variable is recovered as (flat // inner extents) % extent; `substitutions` receives those
+/// replacements, which callers apply to every expression. A single dim is returned as is.
+LoopDim flatten_dims(const std::vector<LoopDim>& dims, const std::string& flat_var,
+                     std::map<std::string, Expr>& substitutions);
 
 }  // namespace inductor_cpp::ir

@@ -16,6 +16,7 @@ it learns to generate something faster than the ATen kernel.
 from __future__ import annotations
 
 import functools
+import os
 
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
@@ -61,8 +62,9 @@ KEEP_AS_ATEN_WITHOUT_CODEGEN: dict[object, str] = {
     aten.linalg_vector_norm: "one ATen kernel",
 }
 
-# Device types we generate code for.
-CODEGEN_DEVICES = frozenset({"cpu"})
+# Device types we generate code for ("cuda": the NVPTX emitter, docs/gpu.md; switched off with
+# INDUCTOR_CPP_GPU_CODEGEN=0, which the C++ side honours too).
+CODEGEN_DEVICES = frozenset({"cpu"} | ({"cuda"} if os.environ.get("INDUCTOR_CPP_GPU_CODEGEN", "1") != "0" else set()))
 
 # Decompositions torch registers but leaves out of its core-ATen set (these are core ATen ops),
 # which we want on code-generation devices: their pieces lower and fuse back into one or two

@@ -3,7 +3,8 @@
     torch.compile(model, backend="inductor_cpp", mode=None, options={"strict": True})
 
 Per call we build AOT autograd around three compilers (forward, backward, inference), with
-torch's decompositions (decompositions.py) and the min-cut rematerialization partitioner. Each
+torch's decompositions (decompositions.py) and the min-cut rematerialization partitioner (after the
+joint-graph passes of joint_graph.py). Each
 compiler turns its ATen FX graph into a description (fx_import.py) and crosses into C++ once
 (_C.compile_graph); the CompiledGraph it gets back runs the whole graph in C++.
 """
@@ -22,9 +23,8 @@ from typing import Any, Callable, Iterator
 
 import torch
 from torch._dynamo.backends.common import aot_autograd
-from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-from . import _C, debug_dir, decompositions, fx_import, logs
+from . import _C, debug_dir, decompositions, fx_import, joint_graph, logs
 from . import options as options_mod
 
 # Compiled graphs alive in this process, for counters and tests; weak, so that
@@ -217,7 +217,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str | 
         bw_compiler=_compiler("backward", opts),
         inference_compiler=_compiler("inference", opts),
         decompositions=decompositions.decomposition_table(_device_type(example_inputs)),
-        partition_fn=min_cut_rematerialization_partition,
+        partition_fn=joint_graph.partition,
         keep_inference_input_mutations=True,
     )
     return aot(gm, example_inputs)

@@ -85,7 +85,9 @@ class Builder {
     out.check.rtol = 1e-7;  // split reductions reassociate sums; random programs may amplify
     out.check.atol = 1e-9;
     out.check.options.split = SplitOptions{64, 16, 4};
-    out.check.options.schedule = ScheduleOptions{4, 64, 8};
+    out.check.options.schedule.vector_width = 4;
+    out.check.options.schedule.parallel_min_work = 64;
+    out.check.options.schedule.block = 8;
     const int64_t inline_limits[] = {0, 6, 1000};
     out.check.options.inlining.max_shared_inline_nodes = one_of(inline_limits);
     const std::set<int32_t> clones = clones_;

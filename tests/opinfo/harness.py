@@ -6,8 +6,8 @@ corner cases that hand-written tests miss. Running every sample through torch.co
 backend and comparing against eager is the broadest correctness check we have. The CI slice
 (test_opinfo_slice.py) and the full sweep (sweep.py) both use this module.
 
-Protocol, per (OpInfo, dtype) pair on CPU, per sample of
-`op.sample_inputs("cpu", dtype, requires_grad=False)`:
+Protocol, per (OpInfo, dtype) pair on CPU (or on CUDA: DEVICE), per sample of
+`op.sample_inputs(DEVICE, dtype, requires_grad=False)`:
 
 * `torch._dynamo.reset()` first: after its recompile limit Dynamo silently runs eagerly, which
   would count as a pass.
@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import re
 import time
 import traceback
@@ -52,6 +53,14 @@ from inductor_cpp import dynamo_backend as _dynamo_backend
 
 RTOL = 1e-4
 ATOL = 1e-5
+# Half-precision results: we compute in float32 and round once where eager rounds after every
+# op, so they may differ by a few units in the last place.
+HALF_TOLERANCES: dict[str, tuple[float, float]] = {"float16": (1e-3, 1e-3),
+                                                   "bfloat16": (1.6e-2, 1e-2)}
+
+# The device samples are made on: "cpu", or "cuda" (sweep.py --device cuda, which sets
+# INDUCTOR_CPP_OPINFO_DEVICE so that its worker processes inherit it).
+DEVICE = os.environ.get("INDUCTOR_CPP_OPINFO_DEVICE", "cpu")
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -62,7 +71,11 @@ DTYPES: dict[str, torch.dtype] = {
     "int8": torch.int8,
     "uint8": torch.uint8,
     "bool": torch.bool,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
 }
+# What the sweep runs when no --dtypes is given (half precision mainly matters on the GPU).
+DEFAULT_DTYPES = [d for d in DTYPES if d not in HALF_TOLERANCES]
 
 # Random ops: eager and compiled draw different numbers, nothing to compare.
 RANDOM_OPS = {
@@ -113,7 +126,7 @@ def skip_reason(op) -> str | None:
 
 
 def supported_dtype_names(op, wanted: Iterable[str] = DTYPES) -> list[str]:
-    supported = op.supported_dtypes("cpu")
+    supported = op.supported_dtypes(DEVICE)
     return [d for d in wanted if DTYPES[d] in supported]
 
 
@@ -292,7 +305,8 @@ class Mismatch(AssertionError):
     pass
 
 
-def _compare(actual: Any, expected: Any, path: str, floating: bool, metadata_only: bool) -> None:
+def _compare(actual: Any, expected: Any, path: str, floating: bool, metadata_only: bool,
+             rtol: float = RTOL, atol: float = ATOL) -> None:
     if isinstance(expected, torch.Tensor):
         if not isinstance(actual, torch.Tensor):
             raise Mismatch(f"{path}: expected a Tensor, got {type(actual).__name__}")
@@ -304,7 +318,7 @@ def _compare(actual: Any, expected: Any, path: str, floating: bool, metadata_onl
             raise Mismatch(f"{path}: layout {actual.layout} != eager {expected.layout}")
         if metadata_only:
             return
-        tol = {"rtol": RTOL, "atol": ATOL} if floating else {}
+        tol = {"rtol": rtol, "atol": atol} if floating else {}
         try:
             torch.testing.assert_close(actual, expected, equal_nan=True, check_dtype=True,
                                        check_device=True, **tol)
@@ -317,19 +331,19 @@ def _compare(actual: Any, expected: Any, path: str, floating: bool, metadata_onl
             raise Mismatch(f"{path}: expected {type(expected).__name__} of {len(expected)}, got "
                            f"{describe(actual)}")
         for i, (a, e) in enumerate(zip(actual, expected)):
-            _compare(a, e, f"{path}[{i}]", floating, metadata_only)
+            _compare(a, e, f"{path}[{i}]", floating, metadata_only, rtol, atol)
         return
     if isinstance(expected, dict):
         if not isinstance(actual, dict) or set(actual) != set(expected):
             raise Mismatch(f"{path}: expected a dict with keys {sorted(expected)}, got "
                            f"{describe(actual)}")
         for k in expected:
-            _compare(actual[k], expected[k], f"{path}[{k!r}]", floating, metadata_only)
+            _compare(actual[k], expected[k], f"{path}[{k!r}]", floating, metadata_only, rtol, atol)
         return
     if isinstance(expected, float) and isinstance(actual, float):
         if math.isnan(expected) and math.isnan(actual):
             return
-        if floating and math.isclose(actual, expected, rel_tol=RTOL, abs_tol=ATOL):
+        if floating and math.isclose(actual, expected, rel_tol=rtol, abs_tol=atol):
             return
     if metadata_only and isinstance(expected, (int, float, bool)):
         return
@@ -383,6 +397,7 @@ def run_sample(op, sample, index: int, dtype: str) -> SampleResult:
     fn = op.op
     metadata_only = op.name in UNINITIALIZED_OUTPUT_OPS
     floating = DTYPES[dtype].is_floating_point
+    rtol, atol = HALF_TOLERANCES.get(dtype, (RTOL, ATOL))
 
     eager_inputs = clone_tree((sample.input, sample.args, sample.kwargs))
     try:
@@ -425,9 +440,9 @@ def run_sample(op, sample, index: int, dtype: str) -> SampleResult:
 
     if result.status == "pass":
         try:
-            _compare(actual, expected, "output", floating, metadata_only)
+            _compare(actual, expected, "output", floating, metadata_only, rtol, atol)
             _compare(compiled_inputs, eager_inputs, "input (after the call)", floating,
-                     metadata_only)
+                     metadata_only, rtol, atol)
         except Mismatch as e:
             result.status, result.error = "fail", str(e)
             if len(result.error) > 600:
@@ -449,7 +464,7 @@ def run_sample(op, sample, index: int, dtype: str) -> SampleResult:
 
 def iter_samples(op, dtype: str, max_samples: int | None = None):
     torch.manual_seed(0)
-    samples = op.sample_inputs("cpu", DTYPES[dtype], requires_grad=False)
+    samples = op.sample_inputs(DEVICE, DTYPES[dtype], requires_grad=False)
     return itertools.islice(samples, max_samples) if max_samples else samples
 
 

@@ -239,7 +239,7 @@ def print_report(results: list[harness.PairResult], config: dict, out=sys.stdout
                  examples: int = 4) -> None:
     s = summarize(results)
     w = lambda *a: print(*a, file=out)  # noqa: E731
-    w(f"OpInfo sweep (inductor_cpp vs eager, CPU): dtypes {','.join(config['dtypes'])}; "
+    w(f"OpInfo sweep (inductor_cpp vs eager, {config.get('device', 'cpu').upper()}): dtypes {','.join(config['dtypes'])}; "
       f"max samples per pair: {config['max_samples'] or 'all'}; {config['seconds']:.0f}s")
     w(f"  (op,dtype) pairs total:     {s['pairs_total']} ({s['ops_total']} OpInfos)")
     w(f"  skipped (random ops):       {s['skipped_random']}")
@@ -353,7 +353,7 @@ def run_sweep(pairs, max_samples: int | None, workers: int, timeout: float,
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.opinfo.sweep", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dtypes", default=",".join(harness.DTYPES),
+    p.add_argument("--dtypes", default=",".join(harness.DEFAULT_DTYPES),
                    help="comma-separated, of: " + ",".join(harness.DTYPES))
     p.add_argument("--ops", default="", help="comma-separated OpInfo names (name or name.variant)")
     p.add_argument("--max-samples", type=int, default=0, help="first N samples per pair (0: all)")
@@ -362,8 +362,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="worker processes (0: run in this process)")
     p.add_argument("--timeout", type=float, default=300, help="seconds per pair (workers only)")
     p.add_argument("--examples", type=int, default=4, help="pairs shown per failure group")
+    p.add_argument("--device", default=harness.DEVICE, choices=["cpu", "cuda"],
+                   help="device the samples are made on (workers inherit it)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    os.environ["INDUCTOR_CPP_OPINFO_DEVICE"] = harness.DEVICE = args.device
     max_samples = args.max_samples or None
     if args.worker:
         return worker_main(max_samples)
@@ -376,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     pairs = select_pairs(dtypes, ops)
     start = time.perf_counter()
     results = run_sweep(pairs, max_samples, args.workers, args.timeout, sys.stderr.isatty())
-    config = {"dtypes": dtypes, "ops": ops, "max_samples": max_samples,
+    config = {"device": args.device, "dtypes": dtypes, "ops": ops, "max_samples": max_samples,
               "seconds": time.perf_counter() - start}
     print_report(results, config, examples=args.examples)
     if args.json:

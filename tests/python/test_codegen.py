@@ -111,6 +111,27 @@ def test_cat_pad_and_index():
     assert_same(compile_cpp(f)(a, b, idx), f(a, b, idx))
 
 
+def test_keepdim_reduction_read_by_an_aten_op():
+    # The keepdim result is a re-indexing of the reduction's accumulator; an ATen op reading
+    # it needs it in memory with its own shape.
+    def f(x, w):
+        m = x.amax(1, keepdim=True)
+        return torch.mm(m, w), x.sum(1, keepdim=True)
+
+    compiled_graph_counters(f, torch.randn(4, 6), torch.randn(1, 5))
+
+
+def test_scatter_of_one_value_is_generated():
+    # nll_loss's backward scatters one value; duplicates and a smaller index tensor included.
+    def f(x, idx):
+        return torch.scatter(x, 1, idx, -2.5), torch.zeros_like(x).scatter_(0, idx[:2], 1.0)
+
+    x = torch.randn(6, 5)
+    idx = torch.tensor([[0, 0], [4, 1], [2, 2], [1, 3], [3, 0], [0, 4]])
+    c = compiled_graph_counters(f, x, idx)
+    assert c["ops_fallback"] == 0, c
+
+
 def test_index_out_of_bounds_raises_index_error():
     a = torch.randn(8, 5)
 

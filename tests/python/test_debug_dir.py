@@ -16,7 +16,7 @@ from conftest import assert_same, collect_logs, compile_cpp
 
 PASSES = ["eliminate_dead_code", "eliminate_common_subexpressions", "inline_producers",
           "eliminate_dead_code", "split_reductions", "fuse_kernels", "eliminate_dead_code",
-          "schedule", "plan_memory"]
+          "schedule", "fuse_horizontal", "plan_memory"]
 
 
 def softmax_cumsum(x):

@@ -18,6 +18,8 @@ SUBCOMMANDS: dict[str, str] = {
     "machine": ".machine",
     "kernels": ".kernels",
     "suite": ".suite",
+    "train": ".train",
+    "gpu": ".gpu_micro",
 }
 
 

@@ -1,0 +1,304 @@
+/// \file
+/// The kernel function, its thread mapping and its loops (see nvptx_internal.h and
+/// docs/codegen/nvptx.md for the mapping rules):
+///   * a top-level For with gpu_threads <= 1: a grid-stride loop, one thread per chunk of
+///     vector_width iterations;
+///   * a top-level For with gpu_threads = T > 1: a grid-stride loop over groups of T threads,
+///     one iteration each (several groups per block when T <= 32); the For loops directly in
+///     its body are spread over the T threads and group-level accumulators combined after them;
+///   * anything else (e.g. a full reduction with no outer loop): one block of
+///     kSingleRowBlock threads treated as one group.
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+#include "codegen/nvptx/nvptx_internal.h"
+
+namespace inductor_cpp::codegen::nvptx_detail {
+
+using codegen::nvptx::GpuLaunch;
+using ir::Stmt;
+using ir::StmtKind;
+
+namespace {
+
+bool has_nested_scopes(const std::vector<Stmt>& body) {
+  return std::any_of(body.begin(), body.end(), [](const Stmt& s) {
+    return s.kind == StmtKind::For || s.kind == StmtKind::DefineAccumulator;
+  });
+}
+
+void accumulated_names(const std::vector<Stmt>& body, std::vector<std::string>& out) {
+  for (const Stmt& s : body) {
+    if (s.kind == StmtKind::Accumulate && std::find(out.begin(), out.end(), s.name) == out.end()) {
+      out.push_back(s.name);
+    }
+    accumulated_names(s.body, out);
+  }
+}
+
+int64_t grid_for(const ir::Expr& work_items, int64_t per_block) {
+  if (!work_items.is_const()) return kSymbolicGrid;
+  const int64_t blocks = (work_items.value() + per_block - 1) / per_block;
+  return std::clamp<int64_t>(blocks, 1, kMaxGrid);
+}
+
+}  // namespace
+
+KernelEmitter::KernelEmitter(llvm::Module& module, const ir::Kernel& kernel)
+    : module_(module), ctx_(module.getContext()), kernel_(kernel), b_(module.getContext()) {}
+
+void KernelEmitter::unsupported(const std::string& what) const {
+  throw std::runtime_error("nvptx: kernel " + kernel_.name + ": " + what);
+}
+
+void KernelEmitter::push_scope() {
+  scopes_.emplace_back();
+}
+void KernelEmitter::pop_scope() {
+  scopes_.pop_back();
+}
+
+GpuLaunch KernelEmitter::emit() {
+  llvm::Type* global_ptr = llvm::PointerType::get(ctx_, 1);
+  llvm::Type* i64 = b_.getInt64Ty();
+  std::vector<llvm::Type*> types(kernel_.params.size(), global_ptr);
+  types.insert(types.end(), kernel_.symbols.size(), i64);
+  types.push_back(global_ptr);
+  function_ = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), types, false),
+                                     llvm::GlobalValue::ExternalLinkage, kernel_.name, module_);
+  if (function_->getName() != kernel_.name) unsupported("duplicate kernel name");
+  entry_ = llvm::BasicBlock::Create(ctx_, "entry", function_);
+  b_.SetInsertPoint(entry_);
+  size_t arg = 0;
+  for (size_t k = 0; k < kernel_.params.size(); ++k) {
+    function_->getArg(arg)->setName("buf" + std::to_string(k));
+    buffers_.push_back(function_->getArg(arg++));
+  }
+  for (const std::string& s : kernel_.symbols) {
+    function_->getArg(arg)->setName(s);
+    vars_[s] = function_->getArg(arg++);
+  }
+  status_ = function_->getArg(arg);
+  status_->setName("status");
+  auto* scratch_type = llvm::ArrayType::get(i64, 4 * 33);
+  shared_ =
+      new llvm::GlobalVariable(module_, scratch_type, false, llvm::GlobalValue::InternalLinkage,
+                               llvm::UndefValue::get(scratch_type), kernel_.name + "_scratch",
+                               nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+  shared_->setAlignment(llvm::Align(8));
+
+  auto sreg = [&](llvm::Intrinsic::ID id) { return b_.CreateIntrinsic(id, {}, {}); };
+  llvm::Value* tid32 = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
+  llvm::Value* tid = b_.CreateZExt(tid32, i64, "tid");
+  llvm::Value* ntid = b_.CreateZExt(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), i64);
+  llvm::Value* ctaid = b_.CreateZExt(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), i64);
+  llvm::Value* nctaid = b_.CreateZExt(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), i64);
+  lane_in_warp_ = b_.CreateAnd(tid32, 31, "lane");
+  warp_in_block_ = b_.CreateLShr(tid32, 5, "warp");
+  row_active_ = b_.getTrue();
+  push_scope();
+
+  GpuLaunch launch;
+  launch.name = kernel_.name;
+  const std::vector<Stmt>& body = kernel_.body;
+  const bool single_loop = body.size() == 1 && body[0].kind == StmtKind::For;
+  if (single_loop && body[0].gpu_threads <= 1) {
+    const Stmt& loop = body[0];
+    const int64_t lanes = std::max(loop.vector_width, 1);
+    launch.block[0] = kPointwiseBlock;
+    const ir::Expr chunks = ir::floordiv(loop.extent + (lanes - 1), ir::Expr(lanes));
+    launch.grid[0] = grid_for(chunks, kPointwiseBlock);
+    group_threads_ = 1;
+    in_group_context_ = false;
+    chunk_loop(loop, b_.CreateAdd(b_.CreateMul(ctaid, ntid), tid), b_.CreateMul(nctaid, ntid));
+  } else if (single_loop) {
+    const Stmt& loop = body[0];
+    const int t = loop.gpu_threads;
+    if (t > 1024 || (t & (t - 1)) != 0) unsupported("gpu_threads must be a power of two <= 1024");
+    if (loop.vector_width > 1) unsupported("a vector loop shared by several threads");
+    const int rows = t <= 32 ? std::max(1, kSmallRowBlock / t) : 1;
+    launch.block[0] = t * rows;
+    launch.grid[0] = grid_for(loop.extent, rows);
+    group_threads_ = t;
+    thread_in_group_ = b_.CreateAnd(tid, t - 1, "tig");
+    llvm::Value* group = b_.CreateLShr(tid, __builtin_ctz(t), "group");
+    llvm::Value* extent = expr(loop.extent);
+    counted_loop(b_.CreateMul(ctaid, b_.getInt64(rows)), extent,
+                 b_.CreateMul(nctaid, b_.getInt64(rows)), [&](llvm::Value* first_row) {
+                   llvm::Value* row = b_.CreateAdd(first_row, group);
+                   row_active_ = b_.CreateICmpSLT(row, extent, "active");
+                   // Groups past the end repeat the last row (so every thread of a warp
+                   // takes part in the shuffles) and store nothing.
+                   vars_[loop.var] =
+                       b_.CreateSelect(row_active_, row, b_.CreateSub(extent, b_.getInt64(1)));
+                   in_group_context_ = true;
+                   statements(loop.body);
+                   in_group_context_ = false;
+                   vars_.erase(loop.var);
+                 });
+    row_active_ = b_.getTrue();
+  } else {
+    launch.block[0] = kSingleRowBlock;
+    launch.grid[0] = 1;
+    group_threads_ = kSingleRowBlock;
+    thread_in_group_ = tid;
+    in_group_context_ = true;
+    statements(body);
+  }
+  b_.CreateRetVoid();
+  pop_scope();
+
+  llvm::NamedMDNode* annotations = module_.getOrInsertNamedMetadata("nvvm.annotations");
+  auto annotate = [&](const char* key, int v) {
+    llvm::Metadata* ops[] = {llvm::ValueAsMetadata::get(function_), llvm::MDString::get(ctx_, key),
+                             llvm::ValueAsMetadata::get(b_.getInt32(v))};
+    annotations->addOperand(llvm::MDNode::get(ctx_, ops));
+  };
+  annotate("kernel", 1);
+  annotate("maxntidx", launch.block[0]);
+  return launch;
+}
+
+void KernelEmitter::statements(const std::vector<Stmt>& body) {
+  for (const Stmt& s : body) statement(s);
+}
+
+void KernelEmitter::statement(const Stmt& s) {
+  switch (s.kind) {
+    case StmtKind::For:
+      return in_group_context_ ? group_loop(s) : serial_loop(s);
+    case StmtKind::Let: {
+      std::vector<llvm::Value*> lanes;
+      const int n = std::max(vec_.lanes, 1);
+      for (vec_.lane = 0; vec_.lane < n; ++vec_.lane) lanes.push_back(value(s.value));
+      vec_.lane = 0;
+      scopes_.back().lets[s.name] = std::move(lanes);
+      return;
+    }
+    case StmtKind::DefineAccumulator:
+      return define_accumulator(s);
+    case StmtKind::Accumulate:
+      return accumulate(s);
+    case StmtKind::Store:
+      return store(s);
+  }
+}
+
+void KernelEmitter::serial_loop(const Stmt& s) {
+  chunk_loop(s, b_.getInt64(0), b_.getInt64(1));
+}
+
+void KernelEmitter::group_loop(const Stmt& s) {
+  in_group_context_ = false;
+  chunk_loop(s, thread_in_group_, b_.getInt64(group_threads_));
+  in_group_context_ = true;
+  std::vector<std::string> names;
+  accumulated_names(s.body, names);
+  for (const std::string& name : names) {
+    auto it = accumulators_.find(name);
+    if (it == accumulators_.end() || !it->second.group_level) continue;
+    if (it->second.combined)
+      unsupported("accumulator " + name + " accumulated in two thread-mapped loops");
+    combine_across_group(name);
+    it->second.combined = true;
+  }
+}
+
+void KernelEmitter::chunk_loop(const Stmt& s, llvm::Value* first, llvm::Value* step) {
+  if (s.vector_width < 0) unsupported("negative vector width");
+  const int64_t lanes = std::max(s.vector_width, 1);
+  llvm::Value* extent = expr(s.extent);
+  llvm::Value* chunks =
+      lanes == 1 ? extent
+                 : b_.CreateUDiv(b_.CreateAdd(extent, b_.getInt64(lanes - 1)), b_.getInt64(lanes));
+  counted_loop(first, chunks, step, [&](llvm::Value* c) {
+    llvm::Value* base = lanes == 1 ? c : b_.CreateMul(c, b_.getInt64(lanes), s.var + ".base");
+    if (lanes == 1) return chunk_body(s, base, 0);
+    // A full chunk whose vector accesses are all aligned runs its lanes together (128-bit
+    // loads/stores); the last, partial chunk or a misaligned one runs as a scalar loop.
+    llvm::Value* end = b_.CreateAdd(base, b_.getInt64(lanes));
+    llvm::Value* full = b_.CreateICmpSLE(end, extent, "full");
+    if (!has_nested_scopes(s.body))
+      full = b_.CreateAnd(full, chunk_aligned(s, base, static_cast<int>(lanes)));
+    llvm::BasicBlock* full_block = llvm::BasicBlock::Create(ctx_, s.var + ".full", function_);
+    llvm::BasicBlock* tail_block = llvm::BasicBlock::Create(ctx_, s.var + ".tail", function_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, s.var + ".chunk_done", function_);
+    b_.CreateCondBr(full, full_block, tail_block);
+    b_.SetInsertPoint(full_block);
+    push_scope();
+    chunk_body(s, base, static_cast<int>(lanes));
+    pop_scope();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(tail_block);
+    llvm::Value* stop = b_.CreateSelect(b_.CreateICmpSLT(end, extent), end, extent);
+    counted_loop(base, stop, b_.getInt64(1), [&](llvm::Value* i) { chunk_body(s, i, 0); });
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  });
+}
+
+void KernelEmitter::chunk_body(const Stmt& s, llvm::Value* base, int lanes) {
+  auto saved_var = vars_.find(s.var) == vars_.end() ? nullptr : vars_[s.var];
+  if (lanes == 0) {
+    vars_[s.var] = base;
+    statements(s.body);
+  } else if (has_nested_scopes(s.body)) {  // lane by lane: the plain sequential order
+    for (int l = 0; l < lanes; ++l) {
+      push_scope();
+      vars_[s.var] = b_.CreateAdd(base, b_.getInt64(l));
+      statements(s.body);
+      pop_scope();
+    }
+  } else {  // statement by statement, all lanes: vector loads and stores
+    const VectorChunk saved = vec_;
+    vec_ = {s.var, base, lanes, 0};
+    vars_.erase(s.var);
+    statements(s.body);
+    vec_ = saved;
+  }
+  if (saved_var) {
+    vars_[s.var] = saved_var;
+  } else {
+    vars_.erase(s.var);
+  }
+}
+
+void KernelEmitter::counted_loop(llvm::Value* start, llvm::Value* end, llvm::Value* step,
+                                 const std::function<void(llvm::Value*)>& body) {
+  llvm::BasicBlock* before = b_.GetInsertBlock();
+  llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, "loop", function_);
+  llvm::BasicBlock* inside = llvm::BasicBlock::Create(ctx_, "body", function_);
+  llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "exit", function_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* iv = b_.CreatePHI(b_.getInt64Ty(), 2, "iv");
+  iv->addIncoming(start, before);
+  b_.CreateCondBr(b_.CreateICmpSLT(iv, end), inside, exit);
+  b_.SetInsertPoint(inside);
+  push_scope();
+  body(iv);
+  pop_scope();
+  llvm::Value* next = b_.CreateAdd(iv, step);
+  iv->addIncoming(next, b_.GetInsertBlock());
+  b_.CreateBr(header);
+  b_.SetInsertPoint(exit);
+}
+
+void KernelEmitter::if_then(llvm::Value* cond, const std::function<void()>& then) {
+  llvm::BasicBlock* inside = llvm::BasicBlock::Create(ctx_, "then", function_);
+  llvm::BasicBlock* after = llvm::BasicBlock::Create(ctx_, "endif", function_);
+  b_.CreateCondBr(cond, inside, after);
+  b_.SetInsertPoint(inside);
+  push_scope();
+  then();
+  pop_scope();
+  b_.CreateBr(after);
+  b_.SetInsertPoint(after);
+}
+
+}  // namespace inductor_cpp::codegen::nvptx_detail

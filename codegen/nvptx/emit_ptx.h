@@ -1,0 +1,55 @@
+/// \file
+/// The GPU emitter: scheduled kernels (ir/kernel_ir.h, shaped by schedule() with
+/// ScheduleOptions::target = Target::Gpu) -> one LLVM module -> PTX for one sm_XX.
+///
+/// Each ir::Kernel becomes one `.entry` named like the kernel. It walks the same loop nests as
+/// the CPU emitter and maps For::gpu_threads / vector_width to the hardware (see
+/// docs/codegen/nvptx.md): one thread per iteration (grid-stride loop, vector chunks with
+/// 128-bit loads/stores when aligned), or T threads per iteration with the inner loops spread
+/// over them and accumulators combined by warp shuffles and shared memory. Math comes from
+/// libdevice bitcode linked into the module; the module is optimized at O3 with everything
+/// but the kernels internalized.
+///
+/// Kernel ABI (PTX .entry <kernel.name>), parameters in order: one `ptr addrspace(1)` per
+/// ir::Kernel::params entry (element type = param dtype), one i64 per ir::Kernel::symbols
+/// entry, then one `ptr addrspace(1)` to an int32 status word: an out-of-range indirect index
+/// stores ir::kKernelIndexOutOfBounds there (and the load reads 0).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/kernel_ir.h"
+
+namespace inductor_cpp::codegen::nvptx {
+
+struct GpuTarget {
+  int sm = 90;           ///< sm_80 / sm_90
+  int ptx_version = 78;  ///< PTX ISA version (78 = 7.8, what LLVM 16 emits for sm_90)
+};
+
+/// How to launch one kernel (static sizes; symbols, if any, are passed as i64 params).
+struct GpuLaunch {
+  std::string name;
+  int64_t grid[3] = {1, 1, 1};
+  int32_t block[3] = {128, 1, 1};
+  int32_t shared_bytes = 0;  ///< dynamic shared memory (the emitter uses static shared only)
+};
+
+struct PtxModule {
+  std::string llvm_ir;              ///< textual LLVM IR after linking libdevice + optimization
+  std::string ptx;                  ///< the PTX for target.sm
+  std::vector<GpuLaunch> launches;  ///< one per input kernel, same order
+};
+
+/// Emits all kernels of one graph into one module. Throws std::runtime_error (naming the
+/// kernel and the construct) for anything it cannot emit; the caller falls back to ATen.
+PtxModule emit_ptx(const std::vector<ir::Kernel>& kernels, const GpuTarget& target,
+                   const std::string& libdevice_path);
+
+std::string llvm_version();  ///< "16.0.6"
+/// $CUDA_HOME/nvvm/libdevice/libdevice.10.bc, else /usr/local/cuda/nvvm/libdevice/libdevice.10.bc.
+std::string default_libdevice_path();
+
+}  // namespace inductor_cpp::codegen::nvptx

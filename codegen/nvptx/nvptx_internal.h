@@ -1,0 +1,171 @@
+/// \file
+/// Private to codegen/nvptx: the per-kernel LLVM IR builder shared by emit_kernel.cpp (loop
+/// nests, thread mapping), emit_value_nvptx.cpp (values, index math, loads/stores, libdevice
+/// math) and emit_reduction_nvptx.cpp (accumulators, warp/block combines).
+///
+/// Values are emitted as scalars, one per vector lane: a vector loop of width W runs a chunk
+/// of W consecutive iterations per thread, statement by statement for all lanes; contiguous
+/// loads and stores of a full, 16-byte (or 8-byte) aligned chunk become one vector access.
+/// Reduced floats (float16/bfloat16) live as i16 bits and are computed in float32.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/nvptx/emit_ptx.h"
+#include "ir/kernel_ir.h"
+
+namespace inductor_cpp::codegen::nvptx_detail {
+
+/// Threads per block of one-thread-per-iteration kernels and of kernels without a top loop.
+constexpr int kPointwiseBlock = 256;
+constexpr int kSingleRowBlock = 256;
+/// Threads per block when a row takes <= 32 threads (several rows per block).
+constexpr int kSmallRowBlock = 128;
+/// Most blocks launched for a grid-stride loop.
+constexpr int64_t kMaxGrid = 65536;
+/// Blocks launched when the loop extent is symbolic.
+constexpr int64_t kSymbolicGrid = 1024;
+
+/// An accumulator's state: allocas (in the entry block) for its components.
+struct Accumulator {
+  ir::ReduceOp op = ir::ReduceOp::sum;
+  ir::DType dtype = ir::DType::Float32;  ///< the accumulated values' type
+  llvm::Value* value = nullptr;          ///< value, or the Welford mean
+  llvm::Value* index = nullptr;          ///< argmax/argmin: i64 position
+  llvm::Value* m2 = nullptr;             ///< Welford
+  llvm::Value* count = nullptr;          ///< Welford
+  bool group_level = false;              ///< defined where loops are spread over threads
+  bool combined = false;                 ///< group-level and already combined across threads
+};
+
+/// The same state as SSA values.
+struct AccState {
+  llvm::Value* value = nullptr;
+  llvm::Value* index = nullptr;
+  llvm::Value* m2 = nullptr;
+  llvm::Value* count = nullptr;
+};
+
+class KernelEmitter {
+ public:
+  KernelEmitter(llvm::Module& module, const ir::Kernel& kernel);
+  /// Emits the kernel's function and returns how to launch it.
+  codegen::nvptx::GpuLaunch emit();
+
+  // ---- emit_kernel.cpp: statements and loops ------------------------------------------------
+ private:
+  void statements(const std::vector<ir::Stmt>& body);
+  void statement(const ir::Stmt& s);
+  /// A For run by the current thread alone (serially, vector chunks with a tail).
+  void serial_loop(const ir::Stmt& s);
+  /// A For in a group context: iterations spread over the group's T threads, then the
+  /// group-level accumulators it fed are combined.
+  void group_loop(const ir::Stmt& s);
+  /// Chunks [first, end) step `step` of loop `s` (chunk c covers iterations c*W .. c*W+W-1).
+  void chunk_loop(const ir::Stmt& s, llvm::Value* first, llvm::Value* step);
+  /// The body for the iterations base .. base + lanes - 1: lanes 0 is one scalar iteration;
+  /// otherwise statement by statement for all lanes (vector accesses), or lane after lane when
+  /// the body has nested loops or accumulators.
+  void chunk_body(const ir::Stmt& s, llvm::Value* base, int lanes);
+  /// A counted loop: for (iv = start; iv < end; iv += step) body(iv), all i64.
+  void counted_loop(llvm::Value* start, llvm::Value* end, llvm::Value* step,
+                    const std::function<void(llvm::Value*)>& body);
+  /// Runs `then` under `cond` (no values flow out).
+  void if_then(llvm::Value* cond, const std::function<void()>& then);
+  void push_scope();
+  void pop_scope();
+  [[noreturn]] void unsupported(const std::string& what) const;
+
+  // ---- emit_value_nvptx.cpp: values, index math, memory -------------------------------------
+ public:
+  llvm::Type* register_type(ir::DType t);  ///< SSA type (i1 for bool, i16 for reduced floats)
+  llvm::Type* memory_type(ir::DType t);    ///< element type in memory (i8 for bool)
+
+ private:
+  llvm::Value* value(const ir::Value& v);
+  llvm::Value* compute(const ir::ValueNode& n);
+  llvm::Value* expr(const ir::Expr& e);       ///< i64
+  llvm::Value* condition(const ir::Expr& e);  ///< i1
+  llvm::Value* load(const ir::ValueNode& n);
+  /// Loads every lane of a contiguous full chunk at once (cached per lane); false if the load
+  /// is not of that form.
+  bool load_contiguous_chunk(const ir::ValueNode& n);
+  /// Bytes of the vector access of a full chunk at `index` (coefficient 1 in the vector
+  /// variable, 4/8/16 bytes, `plain`: unmasked and direct), 0 if the access is per lane.
+  int64_t vector_bytes(const ir::Expr& index, ir::DType t, bool plain) const;
+  /// i1: every vector access of the chunk of `loop` at `base` is aligned to its size.
+  llvm::Value* chunk_aligned(const ir::Stmt& loop, llvm::Value* base, int lanes);
+  void store(const ir::Stmt& s);
+  llvm::Value* element_address(int param, llvm::Value* offset);
+  llvm::Value* from_memory(llvm::Value* raw, ir::DType t);
+  llvm::Value* to_memory(llvm::Value* v, ir::DType t);
+  llvm::Value* convert(llvm::Value* v, ir::DType from, ir::DType to);
+  llvm::Value* to_float32(llvm::Value* v, ir::DType from);  ///< reduced float bits -> float
+  llvm::Value* from_float32(llvm::Value* v, ir::DType to);  ///< float -> reduced float bits
+  llvm::Value* unary_math(ir::UnaryOp op, llvm::Value* x, ir::DType t);
+  llvm::Value* binary_math(ir::BinaryOp op, llvm::Value* a, llvm::Value* b, ir::DType t);
+  llvm::Value* libdevice(const std::string& name, ir::DType t, std::vector<llvm::Value*> args);
+  llvm::Value* constant(const ir::ValueNode& n);
+  int param_index(const std::string& buffer) const;
+
+  // ---- emit_reduction_nvptx.cpp: accumulators and combines ----------------------------------
+  void define_accumulator(const ir::Stmt& s);
+  void accumulate(const ir::Stmt& s);
+  llvm::Value* read_accumulator(const std::string& name, ir::DType result_type);
+  AccState load_state(const Accumulator& a);
+  void store_state(const Accumulator& a, const AccState& s);
+  AccState identity(const Accumulator& a);
+  AccState update(const Accumulator& a, AccState s, llvm::Value* x, llvm::Value* index);
+  AccState combine(const Accumulator& a, const AccState& x, const AccState& y);
+  /// Whether (v, i) beats (best, best_i) for argmax (is_max) / argmin.
+  llvm::Value* arg_takes(bool is_max, ir::DType t, llvm::Value* v, llvm::Value* i,
+                         llvm::Value* best, llvm::Value* best_i);
+  /// Combines accumulator `name` over the T threads of the current group; all get the result.
+  void combine_across_group(const std::string& name);
+  AccState shuffle_state(const AccState& s, llvm::Value* lane_or_offset, bool down);
+  llvm::Value* shuffle(llvm::Value* v, llvm::Value* lane_or_offset, bool down);
+  llvm::Value* maximum(llvm::Value* a, llvm::Value* b, ir::DType t, bool is_max);
+  ir::DType accumulator_type(ir::DType t) const { return ir::compute_type(t); }
+
+  // ---- state --------------------------------------------------------------------------------
+  llvm::Module& module_;
+  llvm::LLVMContext& ctx_;
+  const ir::Kernel& kernel_;
+  llvm::IRBuilder<> b_;
+  llvm::Function* function_ = nullptr;
+  llvm::BasicBlock* entry_ = nullptr;  ///< allocas go here
+  std::vector<llvm::Value*> buffers_;  ///< param data pointers (addrspace 1)
+  llvm::Value* status_ = nullptr;
+  std::map<std::string, llvm::Value*> vars_;  ///< loop vars, symbols, %ind placeholders (i64)
+  struct Scope {
+    std::map<std::pair<const ir::ValueNode*, int>, llvm::Value*> values;
+    std::map<std::string, std::vector<llvm::Value*>> lets;  ///< one entry, or one per lane
+  };
+  std::vector<Scope> scopes_;
+  std::map<std::string, Accumulator> accumulators_;
+  /// The vector chunk being emitted statement by statement (lanes 0: none).
+  struct VectorChunk {
+    std::string var;
+    llvm::Value* base = nullptr;
+    int lanes = 0;
+    int lane = 0;
+  } vec_;
+  /// Group mapping: T threads share an iteration of the top loop (T == 1: thread mapping).
+  int group_threads_ = 1;
+  bool in_group_context_ = false;           ///< statements here run on all T threads of the group
+  llvm::Value* thread_in_group_ = nullptr;  ///< i64 in [0, T)
+  llvm::Value* lane_in_warp_ = nullptr;     ///< i32
+  llvm::Value* warp_in_block_ = nullptr;    ///< i32
+  llvm::Value* row_active_ = nullptr;       ///< i1: this group's top-loop iteration is real
+  llvm::GlobalVariable* shared_ = nullptr;  ///< [4 x [33 x i64]] combine scratch
+};
+
+}  // namespace inductor_cpp::codegen::nvptx_detail

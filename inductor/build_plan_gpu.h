@@ -1,0 +1,54 @@
+/// \file
+/// The GPU part of plan building: which devices get generated code, the pipeline options
+/// for them, and turning a graph's scheduled kernels into one PTX module (the NVPTX emitter,
+/// codegen/nvptx) whose launch dimensions go into the plan's kernel steps.
+///
+/// build_plan.cpp calls these at two points (docs/gpu.md):
+///   device is_gpu_device? ─► run_pipeline(gpu_pipeline_options(...))
+///   kernels scheduled     ─► attach_gpu_module(kernels, device, build)
+/// Anything the emitter cannot handle throws; build_plan then runs the graph as ATen calls.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "inductor/build_plan.h"
+#include "ir/aten_graph.h"
+#include "ir/kernel_ir.h"
+#include "ir/passes/pipeline.h"
+
+namespace inductor_cpp::inductor {
+
+/// "cuda" or "cuda:N", and GPU code generation is switched on (INDUCTOR_CPP_GPU_CODEGEN is
+/// not "0").
+bool is_gpu_device(const std::string& device);
+
+/// The first CUDA device a graph's tensors are on ("cuda:0"), "" when none is.
+std::string graph_gpu_device(const ir::Graph& graph);
+
+/// The device ordinal of "cuda:N" (0 for "cuda").
+int gpu_ordinal(const std::string& device);
+
+/// `base` with the scheduler targeting the GPU (one thread per element, block reductions).
+ir::PipelineOptions gpu_pipeline_options(const ir::PipelineOptions& base);
+
+/// The sm architecture kernels for `device` are generated for: the device's compute
+/// capability (driver), capped at what LLVM 16 emits (sm_90); 90 without a driver.
+int gpu_target_sm(const std::string& device);
+
+/// What, besides the graph, decides the GPU code: sm architecture, LLVM version, PTX ISA,
+/// driver version, ptxas version. Part of the cache key of GPU graphs (fingerprint.h).
+nlohmann::json gpu_toolchain(const std::string& device);
+
+/// Emits `kernels` (the graph's kernel steps, in plan order) as one PTX module, fills each
+/// kernel step's GPU launch dims and sets the plan's library to "kernels.ptx" (kind "ptx").
+/// Leaves the LLVM IR and PTX in build.gpu_llvm_ir / build.gpu_ptx. Throws
+/// std::runtime_error when the emitter cannot emit a kernel.
+void attach_gpu_module(const std::vector<ir::Kernel>& kernels, const std::string& device,
+                       PlanBuild& build);
+
+/// Whether a kernel has indirect (bounds-checked) loads, i.e. may set the status word.
+bool kernel_checks_bounds(const ir::Kernel& kernel);
+
+}  // namespace inductor_cpp::inductor

@@ -1,0 +1,205 @@
+"""The GPU micro-benchmark: `python -m inductor_cpp.bench gpu`.
+
+The same workloads as the CPU micro suite (micro.py), on CUDA, float32, side by side in one
+process: eager, stock torch.compile(backend="inductor") (Triton) and
+torch.compile(backend="inductor_cpp") (our NVPTX kernels, extern ATen calls for mm/conv):
+
+  pointwise  gelu(x*1.5+.25)*sigmoid(x) - tanh(x)   (R*C elements, flat)
+  softmax    softmax(x, -1)        layernorm  layer_norm(x, (C,), w, b)
+  sum1       x.sum(-1)             sum0       x.sum(0)            (R x C, default 16384 x 8192:
+                                                                    512 MiB per tensor)
+  resnet18   torchvision resnet18 inference, random weights, eval, no_grad (batch x 3 x 224^2)
+
+Times are medians of per-call CUDA-event intervals over interleaved rounds (after warm-up).
+Memory-bound workloads are rated in GB/s ((bytes read once + bytes written once) / median) and
+as a share of the device's copy bandwidth measured in the same run (y.copy_(x) on tensors of
+the same size: 2 x bytes / median). Each compiled variant is checked against eager (an error or
+a mismatch is reported, never fatal). --json writes every number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .micro import layer_norm, pointwise_chain, softmax_last, sum_first, sum_last
+
+HELP = "GPU micro suite (CUDA): eager vs stock Inductor vs inductor_cpp, GB/s vs copy bandwidth"
+
+VARIANTS = ("eager", "inductor", "inductor_cpp")
+TOL = {"pointwise": (1e-4, 1e-5), "softmax": (1e-4, 1e-6), "layernorm": (1e-4, 1e-4),
+       "sum1": (1e-4, 1e-3), "sum0": (1e-4, 1e-3), "resnet18": (1e-3, 1e-3)}
+
+
+def log(message: str) -> None:
+    print(f"[gpu] {message}", file=sys.stderr, flush=True)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--shape", default="16384x8192", help="R x C of the matrix workloads")
+    p.add_argument("--only", default="", help="comma-separated workloads (default: all)")
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--batch", type=int, default=64, help="resnet18 batch")
+    p.add_argument("--json", default="", help="write the results here")
+
+
+def time_cuda(fns: dict[str, Callable[[], Any]], iters: int, warmup: int) -> dict[str, Any]:
+    """Median ms per variant from CUDA events, round-robin; a raising variant is dropped with
+    its error."""
+    samples: dict[str, list[float]] = {n: [] for n in fns}
+    errors: dict[str, str] = {}
+    for r in range(warmup + iters):
+        for name in list(fns):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            try:
+                start.record()
+                fns[name]()
+                end.record()
+                end.synchronize()
+            except Exception as e:  # noqa: BLE001
+                errors[name] = f"{type(e).__name__}: {e}"[:300]
+                del fns[name]
+                continue
+            if r >= warmup:
+                samples[name].append(start.elapsed_time(end))
+    out: dict[str, Any] = {n: statistics.median(s) for n, s in samples.items() if s}
+    out.update({n: None for n in errors})
+    return {"median_ms": out, "errors": errors}
+
+
+def copy_bandwidth(nbytes: int, iters: int = 20) -> float:
+    """GB/s of a device-to-device copy of `nbytes` (read + write counted)."""
+    x = torch.empty(nbytes // 4, device="cuda")
+    y = torch.empty_like(x)
+    ms = time_cuda({"copy": lambda: y.copy_(x)}, iters, 3)["median_ms"]["copy"]
+    return 2 * nbytes / (ms * 1e-3) / 1e9
+
+
+def _ops_of_new_graphs(before: set[int]) -> dict[str, int]:
+    import inductor_cpp
+
+    graphs = [g.counters() for g in inductor_cpp.live_graphs() if id(g) not in before]
+    return {"graphs": len(graphs),
+            "ops_generated": sum(int(c.get("ops_generated", 0)) for c in graphs),
+            "ops_fallback": sum(int(c.get("ops_fallback", 0)) for c in graphs)}
+
+
+def make_case(name: str, rows: int, cols: int, batch: int) -> tuple[Callable, tuple]:
+    dev = "cuda"
+    if name == "pointwise":
+        return pointwise_chain, (torch.randn(rows * cols, device=dev),)
+    if name == "layernorm":
+        return layer_norm, (torch.randn(rows, cols, device=dev), torch.randn(cols, device=dev),
+                            torch.randn(cols, device=dev))
+    if name == "resnet18":
+        import torchvision
+
+        model = torchvision.models.resnet18(weights=None).eval().to(dev)
+        return model, (torch.randn(batch, 3, 224, 224, device=dev),)
+    fn = {"softmax": softmax_last, "sum1": sum_last, "sum0": sum_first}[name]
+    return fn, (torch.randn(rows, cols, device=dev),)
+
+
+def run_case(name: str, rows: int, cols: int, args: argparse.Namespace) -> dict[str, Any]:
+    import inductor_cpp
+
+    torch.manual_seed(0)
+    fn, inputs = make_case(name, rows, cols, args.batch)
+    case: dict[str, Any] = {"workload": name, "errors": {}, "max_abs_diff": {}, "correct": {}}
+    with torch.no_grad():
+        expected = fn(*inputs)
+        compiled = {"eager": fn}
+        for backend in ("inductor", "inductor_cpp"):
+            torch._dynamo.reset()
+            before = {id(g) for g in inductor_cpp.live_graphs()}
+            c = torch.compile(fn, backend=backend)
+            try:
+                out = c(*inputs)
+                torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001
+                case["errors"][backend] = f"{type(e).__name__}: {e}"[:300]
+                log(f"{name}: {backend} failed: {case['errors'][backend]}")
+                continue
+            rtol, atol = TOL[name]
+            case["max_abs_diff"][backend] = (out - expected).abs().max().item()
+            case["correct"][backend] = torch.allclose(out, expected, rtol=rtol, atol=atol)
+            if backend == "inductor_cpp":
+                case["ops"] = _ops_of_new_graphs(before)
+            compiled[backend] = c
+        fns = {k: (lambda f=f: f(*inputs)) for k, f in compiled.items()}
+        timed = time_cuda(fns, args.iters, args.warmup)
+    case["median_ms"] = timed["median_ms"]
+    case["errors"].update(timed["errors"])
+    if name != "resnet18":
+        out_bytes = expected.numel() * expected.element_size()
+        case["bytes"] = sum(t.numel() * t.element_size() for t in inputs) + out_bytes
+        case["gb_s"] = {k: (case["bytes"] / (ms * 1e-3) / 1e9 if ms else None)
+                        for k, ms in case["median_ms"].items()}
+    del fn, inputs, expected, compiled, fns
+    gc.collect()
+    torch.cuda.empty_cache()
+    return case
+
+
+def print_table(results: dict[str, Any]) -> None:
+    bw = results["copy_gb_s"]
+    print(f"device: {results['device']}; copy bandwidth {bw:.0f} GB/s (read+write), "
+          f"shape {results['shape']}")
+    header = f"{'workload':10} " + " ".join(f"{v + ' ms':>16}" for v in VARIANTS) + \
+        "  " + " ".join(f"{v + ' GB/s (%copy)':>24}" for v in VARIANTS) + "  ours ok  ops gen/fb"
+    print(header)
+    for c in results["cases"]:
+        ms = " ".join(f"{c['median_ms'].get(v) or float('nan'):16.3f}" for v in VARIANTS)
+        gb = ""
+        if "gb_s" in c:
+            gb = " ".join(
+                f"{(c['gb_s'].get(v) or float('nan')):14.0f} ({100 * (c['gb_s'].get(v) or float('nan')) / bw:5.1f}%)"
+                for v in VARIANTS)
+        else:
+            gb = " ".join(f"{'-':>24}" for _ in VARIANTS)
+        ops = c.get("ops", {})
+        print(f"{c['workload']:10} {ms}  {gb}  {str(c['correct'].get('inductor_cpp', 'n/a')):7}"
+              f"  {ops.get('ops_generated', '-')}/{ops.get('ops_fallback', '-')}")
+        for v, e in c["errors"].items():
+            print(f"    {v} error: {e}")
+
+
+def run(args: argparse.Namespace) -> int:
+    if not torch.cuda.is_available():
+        log("no CUDA device")
+        return 2
+    import inductor_cpp  # noqa: F401  (registers the backend)
+
+    rows, cols = (int(s) for s in args.shape.lower().split("x"))
+    names = [n for n in args.only.split(",") if n] or list(TOL)
+    results: dict[str, Any] = {"device": torch.cuda.get_device_name(), "shape": [rows, cols],
+                               "copy_gb_s": copy_bandwidth(rows * cols * 4), "cases": []}
+    log(f"copy bandwidth {results['copy_gb_s']:.0f} GB/s")
+    for name in names:
+        log(f"running {name}")
+        results["cases"].append(run_case(name, rows, cols, args))
+    print_table(results)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    bad = [c["workload"] for c in results["cases"]
+           if c["errors"].get("inductor_cpp") or c["correct"].get("inductor_cpp") is False]
+    return 1 if bad else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=HELP)
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+/// \file
+/// GPU kernel steps: module binding, status words, launches on the current stream.
+#include "runtime/cuda/gpu_step.h"
+
+#include <ATen/ops/zeros.h>
+#include <c10/core/Stream.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/Exception.h>
+
+#include <stdexcept>
+
+namespace inductor_cpp::runtime::cuda {
+
+std::vector<GpuKernel> bind_gpu_kernels(const Plan& plan,
+                                        const std::vector<std::string>& step_labels) {
+  if (plan.kernel_image.empty())
+    throw std::runtime_error("inductor_cpp: the GPU plan's module (" + plan.kernel_library +
+                             ") was not loaded");
+  std::vector<std::string> names;
+  for (const Step& s : plan.steps) {
+    if (s.is_kernel()) names.push_back(s.kernel.name);
+  }
+  const auto kind =
+      plan.library_kind == "cubin" ? GpuModule::ImageKind::Cubin : GpuModule::ImageKind::Ptx;
+  auto module = std::make_shared<const GpuModule>(plan.kernel_image, kind, names);
+  std::vector<GpuKernel> out;
+  for (const Step& s : plan.steps) {
+    if (!s.is_kernel()) continue;
+    GpuKernel k;
+    k.module = module;
+    k.index = out.size();
+    k.dims.grid = s.kernel.gpu.grid;
+    k.dims.block = s.kernel.gpu.block;
+    k.dims.shared_bytes = s.kernel.gpu.shared_bytes;
+    check_launch_dims(s.kernel.name, k.dims);
+    k.checks_bounds = s.kernel.gpu.checks_bounds;
+    k.label = k.index < step_labels.size() ? step_labels[k.index] : "generated " + s.kernel.name;
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+GpuRunStatus::GpuRunStatus(int32_t count, c10::Device device)
+    : words_(at::zeros({count}, at::TensorOptions().dtype(at::kInt).device(device))) {}
+
+int32_t* GpuRunStatus::word(int32_t index) const {
+  return words_.data_ptr<int32_t>() + index;
+}
+
+void GpuRunStatus::check(const std::vector<GpuKernel>& kernels) const {
+  const at::Tensor host = words_.cpu();  // waits for the stream
+  const int32_t* w = host.data_ptr<int32_t>();
+  for (int64_t i = 0; i < host.numel(); ++i) {
+    if (w[i] == 0) continue;
+    const std::string label =
+        static_cast<size_t>(i) < kernels.size() ? kernels[i].label : "a generated GPU kernel";
+    TORCH_CHECK_INDEX(false, "index out of bounds (index out of range in self) in ", label);
+  }
+}
+
+void launch_gpu_kernel(const GpuKernel& k, const std::vector<char*>& buffers, c10::Device device,
+                       const GpuRunStatus& status) {
+  TORCH_CHECK(device.is_cuda(), "inductor_cpp: ", k.label, " runs on the GPU but got tensors on ",
+              device.str());
+  const c10::Stream stream =
+      c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(device);
+  std::vector<void*> values(buffers.begin(), buffers.end());
+  values.push_back(status.word(static_cast<int32_t>(k.index)));
+  std::vector<void*> params(values.size());
+  for (size_t i = 0; i < values.size(); ++i) params[i] = &values[i];
+  try {
+    k.module->launch(device.index() < 0 ? 0 : device.index(), k.index, k.dims, params.data(),
+                     static_cast<CUstream>(stream.native_handle()));
+  } catch (const std::exception& e) {
+    TORCH_CHECK(false, e.what(), " (", k.label, ")");
+  }
+}
+
+}  // namespace inductor_cpp::runtime::cuda

@@ -1,0 +1,56 @@
+/// \file
+/// The executor's GPU kernel step (libtorch side): launches a generated kernel of the plan's
+/// GpuModule on PyTorch's current stream of the tensors' device, and the per-run status words
+/// through which kernels report an out-of-range indirect index.
+///
+/// aten_executor.cpp allocates the kernel's buffers (PyTorch's caching allocator, as for CPU
+/// kernels) and hands the data pointers here. Launches are asynchronous; the status words are
+/// read once at the end of a run, and only when the plan has kernels that can set them.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/cuda/gpu_module.h"
+#include "runtime/plan.h"
+
+namespace inductor_cpp::runtime::cuda {
+
+/// A kernel step bound to the module of its plan.
+struct GpuKernel {
+  std::shared_ptr<const GpuModule> module;
+  size_t index = 0;  ///< in module->kernel_names()
+  LaunchDims dims;
+  bool checks_bounds = false;  ///< may set its status word (indirect loads)
+  std::string label;           ///< "generated k3 computing aten::gather (f.py:2 ...)"
+};
+
+/// Loads a GPU plan's module (plan.kernel_image) and binds every kernel step to it, in plan
+/// order. Throws std::runtime_error when the plan has no image.
+std::vector<GpuKernel> bind_gpu_kernels(const Plan& plan,
+                                        const std::vector<std::string>& step_labels);
+
+/// One int32 status word per kernel (index = GpuKernel::index), zeroed, on `device`
+/// (allocated from PyTorch's caching allocator on the current stream at the start of a run).
+/// Every kernel gets a valid word, even one we believe cannot fail.
+class GpuRunStatus {
+ public:
+  GpuRunStatus(int32_t count, c10::Device device);
+  int32_t* word(int32_t index) const;
+  /// Reads the words (synchronizes with the stream); throws c10::IndexError naming the first
+  /// kernel whose word is set.
+  void check(const std::vector<GpuKernel>& kernels) const;
+
+ private:
+  at::Tensor words_;
+};
+
+/// Launches `k` with the kernel ABI (buffer pointers, then a pointer to its status word) on
+/// the current CUDA stream of `device`. Errors name the kernel (k.label).
+void launch_gpu_kernel(const GpuKernel& k, const std::vector<char*>& buffers, c10::Device device,
+                       const GpuRunStatus& status);
+
+}  // namespace inductor_cpp::runtime::cuda

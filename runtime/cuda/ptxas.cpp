@@ -1,0 +1,136 @@
+/// \file
+/// Running ptxas (see ptxas.h).
+#include "runtime/cuda/ptxas.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <vector>
+
+extern char** environ;
+
+namespace inductor_cpp::runtime::cuda {
+
+namespace {
+
+bool executable(const std::string& path) {
+  return !path.empty() && access(path.c_str(), X_OK) == 0;
+}
+
+/// Runs args (argv[0] a path or a PATH name); returns the exit code, output in `output`.
+int run(const std::vector<std::string>& args, std::string& output) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + std::string(strerror(errno)));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    throw std::runtime_error("cannot start '" + args[0] + "': " + strerror(rc));
+  }
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = read(fds[0], buf, sizeof(buf));
+    if (n > 0) {
+      output.append(buf, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+std::string find_ptxas() {
+  if (const char* p = std::getenv("INDUCTOR_CPP_PTXAS"); p && executable(p)) return p;
+  if (const char* home = std::getenv("CUDA_HOME");
+      home && executable(std::string(home) + "/bin/ptxas"))
+    return std::string(home) + "/bin/ptxas";
+  if (executable("/usr/local/cuda/bin/ptxas")) return "/usr/local/cuda/bin/ptxas";
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "";
+  for (size_t start = 0; start <= dirs.size();) {
+    const size_t end = std::min(dirs.find(':', start), dirs.size());
+    const std::string candidate = dirs.substr(start, end - start) + "/ptxas";
+    if (end > start && executable(candidate)) return candidate;
+    start = end + 1;
+  }
+  return "";
+}
+
+const std::string& ptxas_version() {
+  static const std::string version = [] {
+    const std::string ptxas = find_ptxas();
+    if (ptxas.empty()) return std::string("none");
+    std::string output;
+    try {
+      if (run({ptxas, "--version"}, output) != 0) return std::string("unusable");
+    } catch (const std::exception&) {
+      return std::string("unusable");
+    }
+    // The last non-empty line carries the release and build.
+    std::string last;
+    size_t start = 0;
+    while (start < output.size()) {
+      size_t end = output.find('\n', start);
+      if (end == std::string::npos) end = output.size();
+      if (end > start) last = output.substr(start, end - start);
+      start = end + 1;
+    }
+    return last;
+  }();
+  return version;
+}
+
+PtxasResult assemble_cubin(const std::string& dir, const std::string& ptx, int sm) {
+  PtxasResult result;
+  const std::string ptxas = find_ptxas();
+  if (ptxas.empty()) {
+    result.output = "ptxas not found";
+    return result;
+  }
+  const std::string ptx_path = dir + "/kernels.ptx";
+  const std::string cubin_path = dir + "/kernels.cubin";
+  {
+    std::ofstream out(ptx_path, std::ios::binary | std::ios::trunc);
+    out << ptx;
+    if (!out.good()) throw std::runtime_error("cannot write " + ptx_path);
+  }
+  const std::vector<std::string> args = {ptxas,    "-O3", "-arch=sm_" + std::to_string(sm),
+                                         ptx_path, "-o",  cubin_path};
+  for (const std::string& a : args) result.command += (result.command.empty() ? "" : " ") + a;
+  const auto start = std::chrono::steady_clock::now();
+  const int code = run(args, result.output);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (code != 0) return result;
+  std::ifstream in(cubin_path, std::ios::binary);
+  result.cubin.assign(std::istreambuf_iterator<char>(in), {});
+  result.ok = !result.cubin.empty();
+  if (!result.ok) result.output += "\nptxas wrote no cubin";
+  return result;
+}
+
+}  // namespace inductor_cpp::runtime::cuda

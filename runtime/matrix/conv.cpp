@@ -1,0 +1,166 @@
+/// \file conv.cpp
+/// \brief Direct NHWC convolution on the batch-reduce micro-kernels (see conv.h).
+#include "runtime/matrix/conv.h"
+
+#include <omp.h>
+#include <xmmintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "codegen/xbyak/cpu_features.h"
+#include "codegen/xbyak/microkernel.h"
+#include "runtime/matrix/epilogue.h"
+#include "runtime/matrix/gemm_config.h"
+
+namespace inductor_cpp::matrix {
+namespace {
+
+using xbyak::MicroKernelArgs;
+using xbyak::MicroKernelDesc;
+using xbyak::MicroKernelFn;
+
+constexpr int kMaxTaps = 64;
+
+/// A zero-padded copy of the input (only when the convolution pads), in a buffer owned by the
+/// calling thread and reused across calls (a fresh allocation would page-fault every call).
+const float* pad_input(const float* x, const Conv2dParams& q) {
+  thread_local std::vector<float> buffer;
+  const int64_t hp = q.h + 2 * q.pad_h, wp = q.w + 2 * q.pad_w;
+  const size_t size = size_t(q.n * hp * wp * q.c);
+  if (buffer.size() < size) buffer.resize(size);
+  float* out = buffer.data();
+  const int64_t row = wp * q.c, left = q.pad_w * q.c, body = q.w * q.c;
+  for (int64_t img = 0; img < q.n; ++img)
+    for (int64_t i = 0; i < hp; ++i) {
+      float* dst = out + (img * hp + i) * row;
+      const int64_t src_row = i - q.pad_h;
+      if (src_row < 0 || src_row >= q.h) {
+        std::fill(dst, dst + row, 0.0f);
+        continue;
+      }
+      std::fill(dst, dst + left, 0.0f);
+      std::memcpy(dst + left, x + (img * q.h + src_row) * body, body * sizeof(float));
+      std::fill(dst + left + body, dst + row, 0.0f);
+    }
+  return out;
+}
+
+void conv_as_gemm(const float* x, const PackedConvWeight& w, float* y, const Conv2dParams& q,
+                  int threads) {
+  GemmProblem p;
+  p.m = q.n * q.h * q.w, p.n = q.oc, p.k = q.c;
+  p.a = x, p.lda = q.c, p.c = y, p.ldc = q.oc;
+  p.epilogue = q.epilogue;
+  p.flush_denormals = q.flush_denormals;
+  gemm_f32_packed(p, w.packed, threads);
+}
+
+}  // namespace
+
+bool conv2d_supported(const Conv2dParams& q) {
+  return q.groups == 1 && q.n > 0 && q.c > 0 && q.oc > 0 && q.kh > 0 && q.kw > 0 &&
+         q.stride_h > 0 && q.stride_w > 0 && q.dilation_h > 0 && q.dilation_w > 0 && q.pad_h >= 0 &&
+         q.pad_w >= 0 && q.out_h() > 0 && q.out_w() > 0 &&
+         q.kh * (q.dilation_w == 1 ? 1 : q.kw) <= kMaxTaps &&
+         (xbyak::cpu_features().avx512 || xbyak::cpu_features().avx2);
+}
+
+PackedConvWeight pack_conv_weight_f32(const float* weight_oihw, const Conv2dParams& q) {
+  const int64_t k = q.kh * q.kw * q.c;
+  std::vector<float> ohwi(size_t(q.oc * k));
+  for (int64_t o = 0; o < q.oc; ++o)
+    for (int64_t ci = 0; ci < q.c; ++ci)
+      for (int64_t t = 0; t < q.kh * q.kw; ++t)
+        ohwi[o * k + t * q.c + ci] = weight_oihw[(o * q.c + ci) * q.kh * q.kw + t];
+  return PackedConvWeight{q.oc, q.kh, q.kw, q.c, pack_b_f32(ohwi.data(), k, q.oc, k, true)};
+}
+
+void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const Conv2dParams& q,
+                     int num_threads) {
+  if (!conv2d_supported(q))
+    throw std::invalid_argument("conv2d_nhwc_f32: unsupported parameters (groups > 1?)");
+  if (w.oc != q.oc || w.kh != q.kh || w.kw != q.kw || w.c != q.c)
+    throw std::invalid_argument("conv2d_nhwc_f32: weights packed for another shape");
+  if (q.kh == 1 && q.kw == 1 && q.stride_h == 1 && q.stride_w == 1 && q.pad_h == 0 && q.pad_w == 0)
+    return conv_as_gemm(x, w, y, q, num_threads);
+
+  const GemmBlocking& blk = gemm_blocking();
+  const int mr = blk.mr, nr = blk.nr;
+  const int64_t oh = q.out_h(), ow = q.out_w(), hp = q.h + 2 * q.pad_h, wp = q.w + 2 * q.pad_w;
+  const float* xin = (q.pad_h || q.pad_w) ? pad_input(x, q) : x;
+
+  // Filter rows as batch entries with K = KW·C (contiguous when dilation_w = 1), else every tap.
+  const bool merged = q.dilation_w == 1;
+  const int64_t k_per_entry = merged ? q.kw * q.c : q.c;
+  const int64_t taps = merged ? q.kh : q.kh * q.kw;
+  const size_t jit_ops = jit_epilogue_prefix(q.epilogue);
+  MicroKernelFn kernels[2][2] = {};
+  for (int rt = 0; rt < 2; ++rt)
+    for (int ct = 0; ct < 2; ++ct) {
+      const int rows = rt ? int(ow % mr) : int(std::min<int64_t>(mr, ow));
+      const int cols = ct ? int(q.oc % nr) : int(std::min<int64_t>(nr, q.oc));
+      if (!rows || !cols) continue;
+      MicroKernelDesc d;
+      d.isa = blk.isa;
+      d.mr = rows, d.nr = cols, d.k = k_per_entry;
+      d.a_row_stride = q.stride_w * q.c, d.ldb = nr, d.ldc = q.oc;
+      d.epilogue = kernel_epilogue(q.epilogue, jit_ops);
+      kernels[rt][ct] = xbyak::get_microkernel(d);
+    }
+
+  const int64_t rows_total = q.n * oh, panels = w.packed.num_panels();
+  int threads = int(std::max<int64_t>(1, std::min<int64_t>(num_threads, rows_total * panels)));
+  if (rows_total * ow * q.oc * q.kh * q.kw * q.c < blk.serial_macs) threads = 1;
+  int tm = 1, tn = 1;
+  choose_grid(rows_total, panels, threads, tm, tn);
+
+  auto worker = [&](int t) {
+    const unsigned saved_csr = _mm_getcsr();
+    if (q.flush_denormals) _mm_setcsr(saved_csr | 0x8040);
+    const int64_t ti = t / tn, tj = t % tn;
+    const float* a_ptrs[kMaxTaps];
+    const float* b_ptrs[kMaxTaps];
+    const float* epilogue_data[16] = {};
+    for (int64_t pi = tj * panels / tn; pi < (tj + 1) * panels / tn; ++pi) {
+      const int64_t j = pi * nr;
+      const int cols = int(std::min<int64_t>(nr, q.oc - j));
+      const float* panel = w.packed.panel(pi);
+      for (int64_t e = 0; e < taps; ++e) b_ptrs[e] = panel + e * k_per_entry * nr;
+      for (int64_t r = ti * rows_total / tm; r < (ti + 1) * rows_total / tm; ++r) {
+        const int64_t img = r / oh, oy = r % oh;
+        for (int64_t ox = 0; ox < ow; ox += mr) {
+          const int rows = int(std::min<int64_t>(mr, ow - ox));
+          for (int64_t e = 0; e < taps; ++e) {
+            const int64_t fy = merged ? e : e / q.kw, fx = merged ? 0 : e % q.kw;
+            const int64_t iy = oy * q.stride_h + fy * q.dilation_h,
+                          ix = ox * q.stride_w + fx * q.dilation_w;
+            a_ptrs[e] = xin + ((img * hp + iy) * wp + ix) * q.c;
+          }
+          const int64_t pixel = r * ow + ox;
+          float* c_ptr = y + pixel * q.oc + j;
+          for (size_t o = 0; o < jit_ops; ++o) {
+            const EpilogueOp& op = q.epilogue[o];
+            epilogue_data[o] = op.kind == EpilogueKind::BiasRow       ? op.data + pixel
+                               : op.kind == EpilogueKind::BiasCol     ? op.data + j
+                               : op.kind == EpilogueKind::AddResidual ? op.data + pixel * op.ld + j
+                                                                      : nullptr;
+          }
+          MicroKernelArgs args;
+          args.a = a_ptrs, args.b = b_ptrs, args.batch = taps, args.c = c_ptr;
+          args.epilogue_data = epilogue_data;
+          kernels[rows != mr][cols != nr](&args);
+          if (jit_ops < q.epilogue.size())
+            apply_epilogue_tile(c_ptr, q.oc, rows, cols, pixel, j, q.epilogue, jit_ops);
+        }
+      }
+    }
+    _mm_setcsr(saved_csr);
+  };
+  if (threads == 1) return worker(0);
+#pragma omp parallel num_threads(threads)
+  worker(omp_get_thread_num());
+}
+
+}  // namespace inductor_cpp::matrix

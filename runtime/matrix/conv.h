@@ -1,0 +1,52 @@
+/// \file conv.h
+/// \brief 2-D convolution, channels-last (NHWC), float32, on the GEMM micro-kernels.
+///
+/// Direct method: an output tile is mr consecutive output pixels of one output row × nr output
+/// channels; the micro-kernel batch-reduces over the filter rows kh (each a K = KW·C contiguous
+/// run of the input row when dilation_w = 1, else over all KH·KW taps with K = C). Padding is
+/// handled by a zero-padded copy of the input made per call. 1×1 / stride 1 / no padding runs as
+/// one GEMM (M = N·H·W). groups > 1 is not supported: conv2d_nhwc_f32 throws
+/// std::invalid_argument (callers should check conv2d_supported first and fall back).
+///
+/// Epilogue ops see the output as the matrix (N·OH·OW) × OC (row = output pixel, column =
+/// output channel): BiasCol is the per-channel bias, AddResidual reads an NHWC residual with
+/// ld = OC (or the residual's own channel stride).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/matrix/gemm.h"
+
+namespace inductor_cpp::matrix {
+
+struct Conv2dParams {
+  int64_t n = 1, h = 0, w = 0, c = 0;  ///< Input NHWC.
+  int64_t oc = 0, kh = 1, kw = 1;      ///< Filter.
+  int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+  int64_t groups = 1;                ///< Only 1 is supported.
+  std::vector<EpilogueOp> epilogue;  ///< Applied to the (N·OH·OW) × OC output matrix.
+  bool flush_denormals = false;
+
+  int64_t out_h() const { return (h + 2 * pad_h - dilation_h * (kh - 1) - 1) / stride_h + 1; }
+  int64_t out_w() const { return (w + 2 * pad_w - dilation_w * (kw - 1) - 1) / stride_w + 1; }
+};
+
+/// Weights packed for conv2d_nhwc_f32: B = (KH·KW·C) × OC, row (kh, kw, c), in GEMM panels.
+struct PackedConvWeight {
+  int64_t oc = 0, kh = 0, kw = 0, c = 0;
+  PackedB packed;
+};
+
+/// True when conv2d_nhwc_f32 handles these parameters (groups == 1, positive sizes).
+bool conv2d_supported(const Conv2dParams& q);
+
+/// Packs OIHW weights (torch's default contiguous layout) for the parameters' filter shape.
+PackedConvWeight pack_conv_weight_f32(const float* weight_oihw, const Conv2dParams& q);
+
+/// y[N][OH][OW][OC] = epilogue(conv(x[N][H][W][C], w)). Throws std::invalid_argument when
+/// !conv2d_supported(q) or the weights do not match.
+void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const Conv2dParams& q,
+                     int num_threads);
+
+}  // namespace inductor_cpp::matrix

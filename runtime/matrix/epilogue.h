@@ -1,0 +1,29 @@
+/// \file epilogue.h
+/// \brief Private to runtime/matrix: splitting an epilogue between the JIT kernel and the C++
+/// pass, and the C++ pass itself (vectorized AVX-512 when available, scalar otherwise).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "codegen/xbyak/microkernel.h"
+#include "runtime/matrix/gemm.h"
+
+namespace inductor_cpp::matrix {
+
+/// Number of leading ops the JIT kernel applies (everything before the first GELU/SiLU).
+size_t jit_epilogue_prefix(const std::vector<EpilogueOp>& ops);
+
+/// The kernel-descriptor form of ops[0, count).
+std::vector<xbyak::KernelEpilogueOp> kernel_epilogue(const std::vector<EpilogueOp>& ops,
+                                                     size_t count);
+
+/// Applies ops[first, ops.size()) to the rows × cols tile at c (leading dimension ldc) whose
+/// top-left element is C(row0, col0); bias/residual data are indexed by absolute row/column.
+void apply_epilogue_tile(float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
+                         int64_t col0, const std::vector<EpilogueOp>& ops, size_t first);
+
+/// Reference scalar op, also used for the tails of the vector pass and by the tests.
+float apply_epilogue_scalar(const EpilogueOp& op, float x, int64_t row, int64_t col);
+
+}  // namespace inductor_cpp::matrix

@@ -1,0 +1,95 @@
+/// \file gemm.h
+/// \brief Float32 GEMM on JIT micro-kernels: the public matrix API (bf16 inputs: gemm_bf16.h,
+/// convolution: conv.h).
+///
+///     C = epilogue(alpha · op(A) · op(B) [+ C])      op(X) = X or Xᵀ
+///
+/// All matrices are row-major with explicit leading dimensions. The epilogue is a list applied
+/// in order to each output element. Bias/scale/relu/clamp/residual run inside the JIT kernel on
+/// registers; GELU (erf, as torch's default), GELU-tanh and SiLU — and every op after the first of
+/// them — run in a vectorized C++ pass over each just-finished C tile while it is in L1.
+///
+/// Threading: each call opens its own `omp parallel num_threads(num_threads)` region (no global
+/// thread state); small problems run on the calling thread. Every function is reentrant; the
+/// one global is the JIT kernel cache (codegen/xbyak/microkernel.h, mutex-protected).
+///
+/// Denormals: with flush_denormals the MXCSR FTZ and DAZ bits are set inside each worker for the
+/// call and restored afterwards: denormal inputs read as ±0 and denormal results become ±0
+/// (relative change ≤ 2⁻¹²⁶ absolute per element). Off by default (bit-faithful IEEE).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace inductor_cpp::matrix {
+
+enum class EpilogueKind {
+  BiasRow,     ///< c[i][j] += data[i]           (bias per output row)
+  BiasCol,     ///< c[i][j] += data[j]           (bias per output column: nn.Linear / addmm)
+  Scale,       ///< c *= a
+  Relu,        ///< max(c, 0)
+  Gelu,        ///< 0.5·c·(1 + erf(c/√2))       (erf via a polynomial, |err| ≤ ~2e-7)
+  GeluTanh,    ///< 0.5·c·(1 + tanh(√(2/π)(c + 0.044715c³)))
+  Silu,        ///< c / (1 + exp(-c))
+  Clamp,       ///< min(max(c, a), b)
+  AddResidual  ///< c[i][j] += data[i·ld + j]
+};
+
+struct EpilogueOp {
+  EpilogueKind kind;
+  const float* data = nullptr;  ///< Bias / residual base (indexed by absolute row/column).
+  int64_t ld = 0;               ///< Residual leading dimension.
+  float a = 0, b = 0;           ///< Scale factor or clamp bounds.
+};
+
+struct GemmProblem {
+  int64_t m = 0, n = 0, k = 0;
+  const float* a = nullptr;  ///< m×k (or k×m when trans_a).
+  int64_t lda = 0;
+  bool trans_a = false;
+  const float* b = nullptr;  ///< k×n (or n×k when trans_b).
+  int64_t ldb = 0;
+  bool trans_b = false;
+  float* c = nullptr;  ///< m×n.
+  int64_t ldc = 0;
+  float alpha = 1;
+  bool accumulate = false;  ///< Add into the existing C (beta = 1) instead of overwriting.
+  std::vector<EpilogueOp> epilogue;
+  bool flush_denormals = false;  ///< See the file comment.
+};
+
+/// B packed once into the kernels' blocked layout: panels of panel_width() columns, each panel
+/// k rows × panel_width floats, zero-padded. Move-only; read-only once packed, so one PackedB
+/// may serve concurrent calls.
+class PackedB {
+ public:
+  PackedB(int64_t k, int64_t n, int panel_width);
+  int64_t k() const { return k_; }
+  int64_t n() const { return n_; }
+  int panel_width() const { return nr_; }
+  int64_t num_panels() const { return (n_ + nr_ - 1) / nr_; }
+  const float* panel(int64_t p) const { return data_.get() + p * k_ * nr_; }
+  float* mutable_panel(int64_t p) { return data_.get() + p * k_ * nr_; }
+
+ private:
+  int64_t k_, n_;
+  int nr_;
+  std::unique_ptr<float[], void (*)(float*)> data_;
+};
+
+/// Packs op(B) (k×n logical) for repeated use with gemm_f32_packed.
+PackedB pack_b_f32(const float* b, int64_t k, int64_t n, int64_t ldb, bool trans_b);
+
+/// C = epilogue(alpha·op(A)·op(B) [+ C]). Throws std::invalid_argument on bad arguments.
+void gemm_f32(const GemmProblem& p, int num_threads);
+
+/// Same with a pre-packed B (p.b, p.ldb, p.trans_b ignored; packed.k()/n() must match).
+void gemm_f32_packed(const GemmProblem& p, const PackedB& packed, int num_threads);
+
+/// batch independent GEMMs; matrix t uses a + t·stride_a, b + t·stride_b, c + t·stride_c (and
+/// residual data + t·stride_c for AddResidual ops).
+void bmm_f32(const GemmProblem& p, int64_t batch, int64_t stride_a, int64_t stride_b,
+             int64_t stride_c, int num_threads);
+
+}  // namespace inductor_cpp::matrix

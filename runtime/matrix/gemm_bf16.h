@@ -1,0 +1,52 @@
+/// \file gemm_bf16.h
+/// \brief bfloat16-input GEMM with float32 accumulation and float32 output.
+///
+///     C (fp32) = epilogue(op(A) · op(B) [+ C])        A, B bfloat16 (uint16_t storage)
+///
+/// With usable AMX (CPUID AMX-BF16 and the XTILEDATA permission granted) the products run on
+/// TDPBF16PS tiles: each bf16×bf16 product is exact in fp32 and sums are fp32 (the hardware's
+/// internal accumulation order differs from a sequential sum; errors are those of an fp32
+/// dot-product). Without AMX the inputs are up-converted to fp32 (exact) and run through
+/// gemm_f32, giving the same numerics up to summation order. Same threading, epilogue and
+/// denormal rules as gemm.h.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/matrix/gemm.h"
+
+namespace inductor_cpp::matrix {
+
+struct GemmBf16Problem {
+  int64_t m = 0, n = 0, k = 0;
+  const uint16_t* a = nullptr;  ///< m×k (k×m when trans_a), bf16.
+  int64_t lda = 0;
+  bool trans_a = false;
+  const uint16_t* b = nullptr;  ///< k×n (n×k when trans_b), bf16.
+  int64_t ldb = 0;
+  bool trans_b = false;
+  float* c = nullptr;  ///< m×n, fp32.
+  int64_t ldc = 0;
+  bool accumulate = false;
+  std::vector<EpilogueOp> epilogue;
+  bool flush_denormals = false;
+  bool allow_amx = true;  ///< false forces the fp32 fallback (tests, numerics comparisons).
+};
+
+/// True when gemm_bf16 runs on AMX tiles on this machine.
+bool gemm_bf16_uses_amx();
+
+void gemm_bf16(const GemmBf16Problem& p, int num_threads);
+
+/// Conversions (round to nearest even; NaN stays NaN).
+inline float bf16_to_f32(uint16_t v) {
+  const uint32_t bits = uint32_t(v) << 16;
+  float f;
+  __builtin_memcpy(&f, &bits, 4);
+  return f;
+}
+uint16_t f32_to_bf16(float f);
+void convert_f32_to_bf16(const float* src, uint16_t* dst, int64_t count);
+
+}  // namespace inductor_cpp::matrix

@@ -1,0 +1,65 @@
+/// \file gemm_config.cpp
+/// \brief The blocking chosen once per process (with its tuning knobs) and the thread grid.
+#include "runtime/matrix/gemm_config.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "codegen/xbyak/cpu_features.h"
+
+namespace inductor_cpp::matrix {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+}  // namespace
+
+void choose_grid(int64_t tiles_m, int64_t tiles_n, int threads, int& tm, int& tn,
+                 bool prefer_split_n) {
+  int64_t best = -1;
+  for (int i = 1; i <= threads; ++i) {
+    const int cand_tn = prefer_split_n ? threads + 1 - i : i;
+    if (threads % cand_tn) continue;
+    const int cand_tm = threads / cand_tn;
+    const int64_t cost = ceil_div(tiles_m, cand_tm) * ceil_div(tiles_n, cand_tn);
+    if (best < 0 || cost < best) {
+      best = cost;
+      tm = cand_tm;
+      tn = cand_tn;
+    }
+  }
+}
+
+const GemmBlocking& gemm_blocking() {
+  static const GemmBlocking blocking = [] {
+    GemmBlocking b;
+    // Tuning/testing knob: INDUCTOR_CPP_MATRIX_ISA=avx2 uses the AVX2 kernels on an AVX-512 host.
+    const char* isa = std::getenv("INDUCTOR_CPP_MATRIX_ISA");
+    const bool force_avx2 = isa && std::string(isa) == "avx2";
+    if (!xbyak::cpu_features().avx512 || force_avx2) {
+      b.isa = xbyak::Isa::Avx2;
+      b.mr = 6;
+      b.nr = 16;
+      b.mc = 6 * 64;
+      b.plain_nr = 0;
+    }
+    // Tuning knob: INDUCTOR_CPP_MATRIX_BLOCKING="mr,nr,kc,mc,nc[,plain_kc,pack_b_min_row_tiles]"
+    // (read once).
+    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_BLOCKING")) {
+      long mr, nr, kc, mc, nc, plain_kc = b.plain_kc, pack_b_tiles = b.pack_b_min_row_tiles;
+      if (std::sscanf(env, "%ld,%ld,%ld,%ld,%ld,%ld,%ld", &mr, &nr, &kc, &mc, &nc, &plain_kc,
+                      &pack_b_tiles) >= 5) {
+        b.mr = int(mr), b.nr = int(nr), b.kc = kc, b.mc = mc / mr * mr, b.nc = nc / nr * nr;
+        b.plain_kc = plain_kc, b.pack_b_min_row_tiles = pack_b_tiles;
+      }
+    }
+    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PLAIN_NR")) b.plain_nr = std::atoi(env);
+    return b;
+  }();
+  return blocking;
+}
+
+}  // namespace inductor_cpp::matrix

@@ -1,0 +1,22 @@
+/// \file pack.h
+/// \brief Private to runtime/matrix: copying B panels and A blocks into the kernels' layouts.
+#pragma once
+
+#include <cstdint>
+
+namespace inductor_cpp::matrix {
+
+/// Packs op(B)[k0, k0+kc) × [n0, n0+ncols) into ceil(ncols/nr) panels laid out back to back,
+/// each kc rows × nr floats (zero-padded on the right). op(B)(k, j) = trans_b ? b[j·ldb + k]
+/// : b[k·ldb + j]. panel_stride is the distance between panels in floats (≥ kc·nr).
+void pack_b_panels(const float* b, int64_t ldb, bool trans_b, int64_t k0, int64_t kc, int64_t n0,
+                   int64_t ncols, int nr, int64_t panel_stride, float* dst);
+
+/// Packs op(A)[m0, m0+rows) × [k0, k0+kc) into row tiles of mr rows: tile t starts at
+/// dst + t·kc·mr and holds element (k, r) at k·mr + r, so the micro-kernel reads it with row
+/// stride 1 and k stride mr (one contiguous stream per call). A last partial tile is not padded.
+/// op(A)(i, k) = trans_a ? a[k·lda + i] : a[i·lda + k].
+void pack_a_tiles(const float* a, int64_t lda, bool trans_a, int64_t m0, int64_t rows, int64_t k0,
+                  int64_t kc, int mr, float* dst);
+
+}  // namespace inductor_cpp::matrix

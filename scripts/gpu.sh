@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# The GPU machine's script (run there through the `device` tool, with carry=["build/carry"]
+# prepared by scripts/gpu_carry.sh on the development machine). Stages, each sized to fit one
+# device call; results (logs, JSON, tables) go under $OUT:
+#
+#   bash scripts/gpu.sh build    CMake + Ninja build of the extension against the machine's
+#                                Python 3.12 / torch 2.11.0+cu130, with the carried LLVM 16 headers
+#   bash scripts/gpu.sh test     tests/python/test_gpu.py (pytest from carried wheels)
+#   bash scripts/gpu.sh opinfo   OpInfo sweep on CUDA: float32, float16, bfloat16
+#   bash scripts/gpu.sh bench    GPU micro benchmark: eager vs stock Inductor vs inductor_cpp
+#   bash scripts/gpu.sh all      all of the above (longer than one call allows: prefer stages)
+#
+# Every stage builds first (incremental: seconds when the machine still holds build/gpu).
+# Knobs: OPINFO_DTYPES, OPINFO_MAX_SAMPLES, OPINFO_WORKERS, OPINFO_SECONDS, BENCH_ARGS.
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PY=${PY:-/opt/torch/.venv/bin/python3}
+OUT=${OUT:-$ROOT/out}
+CARRY=$ROOT/build/carry
+BUILD=${GPU_BUILD_DIR:-$ROOT/build/gpu}
+mkdir -p "$OUT"
+# /opt/gcc's g++ (first on PATH there, and $CXX in its environment) links libstdc++
+# statically: a second libstdc++ beside torch's crashes in iostreams (seen: a segfault in
+# std::ostream inside _C). The distribution's compiler builds us and the CPU kernels.
+export CXX=${GPU_CXX:-/usr/bin/g++} CC=${GPU_CC:-/usr/bin/gcc}
+
+# At most six files come back from a device call, so $OUT gets only: summary.txt (this log),
+# test_gpu.txt, bench_gpu.txt/.json, opinfo_cuda.txt/.json. Build logs stay in $BUILD.
+log() { echo "[gpu.sh $(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt" >&2; }
+
+# Carried headers and libraries: xbyak + sleef for our build and the CPU kernels' g++ runs;
+# the wheels unpacked into a directory put on PYTHONPATH (expecttest for OpInfo, pytest).
+setup_carry() {
+  export CPATH="$CARRY/include${CPATH:+:$CPATH}"
+  export LIBRARY_PATH="$CARRY/lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  local site=$ROOT/build/gpu_site
+  if [ ! -f "$site/.complete" ]; then
+    mkdir -p "$site"
+    for w in "$CARRY"/wheels/*.whl; do "$PY" -m zipfile -e "$w" "$site"; done
+    touch "$site/.complete"
+  fi
+  if [ ! -f "$site/inductor_cpp-0.0.0.dist-info/entry_points.txt" ]; then
+    # Our package is not pip-installed there: this metadata makes its Dynamo entry point
+    # (pyproject.toml), hence backend="inductor_cpp", visible from PYTHONPATH.
+    mkdir -p "$site/inductor_cpp-0.0.0.dist-info"
+    printf 'Metadata-Version: 2.1\nName: inductor_cpp\nVersion: 0.0.0\n' \
+      >"$site/inductor_cpp-0.0.0.dist-info/METADATA"
+    printf '[torch_dynamo_backends]\ninductor_cpp = inductor_cpp.dynamo_backend:backend\n' \
+      >"$site/inductor_cpp-0.0.0.dist-info/entry_points.txt"
+  fi
+  export PYTHONPATH="$ROOT/python:$ROOT/tests/python:$site"
+  export INDUCTOR_CPP_CACHE_DIR=${INDUCTOR_CPP_CACHE_DIR:-$ROOT/build/gpu_cache}
+}
+
+# The machine has libLLVM-16.so.1 but neither headers nor LLVM's CMake config (whose exports
+# name static libraries it lacks): unpack the carried headers and write a minimal config that
+# find_package(LLVM 16 CONFIG) accepts, with the imported target LLVM on the machine's library.
+setup_llvm() {
+  local prefix=$BUILD-llvm
+  local lib
+  lib=$(ls /usr/lib/llvm-16/lib/libLLVM-16.so /usr/lib/llvm-16/lib/libLLVM-16.so.1 \
+           /usr/lib/x86_64-linux-gnu/libLLVM-16.so.1 /usr/lib/x86_64-linux-gnu/libLLVM-16.so 2>/dev/null | head -1)
+  if [ -z "$lib" ]; then log "no libLLVM-16 on this machine: the GPU emitter is not built"; return 1; fi
+  mkdir -p "$prefix/include" "$prefix/cmake"
+  [ -f "$prefix/include/llvm/IR/IRBuilder.h" ] || tar -xzf "$CARRY/llvm16.tgz" -C "$prefix/include"
+  cat >"$prefix/cmake/LLVMConfig.cmake" <<CMAKE
+# Written by scripts/gpu.sh: LLVM 16 headers carried from Debian 12, the machine's $lib.
+set(LLVM_FOUND TRUE)
+set(LLVM_PACKAGE_VERSION 16.0.6)
+set(LLVM_VERSION_MAJOR 16)
+set(LLVM_INCLUDE_DIRS "$prefix/include")
+set(LLVM_DEFINITIONS "-D_GNU_SOURCE;-D__STDC_CONSTANT_MACROS;-D__STDC_FORMAT_MACROS;-D__STDC_LIMIT_MACROS")
+set(LLVM_TARGETS_TO_BUILD "AMDGPU;NVPTX;X86")
+if(NOT TARGET LLVM)
+  add_library(LLVM SHARED IMPORTED)
+  set_target_properties(LLVM PROPERTIES IMPORTED_LOCATION "$lib")
+endif()
+CMAKE
+  cat >"$prefix/cmake/LLVMConfigVersion.cmake" <<'CMAKE'
+set(PACKAGE_VERSION 16.0.6)
+if(PACKAGE_FIND_VERSION_MAJOR EQUAL 16)
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  if(PACKAGE_FIND_VERSION VERSION_EQUAL PACKAGE_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+  endif()
+endif()
+CMAKE
+  LLVM_CMAKE_DIR=$prefix/cmake
+}
+
+stage_build() {
+  setup_carry
+  local llvm_args=(-DINDUCTOR_CPP_NVPTX=OFF)
+  if setup_llvm; then llvm_args=(-DLLVM_DIR="$LLVM_CMAKE_DIR" -DINDUCTOR_CPP_NVPTX=ON); fi
+  local start=$SECONDS
+  # A build directory configured with another compiler (an older run of this script) is redone.
+  if [ -f "$BUILD/CMakeCache.txt" ] && ! grep -q "^CMAKE_CXX_COMPILER:[A-Z]*=$CXX\$" "$BUILD/CMakeCache.txt"; then
+    log "build dir configured with another compiler: reconfiguring"
+    rm -rf "$BUILD"
+  fi
+  if [ ! -f "$BUILD/build.ninja" ]; then
+    cmake -S "$ROOT" -B "$BUILD" -G Ninja -DPython_EXECUTABLE="$PY" -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_CXX_COMPILER="$CXX" -DCMAKE_C_COMPILER="$CC" -DINDUCTOR_CPP_PYTHON=ON \
+      -DINDUCTOR_CPP_TESTS=OFF "${llvm_args[@]}" >"$BUILD.cmake.log" 2>&1 ||
+      { log "cmake failed:"; tail -30 "$BUILD.cmake.log" | tee -a "$OUT/summary.txt" >&2; return 1; }
+  fi
+  cmake --build "$BUILD" -j "$(nproc)" >"$BUILD.build.log" 2>&1 ||
+    { log "build failed:"; grep -E "error|Error" -A3 "$BUILD.build.log" | head -60 | tee -a "$OUT/summary.txt" >&2; return 1; }
+  [ -n "${GPU_NO_INSTALL:-}" ] || cp "$BUILD"/python/_C*.so "$ROOT/python/inductor_cpp/"
+  grep -sE "NVPTX emitter|CXX compiler:" "$BUILD.cmake.log" | tee -a "$OUT/summary.txt" >&2 || true
+  log "build ok in $((SECONDS - start)) s"
+}
+
+stage_test() {
+  setup_carry
+  log "test_gpu.py"
+  (cd "$ROOT/tests/python" && timeout "${TEST_SECONDS:-420}" "$PY" -m pytest -q -p no:cacheprovider \
+    -p no:logging --tb=short -rfE test_gpu.py >"$OUT/test_gpu.txt" 2>&1)
+  local rc=$?
+  tail -40 "$OUT/test_gpu.txt"
+  return $rc
+}
+
+stage_opinfo() {
+  setup_carry
+  local dtypes=${OPINFO_DTYPES:-float32,float16,bfloat16}
+  log "OpInfo sweep on CUDA ($dtypes)"
+  (cd "$ROOT" && timeout "${OPINFO_SECONDS:-480}" "$PY" tests/opinfo/sweep.py --device cuda \
+    --dtypes "$dtypes" --max-samples "${OPINFO_MAX_SAMPLES:-4}" --workers "${OPINFO_WORKERS:-12}" \
+    --timeout 60 --examples 2 --json "$OUT/opinfo_cuda.json" >"$OUT/opinfo_cuda.txt" 2>"$BUILD.opinfo.err")
+  head -60 "$OUT/opinfo_cuda.txt"
+}
+
+stage_bench() {
+  setup_carry
+  log "GPU micro benchmark"
+  (cd "$ROOT" && timeout "${BENCH_SECONDS:-420}" "$PY" -m inductor_cpp.bench gpu ${BENCH_ARGS:-} \
+    --json "$OUT/bench_gpu.json" >"$OUT/bench_gpu.txt" 2>&1)
+  cat "$OUT/bench_gpu.txt"
+}
+
+main() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$OUT/summary.txt" 2>&1
+  local stages=("$@")
+  [ ${#stages[@]} -eq 0 ] && stages=(build)
+  [ "${stages[0]}" = all ] && stages=(build test opinfo bench)
+  stage_build || exit 1
+  for s in "${stages[@]}"; do
+    [ "$s" = build ] && continue
+    "stage_$s" || log "stage $s exited with $?"
+  done
+}
+
+main "$@"

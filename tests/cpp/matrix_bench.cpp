@@ -1,0 +1,170 @@
+/// \file matrix_bench.cpp
+/// \brief Matrix-library benchmark (plain executable, not a test): measures the FMA peak with a
+/// register-only JIT loop at 1..N threads, then GFLOP/s of GEMM, addmm+bias+relu, skinny and
+/// small GEMMs, pre-packed B and convolutions; prints a table (median of repeats, std::chrono).
+/// Usage: matrix_bench [threads=2] [filter-substring]. Torch comparisons are done from Python.
+#include <omp.h>
+#include <xbyak/xbyak.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "codegen/xbyak/cpu_features.h"
+#include "runtime/matrix/conv.h"
+#include "runtime/matrix/gemm.h"
+
+using namespace inductor_cpp::matrix;
+
+namespace {
+
+/// rdi = iterations; 24 independent zmm FMA chains × 16 lanes × 2 flops per iteration.
+struct FmaPeakLoop : Xbyak::CodeGenerator {
+  static constexpr int kChains = 24;
+  FmaPeakLoop() : CodeGenerator(4096, Xbyak::DontSetProtectRWE) {
+    using namespace Xbyak;
+    for (int i = 0; i < kChains; ++i) vxorps(Zmm(i), Zmm(i), Zmm(i));
+    Label loop;
+    L(loop);
+    for (int i = 0; i < kChains; ++i) vfmadd231ps(Zmm(i), Zmm(30), Zmm(31));
+    dec(rdi);
+    jnz(loop);
+    vzeroupper();
+    ret();
+    ready();
+    setProtectModeRE();
+  }
+};
+
+/// Median and minimum over reps runs after one warm-up.
+struct Timing {
+  double median, best;
+};
+
+Timing time_runs(const std::function<void()>& fn, int reps) {
+  fn();  // warm-up (JIT, page faults, packing buffers)
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t.front()};
+}
+
+int reps_for(double flops) {
+  return std::clamp(int(2e10 / std::max(flops, 1.0)), 3, 200);
+}
+
+std::vector<float> random_vector(size_t n) {
+  std::vector<float> v(n);
+  uint32_t s = 12345;
+  for (float& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = float(s >> 8) / float(1u << 24) - 0.5f;
+  }
+  return v;
+}
+
+double fma_peak(int threads) {
+  static const FmaPeakLoop loop;
+  auto fn = loop.getCode<void (*)(int64_t)>();
+  const int64_t iters = 20'000'000;
+  const double sec = time_runs(
+                         [&] {
+#pragma omp parallel num_threads(threads)
+                           fn(iters);
+                         },
+                         5)
+                         .best;
+  return double(iters) * FmaPeakLoop::kChains * 32 * threads / sec / 1e9;
+}
+
+void row(const char* kind, const std::string& shape, double flops, Timing t, double peak) {
+  std::printf("%-10s %-26s %9.3f ms %9.1f GFLOP/s %6.1f%% of peak   (best %9.1f GFLOP/s)\n", kind,
+              shape.c_str(), t.median * 1e3, flops / t.median / 1e9,
+              100 * flops / t.median / 1e9 / peak, flops / t.best / 1e9);
+}
+
+void bench_gemm(const char* kind, int64_t m, int64_t n, int64_t k, int threads, double peak,
+                bool bias_relu, bool prepack, bool trans_b) {
+  auto a = random_vector(m * k), b = random_vector(k * n), c = random_vector(m * n),
+       bias = random_vector(n);
+  GemmProblem p;
+  p.m = m, p.n = n, p.k = k, p.a = a.data(), p.lda = k, p.b = b.data(), p.ldb = trans_b ? k : n;
+  p.trans_b = trans_b, p.c = c.data(), p.ldc = n;
+  if (bias_relu) p.epilogue = {{EpilogueKind::BiasCol, bias.data()}, {EpilogueKind::Relu}};
+  const double flops = 2.0 * m * n * k;
+  Timing sec;
+  if (prepack) {
+    const PackedB packed = pack_b_f32(b.data(), k, n, p.ldb, trans_b);
+    sec = time_runs([&] { gemm_f32_packed(p, packed, threads); }, reps_for(flops));
+  } else {
+    sec = time_runs([&] { gemm_f32(p, threads); }, reps_for(flops));
+  }
+  row(kind,
+      std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+          (trans_b ? " bT" : ""),
+      flops, sec, peak);
+}
+
+void bench_conv(const char* name, int64_t n, int64_t h, int64_t w, int64_t c, int64_t oc,
+                int64_t kh, int64_t stride, int64_t pad, int threads, double peak) {
+  Conv2dParams q;
+  q.n = n, q.h = h, q.w = w, q.c = c, q.oc = oc, q.kh = q.kw = kh;
+  q.stride_h = q.stride_w = stride, q.pad_h = q.pad_w = pad;
+  const int64_t oh = q.out_h(), ow = q.out_w();
+  auto x = random_vector(n * h * w * c), wt = random_vector(oc * kh * kh * c),
+       y = random_vector(n * oh * ow * oc), bias = random_vector(oc);
+  const PackedConvWeight pw = pack_conv_weight_f32(wt.data(), q);
+  q.epilogue = {{EpilogueKind::BiasCol, bias.data()}, {EpilogueKind::Relu}};
+  const double flops = 2.0 * n * oh * ow * oc * kh * kh * c;
+  const Timing sec =
+      time_runs([&] { conv2d_nhwc_f32(x.data(), pw, y.data(), q, threads); }, reps_for(flops));
+  row("conv", name, flops, sec, peak);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  const std::string only = argc > 2 ? argv[2] : "";
+  auto want = [&](const char* what) { return only.empty() || only == what; };
+  std::printf("cpu: %s\n", inductor_cpp::xbyak::cpu_features().describe().c_str());
+  double peak = 0;
+  for (int t = 1; t <= threads; ++t) {
+    peak = fma_peak(t);
+    std::printf("FMA peak (zmm, register-only) %d thread(s): %8.1f GFLOP/s\n", t, peak);
+  }
+  std::printf("--- %d threads, percentages relative to the %d-thread peak ---\n", threads, threads);
+  if (want("gemm")) {
+    for (int64_t s : {1024, 4096}) bench_gemm("gemm", s, s, s, threads, peak, false, false, false);
+    bench_gemm("gemm", 1024, 1024, 1024, threads, peak, false, false, true);
+    bench_gemm("gemm-pk", 1024, 1024, 1024, threads, peak, false, true, false);
+  }
+  if (want("addmm")) bench_gemm("addmm", 1024, 1024, 1024, threads, peak, true, false, false);
+  if (want("small"))
+    for (int64_t s : {64, 128, 256})
+      bench_gemm("small", s, s, s, threads, peak, false, false, false);
+  if (want("skinny"))
+    for (int64_t m : {1, 8, 32})
+      for (auto nk :
+           {std::pair<int64_t, int64_t>{768, 768}, {3072, 768}, {768, 3072}, {4096, 4096}}) {
+        bench_gemm("skinny", m, nk.first, nk.second, threads, peak, false, false, false);
+        bench_gemm("skinny-pk", m, nk.first, nk.second, threads, peak, false, true, true);
+      }
+  if (want("conv")) {
+    bench_conv("r50 3x3 64 56x56", 1, 56, 56, 64, 64, 3, 1, 1, threads, peak);
+    bench_conv("r50 1x1 64>256 56x56", 1, 56, 56, 64, 256, 1, 1, 0, threads, peak);
+    bench_conv("r50 3x3 128 28x28", 1, 28, 28, 128, 128, 3, 1, 1, threads, peak);
+    bench_conv("r50 3x3 256 14x14", 1, 14, 14, 256, 256, 3, 1, 1, threads, peak);
+    bench_conv("r50 3x3 512 7x7", 1, 7, 7, 512, 512, 3, 1, 1, threads, peak);
+    bench_conv("r50 7x7/2 3>64 224", 1, 224, 224, 3, 64, 7, 2, 3, threads, peak);
+  }
+  return 0;
+}

@@ -1,0 +1,84 @@
+/// \file matrix_gemm_bf16_test.cpp
+/// \brief bf16 GEMM (AMX tiles where usable, and the forced fp32 fallback) against an fp64
+/// reference from the same bf16 inputs: tails around the 32×32 AMX tile and K = 32, transposes,
+/// accumulate, epilogues; and the bf16 rounding helpers.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "codegen/xbyak/cpu_features.h"
+#include "runtime/matrix/gemm_bf16.h"
+
+namespace inductor_cpp::matrix {
+namespace {
+
+void check_bf16(int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool accumulate, bool amx,
+                std::mt19937& rng) {
+  SCOPED_TRACE(::testing::Message()
+               << m << "x" << n << "x" << k << " ta=" << ta << " tb=" << tb << " amx=" << amx);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  GemmBf16Problem p;
+  p.m = m, p.n = n, p.k = k, p.trans_a = ta, p.trans_b = tb, p.accumulate = accumulate,
+  p.allow_amx = amx;
+  p.lda = (ta ? m : k) + 2, p.ldb = (tb ? k : n) + 1, p.ldc = n + 3;
+  std::vector<uint16_t> a((ta ? k : m) * p.lda), b((tb ? n : k) * p.ldb);
+  for (auto& x : a) x = f32_to_bf16(dist(rng));
+  for (auto& x : b) x = f32_to_bf16(dist(rng));
+  std::vector<float> c((m + 1) * p.ldc, -9.0f), c0(c), bias(n);
+  for (auto& x : bias) x = dist(rng);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) c[i * p.ldc + j] = c0[i * p.ldc + j] = dist(rng);
+  p.a = a.data(), p.b = b.data(), p.c = c.data();
+  p.epilogue = {{EpilogueKind::BiasCol, bias.data()}, {EpilogueKind::Gelu}};
+  gemm_bf16(p, 2);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0, mag = 0;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const double x = bf16_to_f32(ta ? a[kk * p.lda + i] : a[i * p.lda + kk]);
+        const double y = bf16_to_f32(tb ? b[j * p.ldb + kk] : b[kk * p.ldb + j]);
+        acc += x * y;
+        mag += std::fabs(x * y);
+      }
+      double r = acc + (accumulate ? c0[i * p.ldc + j] : 0.0) + bias[j];
+      r = 0.5 * r * (1 + std::erf(r / std::sqrt(2.0)));
+      ASSERT_NEAR(c[i * p.ldc + j], r, 2e-6 * (mag + 8)) << i << "," << j;
+    }
+  for (int64_t i = 0; i <= m; ++i)
+    for (int64_t j = (i < m ? n : 0); j < p.ldc; ++j)
+      ASSERT_EQ(c[i * p.ldc + j], -9.0f) << "outside C";
+}
+
+TEST(GemmBf16Test, ShapesAroundTheAmxTile) {
+  if (!xbyak::cpu_features().avx2) GTEST_SKIP();
+  std::mt19937 rng(3);
+  for (bool amx : {true, false})
+    for (auto s : std::vector<std::array<int64_t, 3>>{
+             {32, 32, 32}, {1, 1, 1}, {33, 31, 65}, {64, 96, 600}, {5, 70, 31}})
+      check_bf16(s[0], s[1], s[2], false, false, false, amx, rng);
+  check_bf16(40, 50, 70, true, true, true, true, rng);
+  check_bf16(40, 50, 70, true, true, true, false, rng);
+}
+
+TEST(GemmBf16Test, ReportsAmxOnlyWhenUsable) {
+  EXPECT_EQ(gemm_bf16_uses_amx(), xbyak::cpu_features().amx_usable);
+  if (xbyak::cpu_features().amx_usable) {
+    EXPECT_TRUE(xbyak::cpu_features().amx_bf16);
+  }
+}
+
+TEST(Bf16ConversionTest, RoundsToNearestEven) {
+  EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(bf16_to_f32(0x3f80), 1.0f);
+  EXPECT_EQ(f32_to_bf16(1.00390625f), 0x3f80);  // halfway, even below: stays
+  EXPECT_EQ(f32_to_bf16(1.01171875f), 0x3f82);  // halfway, odd below: rounds up
+  EXPECT_EQ(f32_to_bf16(-2.0f), 0xc000);
+  EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(std::nanf("")))));
+  EXPECT_EQ(f32_to_bf16(INFINITY), 0x7f80);
+}
+
+}  // namespace
+}  // namespace inductor_cpp::matrix

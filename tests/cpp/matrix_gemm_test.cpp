@@ -1,0 +1,287 @@
+/// \file matrix_gemm_test.cpp
+/// \brief GEMM driver against an fp64 reference: fuzzed shapes around the tile sizes (tails,
+/// 1-row / 1-column, leading dimensions ≠ sizes, transposes), canaries around C, pre-packed B,
+/// bmm, every epilogue op (JIT and C++ pass), denormal flushing with MXCSR restored.
+#include <gtest/gtest.h>
+#include <xmmintrin.h>
+
+#include <array>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "codegen/xbyak/cpu_features.h"
+#include "runtime/matrix/gemm.h"
+
+namespace inductor_cpp::matrix {
+namespace {
+
+constexpr float kCanary = 31337.5f;
+
+double reference_op(const EpilogueOp& op, double x, int64_t i, int64_t j) {
+  switch (op.kind) {
+    case EpilogueKind::BiasRow:
+      return x + op.data[i];
+    case EpilogueKind::BiasCol:
+      return x + op.data[j];
+    case EpilogueKind::Scale:
+      return x * op.a;
+    case EpilogueKind::Relu:
+      return std::max(x, 0.0);
+    case EpilogueKind::Gelu:
+      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case EpilogueKind::GeluTanh:
+      return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case EpilogueKind::Silu:
+      return x / (1 + std::exp(-x));
+    case EpilogueKind::Clamp:
+      return std::min(std::max(x, double(op.a)), double(op.b));
+    case EpilogueKind::AddResidual:
+      return x + op.data[i * op.ld + j];
+  }
+  return x;
+}
+
+/// Owns the buffers of one random problem; C lives inside a canary frame.
+struct Fixture {
+  GemmProblem p;
+  std::vector<float> a, b, c_frame, c_init, bias_row, bias_col, residual;
+  int64_t frame_ld = 0;
+
+  Fixture(int64_t m, int64_t n, int64_t k, bool ta, bool tb, std::mt19937& rng, int64_t pad = 3) {
+    std::uniform_real_distribution<float> dist(-1, 1);
+    p.m = m, p.n = n, p.k = k, p.trans_a = ta, p.trans_b = tb;
+    p.lda = (ta ? m : k) + pad;
+    p.ldb = (tb ? k : n) + pad;
+    p.ldc = n + pad;
+    a.resize((ta ? k : m) * p.lda + 1);
+    b.resize((tb ? n : k) * p.ldb + 1);
+    for (float& x : a) x = dist(rng);
+    for (float& x : b) x = dist(rng);
+    frame_ld = p.ldc;
+    c_frame.assign((m + 2) * frame_ld, kCanary);
+    c_init.resize(m * n);
+    p.c = c_frame.data() + frame_ld;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) p.c[i * p.ldc + j] = c_init[i * n + j] = dist(rng);
+    bias_row.resize(m);
+    bias_col.resize(n);
+    residual.resize(m * (n + 1));
+    for (float& x : bias_row) x = dist(rng);
+    for (float& x : bias_col) x = dist(rng);
+    for (float& x : residual) x = dist(rng);
+    p.a = a.data();
+    p.b = b.data();
+  }
+
+  EpilogueOp op(EpilogueKind kind, float x = 0, float y = 0) const {
+    EpilogueOp e{kind};
+    e.a = x, e.b = y;
+    if (kind == EpilogueKind::BiasRow) e.data = bias_row.data();
+    if (kind == EpilogueKind::BiasCol) e.data = bias_col.data();
+    if (kind == EpilogueKind::AddResidual) e.data = residual.data(), e.ld = p.n + 1;
+    return e;
+  }
+
+  void check() const {
+    const GemmProblem& q = p;
+    for (int64_t i = 0; i < q.m; ++i)
+      for (int64_t j = 0; j < q.n; ++j) {
+        double acc = 0, mag = 0;
+        for (int64_t kk = 0; kk < q.k; ++kk) {
+          const double x = q.trans_a ? a[kk * q.lda + i] : a[i * q.lda + kk];
+          const double y = q.trans_b ? b[j * q.ldb + kk] : b[kk * q.ldb + j];
+          acc += x * y;
+          mag += std::fabs(x * y);
+        }
+        double r = q.alpha * acc + (q.accumulate ? c_init[i * q.n + j] : 0.0);
+        for (const EpilogueOp& e : q.epilogue) r = reference_op(e, r, i, j);
+        ASSERT_NEAR(q.c[i * q.ldc + j], r, 2e-6 * (mag + 8) + 1e-6)
+            << "C(" << i << "," << j << ") of " << q.m << "x" << q.n << "x" << q.k;
+      }
+    for (int64_t j = 0; j < frame_ld; ++j) {
+      ASSERT_EQ(c_frame[j], kCanary) << "row above C written";
+      ASSERT_EQ(c_frame[(q.m + 1) * frame_ld + j], kCanary) << "row below C written";
+    }
+    for (int64_t i = 0; i < q.m; ++i)
+      for (int64_t j = q.n; j < q.ldc; ++j)
+        ASSERT_EQ(q.c[i * q.ldc + j], kCanary) << "past column n";
+  }
+};
+
+class GemmTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!xbyak::cpu_features().avx2) GTEST_SKIP() << "needs AVX2 or AVX-512";
+  }
+  std::mt19937 rng{42};
+};
+
+TEST_F(GemmTest, FuzzedShapesAroundTiles) {
+  const int64_t sizes[] = {1, 2, 5, 13, 14, 15, 16, 17, 28, 31, 32, 33, 47, 64, 65, 100};
+  std::uniform_int_distribution<int> pick(0, std::size(sizes) - 1), coin(0, 1);
+  for (int trial = 0; trial < 120; ++trial) {
+    Fixture f(sizes[pick(rng)], sizes[pick(rng)], sizes[pick(rng)], coin(rng), coin(rng), rng,
+              1 + coin(rng) * 5);
+    f.p.accumulate = coin(rng);
+    f.p.alpha = coin(rng) ? 1.0f : -0.75f;
+    gemm_f32(f.p, 1 + coin(rng));
+    f.check();
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST_F(GemmTest, BlockedSizesBothThreadCounts) {
+  // Larger than one K block (256), one M block and several column panels; 1-row, 1-column.
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (Shape s : {Shape{300, 97, 600}, Shape{1, 200, 700}, Shape{150, 1, 520}, Shape{470, 70, 33}})
+    for (int threads : {1, 2})
+      for (bool tb : {false, true}) {
+        Fixture f(s.m, s.n, s.k, false, tb, rng);
+        f.p.accumulate = true;
+        gemm_f32(f.p, threads);
+        f.check();
+      }
+}
+
+TEST_F(GemmTest, SplitKWhenTooFewTiles) {
+  // 1 or 2 output tiles, long K, 2 threads: K is split across the threads.
+  for (auto s : std::vector<std::array<int64_t, 3>>{{1, 30, 5000}, {8, 32, 4096}, {14, 17, 4500}})
+    for (bool ta : {false, true}) {
+      Fixture f(s[0], s[1], s[2], ta, !ta, rng);
+      f.p.accumulate = true;
+      f.p.alpha = 0.5f;
+      f.p.epilogue = {f.op(EpilogueKind::BiasCol), f.op(EpilogueKind::Relu)};
+      gemm_f32(f.p, 2);
+      f.check();
+    }
+}
+
+TEST_F(GemmTest, PowerOfTwoLeadingDimensionPacksA) {
+  Fixture f(64, 96, 512, false, false, rng, 512);  // lda = 1024
+  ASSERT_EQ(f.p.lda % 256, 0);
+  gemm_f32(f.p, 2);
+  f.check();
+}
+
+TEST_F(GemmTest, PrepackedB) {
+  for (bool tb : {false, true}) {
+    Fixture f(77, 130, 300, false, tb, rng);
+    const PackedB packed = pack_b_f32(f.p.b, f.p.k, f.p.n, f.p.ldb, tb);
+    EXPECT_EQ(packed.k(), 300);
+    EXPECT_EQ(packed.n(), 130);
+    f.p.b = nullptr;  // must not be read
+    gemm_f32_packed(f.p, packed, 2);
+    f.check();
+    Fixture g(3, 130, 300, false, tb, rng);  // skinny M with the same weights
+    g.b = f.b;
+    g.p.b = nullptr;
+    gemm_f32_packed(g.p, packed, 2);
+    g.p.b = g.b.data();
+    g.check();
+  }
+}
+
+TEST_F(GemmTest, EveryEpilogueOpAlone) {
+  using K = EpilogueKind;
+  for (K kind : {K::BiasRow, K::BiasCol, K::Scale, K::Relu, K::Gelu, K::GeluTanh, K::Silu, K::Clamp,
+                 K::AddResidual}) {
+    Fixture f(29, 45, 40, false, false, rng);
+    f.p.epilogue = {f.op(kind, kind == K::Scale ? 2.5f : -0.2f, 0.3f)};
+    gemm_f32(f.p, 2);
+    SCOPED_TRACE(int(kind));
+    f.check();
+  }
+}
+
+TEST_F(GemmTest, EpilogueChainsAcrossJitAndCppPass) {
+  using K = EpilogueKind;
+  Fixture f(70, 100, 300, false, true, rng);  // two K blocks: epilogue only on the last
+  f.p.accumulate = true;
+  f.p.epilogue = {f.op(K::BiasCol), f.op(K::Gelu),        f.op(K::AddResidual), f.op(K::Relu),
+                  f.op(K::Silu),    f.op(K::Scale, 1.5f), f.op(K::BiasRow)};
+  gemm_f32(f.p, 2);
+  f.check();
+}
+
+TEST_F(GemmTest, BatchedStrides) {
+  const int64_t batch = 3, m = 20, n = 33, k = 18;
+  std::vector<float> a(batch * m * k), b(batch * k * n), c(batch * m * n);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 13) * 0.1f - 0.6f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = float(i % 7) * 0.2f - 0.6f;
+  for (int threads : {1, 2, 4}) {
+    GemmProblem p;
+    p.m = m, p.n = n, p.k = k, p.a = a.data(), p.lda = k, p.b = b.data(), p.ldb = n;
+    p.c = c.data(), p.ldc = n;
+    bmm_f32(p, batch, m * k, k * n, m * n, threads);
+    for (int64_t t = 0; t < batch; ++t)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double r = 0;
+          for (int64_t kk = 0; kk < k; ++kk)
+            r += double(a[t * m * k + i * k + kk]) * b[t * k * n + kk * n + j];
+          ASSERT_NEAR(c[t * m * n + i * n + j], r, 1e-4);
+        }
+  }
+}
+
+TEST_F(GemmTest, DenormalFlushIsOptInAndRestoresMxcsr) {
+  const float tiny = std::numeric_limits<float>::denorm_min() * 64;
+  std::vector<float> a(16 * 16, tiny), b(16 * 16, 0.5f), c(16 * 16, -1);
+  GemmProblem p;
+  p.m = p.n = p.k = 16, p.a = a.data(), p.lda = 16, p.b = b.data(), p.ldb = 16, p.c = c.data(),
+  p.ldc = 16;
+  gemm_f32(p, 1);
+  EXPECT_EQ(c[0], tiny * 0.5f * 16) << "IEEE by default: denormals kept";
+  p.flush_denormals = true;
+  const unsigned before = _mm_getcsr();  // (after the test's own denormal arithmetic above)
+  gemm_f32(p, 2);
+  EXPECT_EQ(c[5], 0.0f) << "DAZ: denormal inputs read as zero";
+  EXPECT_EQ(_mm_getcsr(), before) << "FTZ/DAZ must not leak to the caller";
+}
+
+TEST_F(GemmTest, ConcurrentCallersAreIndependent) {
+  // Reentrancy: four caller threads, each with its own shapes (so new kernels are generated
+  // concurrently through the shared cache) and its own OpenMP team of two.
+  std::vector<std::unique_ptr<Fixture>> fixtures;
+  for (int t = 0; t < 4; ++t) {
+    fixtures.push_back(
+        std::make_unique<Fixture>(20 + 7 * t, 40 + 3 * t, 50 + 11 * t, t % 2, t / 2, rng));
+    fixtures.back()->p.epilogue = {fixtures.back()->op(EpilogueKind::BiasCol),
+                                   fixtures.back()->op(EpilogueKind::Silu)};
+  }
+  std::vector<std::thread> callers;
+  for (auto& f : fixtures)
+    callers.emplace_back([&f] {
+      for (int rep = 0; rep < 3; ++rep) gemm_f32(f->p, 2);
+    });
+  for (auto& c : callers) c.join();
+  for (auto& f : fixtures) f->check();
+}
+
+TEST_F(GemmTest, ZeroSizesAndBadArguments) {
+  std::vector<float> c(4, 7.0f), a(4, 1.0f), b(4, 1.0f);
+  GemmProblem p;
+  p.m = 2, p.n = 2, p.k = 0, p.c = c.data(), p.ldc = 2, p.a = a.data(), p.lda = 1, p.b = b.data(),
+  p.ldb = 2;
+  gemm_f32(p, 2);  // k = 0: C = 0
+  EXPECT_EQ(c[3], 0.0f);
+  p.k = 2;
+  p.lda = 1;  // < k
+  EXPECT_THROW(gemm_f32(p, 1), std::invalid_argument);
+  p.lda = 2;
+  p.epilogue = {{EpilogueKind::BiasCol}};  // no data
+  EXPECT_THROW(gemm_f32(p, 1), std::invalid_argument);
+  const PackedB packed = pack_b_f32(b.data(), 2, 2, 2, false);
+  p.epilogue.clear();
+  p.n = 1;
+  EXPECT_THROW(gemm_f32_packed(p, packed, 1), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace inductor_cpp::matrix

@@ -1,0 +1,406 @@
+/// \file
+/// NVPTX emitter: loop programs taken through the real pipeline with the GPU schedule (and a
+/// few scheduled kernels written as text), emitted to PTX for sm_80 and sm_90, and assembled
+/// with ptxas (`ptxas -arch=sm_XX file.ptx -o /dev/null` must exit 0). No GPU is needed; the
+/// numerics run elsewhere (the CUDA runtime's tests). Skips the ptxas part when ptxas is absent.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "codegen/nvptx/emit_ptx.h"
+#include "ir/ir_text.h"
+#include "ir/passes/pipeline.h"
+#include "tests/cpp/pipeline_check.h"
+#include "tests/cpp/random_program.h"
+
+namespace inductor_cpp::codegen::nvptx {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ptxas_path() {
+  const char* cuda_home = std::getenv("CUDA_HOME");
+  for (const std::string& root :
+       {std::string(cuda_home ? cuda_home : ""), std::string("/usr/local/cuda")}) {
+    if (!root.empty() && fs::exists(root + "/bin/ptxas")) return root + "/bin/ptxas";
+  }
+  return "";
+}
+
+/// Assembles `ptx` for `sm`; returns ptxas' output on failure, "" on success.
+std::string assemble(const std::string& ptx, int sm, const std::string& name) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("nvptx_emit_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path file = dir / (name + "_sm" + std::to_string(sm) + ".ptx");
+  std::ofstream(file) << ptx;
+  const fs::path log = dir / (name + ".log");
+  const std::string command = ptxas_path() + " -arch=sm_" + std::to_string(sm) + " " +
+                              file.string() + " -o /dev/null > " + log.string() + " 2>&1";
+  const int rc = std::system(command.c_str());
+  std::ifstream in(log);
+  const std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  fs::remove_all(dir);
+  return rc == 0 ? "" : "ptxas exit " + std::to_string(rc) + ":\n" + output;
+}
+
+/// The GPU schedule must compute what the lowered program computes (reference interpreter).
+std::string gpu_schedule_mismatch(const std::string& program_text,
+                                  ir::testing::PipelineCheck check = {}) {
+  check.options.schedule.target = ir::Target::Gpu;
+  check.seeds = {1};
+  return ir::testing::pipeline_mismatch(program_text, check);
+}
+
+std::vector<ir::Kernel> gpu_kernels(const std::string& program_lines,
+                                    ir::PipelineOptions options = {}) {
+  const std::string text = "program {\n" + program_lines + "}\n";
+  EXPECT_EQ(gpu_schedule_mismatch(text), "");
+  options.schedule.target = ir::Target::Gpu;
+  const ir::PipelineResult r = ir::run_pipeline(ir::parse_program(text), options);
+  std::vector<ir::Kernel> kernels;
+  for (const ir::ScheduledStep& s : r.scheduled.steps) {
+    if (s.kind == ir::ScheduledStep::Kind::Kernel) kernels.push_back(s.kernel);
+  }
+  return kernels;
+}
+
+std::string kernels_text(const std::vector<ir::Kernel>& kernels) {
+  std::string text;
+  for (const ir::Kernel& k : kernels) text += ir::kernel_to_text(k);
+  return text;
+}
+
+/// Emits for sm_80 and sm_90 and assembles both; returns the sm_90 module.
+PtxModule emit_and_assemble(const std::vector<ir::Kernel>& kernels, const std::string& name) {
+  PtxModule sm90;
+  for (int sm : {80, 90}) {
+    GpuTarget target;
+    target.sm = sm;
+    PtxModule m = emit_ptx(kernels, target, default_libdevice_path());
+    EXPECT_EQ(m.launches.size(), kernels.size());
+    EXPECT_NE(m.ptx.find(".target sm_" + std::to_string(sm)), std::string::npos);
+    EXPECT_EQ(m.ptx.find("__nv_"), std::string::npos) << "libdevice calls must be inlined";
+    if (!ptxas_path().empty()) {
+      const std::string error = assemble(m.ptx, sm, name);
+      EXPECT_EQ(error, "") << name << " sm_" << sm << "\n" << kernels_text(kernels) << m.ptx;
+    }
+    if (sm == 90) sm90 = std::move(m);
+  }
+  return sm90;
+}
+
+bool have_libdevice() {
+  return fs::exists(default_libdevice_path());
+}
+
+class NvptxEmit : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_libdevice()) GTEST_SKIP() << "no libdevice at " << default_libdevice_path();
+  }
+};
+
+TEST_F(NvptxEmit, PointwiseFloat32IsVectorized) {
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float32[64, 1000]{1000, 1} input 0 cuda
+  buffer %in1: float32[64, 1000]{1000, 1} input 1 cuda
+  buffer %1: float32[64, 1000]{1000, 1} computed cuda
+  compute %1 (node 1) pointwise[64, 1000] = add(tanh(erf(load(%in0, [i0, i1]))), sigmoid(exp(load(%in1, [i0, i1]))))
+  kernel %1
+  output %1
+)");
+  ASSERT_EQ(kernels.size(), 1u);
+  EXPECT_NE(kernels_text(kernels).find("for x1 in 0..64000 parallel vector(4) gpu(threads=1) {"),
+            std::string::npos)
+      << kernels_text(kernels);
+  const PtxModule m = emit_and_assemble(kernels, "pointwise_f32");
+  EXPECT_NE(m.ptx.find("ld.global.v4.f32"), std::string::npos) << m.ptx;
+  EXPECT_NE(m.ptx.find("st.global.v4.f32"), std::string::npos) << m.ptx;
+  EXPECT_EQ(m.launches[0].block[0], 256);
+  EXPECT_EQ(m.launches[0].grid[0], (64000 / 4 + 255) / 256);
+}
+
+TEST_F(NvptxEmit, PointwiseReducedFloats) {
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float16[4096]{1} input 0 cuda
+  buffer %in1: bfloat16[4096]{1} input 1 cuda
+  buffer %in2: float16[4096]{1} input 2 cuda
+  buffer %in3: bfloat16[4096]{1} input 3 cuda
+  buffer %1: float16[4096]{1} computed cuda
+  buffer %2: bfloat16[4096]{1} computed cuda
+  buffer %3: float32[4096]{1} computed cuda
+  compute %1 (node 1) pointwise[4096] = cast(mul(cast(load(%in0, [i0]), float32), 3.0:float32), float16)
+  compute %2 (node 2) pointwise[4096] = cast(exp(cast(load(%in1, [i0]), float32)), bfloat16)
+  compute %3 (node 3) pointwise[4096] = add(cast(load(%in2, [i0]), float32), cast(load(%in3, [i0]), float32))
+  kernel %1
+  kernel %2
+  kernel %3
+  output %1, %2, %3
+)");
+  ASSERT_EQ(kernels.size(), 3u);
+  // 16-byte chunks of the widest contiguous element: 8 lanes of float16, 4 when float32 is
+  // stored.
+  EXPECT_EQ(kernels[0].body.at(0).vector_width, 8) << kernels_text(kernels);
+  EXPECT_EQ(kernels[2].body.at(0).vector_width, 4) << kernels_text(kernels);
+  const PtxModule m = emit_and_assemble(kernels, "pointwise_reduced");
+  EXPECT_NE(m.ptx.find("ld.global.v4.b32"), std::string::npos) << m.ptx;  // 8 x float16
+  // 8 x bfloat16 as i16 bits: LLVM 16's NVPTX splits it into two 64-bit accesses.
+  EXPECT_NE(m.ptx.find("ld.global.v4.u16"), std::string::npos) << m.ptx;
+}
+
+TEST_F(NvptxEmit, IntegerAndBoolPointwise) {
+  const auto kernels = gpu_kernels(R"(  buffer %in0: int64[1000]{1} input 0 cuda
+  buffer %in1: int64[1000]{1} input 1 cuda
+  buffer %in2: int8[1000]{1} input 2 cuda
+  buffer %1: int64[1000]{1} computed cuda
+  buffer %2: bool[1000]{1} computed cuda
+  buffer %3: float64[1000]{1} computed cuda
+  compute %1 (node 1) pointwise[1000] = add(floordiv(load(%in0, [i0]), add(abs(load(%in1, [i0])), 1:int64)), remainder(load(%in0, [i0]), add(abs(load(%in1, [i0])), 1:int64)))
+  compute %2 (node 2) pointwise[1000] = logical_and(gt(load(%in2, [i0]), 0:int8), lt(load(%in0, [i0]), 5:int64))
+  compute %3 (node 3) pointwise[1000] = log1p(abs(cast(load(%in0, [i0]), float64)))
+  kernel %1
+  kernel %2
+  kernel %3
+  output %1, %2, %3
+)");
+  emit_and_assemble(kernels, "int_bool");
+}
+
+TEST_F(NvptxEmit, TransposeIsOneFlatLoop) {
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float32[512, 256]{256, 1} input 0 cuda
+  buffer %1: float32[256, 512]{512, 1} computed cuda
+  compute %1 (node 1) pointwise[256, 512] = load(%in0, [i1, i0])
+  kernel %1
+  output %1
+)");
+  EXPECT_NE(kernels_text(kernels).find("gpu(threads=1)"), std::string::npos)
+      << kernels_text(kernels);
+  emit_and_assemble(kernels, "transpose");
+}
+
+TEST_F(NvptxEmit, InnerReductionUsesWarpShuffles) {
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float32[32, 512]{512, 1} input 0 cuda
+  buffer %1: float32[32]{1} computed cuda
+  compute %1 (node 1) reduce sum[32] over [512] = load(%in0, [i0, r0])
+  kernel %1
+  output %1
+)");
+  EXPECT_NE(kernels_text(kernels).find("for x0 in 0..32 parallel gpu(threads=128) {"),
+            std::string::npos)
+      << kernels_text(kernels);
+  EXPECT_NE(kernels_text(kernels).find("for y0 in 0..512 vector(4) {"), std::string::npos)
+      << kernels_text(kernels);
+  const PtxModule m = emit_and_assemble(kernels, "sum_inner");
+  EXPECT_NE(m.ptx.find("shfl.sync.down"), std::string::npos) << m.ptx;
+  EXPECT_NE(m.ptx.find("bar.sync"), std::string::npos) << m.ptx;
+  EXPECT_NE(m.ptx.find("ld.global.v4.f32"), std::string::npos) << m.ptx;
+  EXPECT_EQ(m.launches[0].block[0], 128);
+  EXPECT_EQ(m.launches[0].grid[0], 32);
+}
+
+TEST_F(NvptxEmit, ShortRowsShareABlock) {
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float32[4096, 16]{16, 1} input 0 cuda
+  buffer %1: float32[4096]{1} computed cuda
+  compute %1 (node 1) reduce max[4096] over [16] = load(%in0, [i0, r0])
+  kernel %1
+  output %1
+)");
+  const PtxModule m = emit_and_assemble(kernels, "max_short_rows");
+  EXPECT_NE(kernels_text(kernels).find("gpu(threads=8)"), std::string::npos)
+      << kernels_text(kernels);
+  EXPECT_EQ(m.launches[0].block[0], 128);
+  EXPECT_EQ(m.launches[0].grid[0], 4096 / 16);
+  EXPECT_NE(m.ptx.find("shfl.sync.idx"), std::string::npos) << "broadcast from each row's leader";
+  EXPECT_EQ(m.ptx.find("bar.sync"), std::string::npos) << "warp-only combine";
+}
+
+TEST_F(NvptxEmit, OuterReductionIsOneThreadPerColumn) {
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float32[1024, 256]{256, 1} input 0 cuda
+  buffer %1: float32[256]{1} computed cuda
+  compute %1 (node 1) reduce sum[256] over [1024] = load(%in0, [r0, i0])
+  kernel %1
+  output %1
+)");
+  EXPECT_NE(kernels_text(kernels).find("gpu(threads=1)"), std::string::npos)
+      << kernels_text(kernels);
+  const PtxModule m = emit_and_assemble(kernels, "sum_outer");
+  EXPECT_EQ(m.ptx.find("shfl.sync"), std::string::npos);
+}
+
+TEST_F(NvptxEmit, ArgmaxAnyAndInt64Sum) {
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float32[64, 1000]{1000, 1} input 0 cuda
+  buffer %in1: int64[64, 1000]{1000, 1} input 1 cuda
+  buffer %1: int64[64]{1} computed cuda
+  buffer %2: bool[64]{1} computed cuda
+  buffer %3: int64[64]{1} computed cuda
+  compute %1 (node 1) reduce argmax[64] over [1000] = load(%in0, [i0, r0])
+  compute %2 (node 2) reduce any[64] over [1000] = gt(load(%in0, [i0, r0]), 0.5:float32)
+  compute %3 (node 3) reduce sum[64] over [1000] = load(%in1, [i0, r0])
+  kernel %1
+  kernel %2
+  kernel %3
+  output %1, %2, %3
+)");
+  emit_and_assemble(kernels, "argmax_any");
+}
+
+TEST_F(NvptxEmit, LayerNormAndFloat16Welford) {
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float32[32, 512]{512, 1} input 0 cuda
+  buffer %in1: float16[8, 3000]{3000, 1} input 1 cuda
+  buffer %1: float32[32]{1} computed cuda
+  buffer %2: float32[32]{1} computed cuda
+  buffer %3: float32[32]{1} computed cuda
+  buffer %4: float32[32, 512]{512, 1} computed cuda
+  buffer %5: float16[8]{1} computed cuda
+  compute %1 (node 1) reduce sum[32] over [512] = load(%in0, [i0, r0])
+  compute %2 (node 2) reduce welford_m2[32] over [512] = load(%in0, [i0, r0])
+  compute %3 (node 3) pointwise[32] = rsqrt(add(div(load(%2, [i0]), 512.0:float32), 1e-05:float32))
+  compute %4 (node 4) pointwise[32, 512] = mul(sub(load(%in0, [i0, i1]), div(load(%1, [i0]), 512.0:float32)), load(%3, [i0]))
+  compute %5 (node 5) reduce welford_m2[8] over [3000] = load(%in1, [i0, r0])
+  kernel %1
+  kernel %2
+  kernel %3
+  kernel %4
+  kernel %5
+  output %4, %3, %5
+)");
+  emit_and_assemble(kernels, "layernorm");
+}
+
+TEST_F(NvptxEmit, SoftmaxIsOneMultiLoopKernel) {
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float32[64, 1000]{1000, 1} input 0 cuda
+  buffer %1: float32[64]{1} computed cuda
+  buffer %2: float32[64]{1} computed cuda
+  buffer %3: float32[64, 1000]{1000, 1} computed cuda
+  compute %1 (node 1) reduce max[64] over [1000] = load(%in0, [i0, r0])
+  compute %2 (node 2) reduce sum[64] over [1000] = exp(sub(load(%in0, [i0, r0]), load(%1, [i0])))
+  compute %3 (node 3) pointwise[64, 1000] = div(exp(sub(load(%in0, [i0, i1]), load(%1, [i0]))), load(%2, [i0]))
+  kernel %1
+  kernel %2
+  kernel %3
+  output %3
+)");
+  const PtxModule m = emit_and_assemble(kernels, "softmax");
+  EXPECT_NE(m.ptx.find("shfl.sync.down"), std::string::npos) << m.ptx;
+}
+
+TEST_F(NvptxEmit, FullReductionRunsOnOneBlock) {
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float32[3000]{1} input 0 cuda
+  buffer %1: float32[]{} computed cuda
+  compute %1 (node 1) reduce sum[] over [3000] = load(%in0, [r0])
+  kernel %1
+  output %1
+)");
+  const PtxModule m = emit_and_assemble(kernels, "sum_all");
+  ASSERT_FALSE(m.launches.empty());
+  EXPECT_EQ(m.launches.back().grid[0], 1);
+}
+
+// Scheduled kernels written as text, in the CPU's shape (the emitter maps any top loop).
+TEST_F(NvptxEmit, MaskedAndIndirectLoads) {
+  std::vector<ir::Kernel> kernels;
+  for (const char* text : {
+           R"(kernel pad(%a: float32 in, %o: float32 out) symbols(s0) {
+  for x0 in 0..s0 + 4 vector(4) gpu(threads=1) {
+    %o[x0] = add(load(%a, [x0 - 2], mask=(2 <= x0)*(x0 < s0 + 2)), 1.0:float32)
+  }
+})",
+           R"(kernel gather(%src: float32 in, %idx: int64 in, %o: float32 out) symbols(s0, s1) {
+  for x0 in 0..s0 vector(4) {
+    %o[x0] = load(%src, [%ind0], indirect=[load(%idx, [x0])], bounds=[s1])
+  }
+})",
+           R"(kernel embed(%w: bfloat16 in, %idx: int32 in, %o: bfloat16 out) symbols(s0, s1) {
+  for x0 in 0..s0 parallel {
+    for x1 in 0..8 vector(4) {
+      %o[x0*8 + x1] = load(%w, [%ind0*8 + x1], indirect=[load(%idx, [x0])], bounds=[s1])
+    }
+  }
+})"}) {
+    kernels.push_back(ir::parse_kernel(text));
+  }
+  const PtxModule m = emit_and_assemble(kernels, "masked_indirect");
+  EXPECT_EQ(m.launches[1].grid[0], 1024) << "symbolic extent: a fixed grid-stride grid";
+}
+
+TEST_F(NvptxEmit, UnsupportedConstructThrowsNamingTheKernel) {
+  const ir::Kernel k = ir::parse_kernel(R"(kernel ipow(%a: int64 in, %o: int64 out) {
+  for x0 in 0..16 {
+    %o[x0] = pow(load(%a, [x0]), load(%a, [x0]))
+  }
+})");
+  try {
+    emit_ptx({k}, GpuTarget{}, default_libdevice_path());
+    FAIL() << "expected std::runtime_error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("ipow"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("pow"), std::string::npos) << e.what();
+  }
+}
+
+// Random programs (tests/cpp/random_program.h): the GPU schedule computes the same as the
+// lowered program, and every kernel emits; a few are assembled.
+TEST_F(NvptxEmit, RandomProgramsScheduleAndEmit) {
+  constexpr uint64_t kPrograms = 25;
+  int failures = 0;
+  for (uint64_t seed = 1; seed <= kPrograms && failures < 3; ++seed) {
+    ir::testing::RandomProgram r = ir::testing::random_program(seed);
+    std::string problem;
+    try {
+      problem = gpu_schedule_mismatch(r.text, r.check);
+      ir::PipelineOptions options = r.check.options;
+      options.schedule.target = ir::Target::Gpu;
+      std::vector<ir::Kernel> kernels;
+      for (const ir::ScheduledStep& s :
+           ir::run_pipeline(ir::parse_program(r.text), options).scheduled.steps) {
+        if (s.kind == ir::ScheduledStep::Kind::Kernel) kernels.push_back(s.kernel);
+      }
+      if (kernels.empty()) continue;
+      if (seed % 10 == 0) {
+        emit_and_assemble(kernels, "random" + std::to_string(seed));
+      } else {
+        emit_ptx(kernels, GpuTarget{}, default_libdevice_path());
+      }
+    } catch (const std::exception& e) {
+      problem = std::string("threw: ") + e.what() + "\n" + r.text;
+    }
+    if (problem.empty()) continue;
+    ++failures;
+    ADD_FAILURE() << "random program " << seed << ": " << problem;
+  }
+}
+
+TEST(NvptxVersion, LlvmVersionAndLibdevicePath) {
+  EXPECT_EQ(llvm_version().rfind("16.", 0), 0u) << llvm_version();
+  EXPECT_NE(default_libdevice_path().find("libdevice.10.bc"), std::string::npos);
+}
+
+// The GPU attribute round-trips through the text form and is absent from CPU schedules.
+TEST(NvptxSchedule, GpuAttributeRoundTripsAndCpuTextIsUnchanged) {
+  const std::string text = R"(kernel k(%a: float32 in, %o: float32 out) {
+  for x0 in 0..64 parallel gpu(threads=128) {
+    %o[x0] = load(%a, [x0])
+  }
+}
+)";
+  EXPECT_EQ(ir::kernel_to_text(ir::parse_kernel(text)), text);
+  ir::PipelineOptions cpu;
+  const ir::PipelineResult r = ir::run_pipeline(ir::parse_program(R"(program {
+  buffer %in0: float32[32, 512]{512, 1} input 0 cpu
+  buffer %1: float32[32]{1} computed cpu
+  compute %1 (node 1) reduce sum[32] over [512] = load(%in0, [i0, r0])
+  kernel %1
+  output %1
+}
+)"),
+                                                cpu);
+  EXPECT_EQ(ir::scheduled_to_text(r.scheduled).find("gpu("), std::string::npos);
+}
+
+}  // namespace
+}  // namespace inductor_cpp::codegen::nvptx
