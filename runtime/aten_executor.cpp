@@ -49,6 +49,12 @@ Operand bind_operand(const PlanArg& arg, const c10::Argument& formal) {
     return out;
   }
   if (arg.kind == PlanArg::Kind::Literal) {
+    // None for a (non-optional) Tensor is an undefined tensor, as autograd formulas pass it
+    // (e.g. attn_bias of _scaled_dot_product_efficient_attention_backward).
+    if (arg.literal.is_null() && formal.type()->kind() == c10::TypeKind::TensorType) {
+      out.constant = c10::IValue(at::Tensor());
+      return out;
+    }
     out.constant = literal_to_ivalue(arg.literal, formal.type(), formal.N());
     return out;
   }

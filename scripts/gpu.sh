@@ -8,6 +8,10 @@
 #   bash scripts/gpu.sh test     tests/python/test_gpu.py (pytest from carried wheels)
 #   bash scripts/gpu.sh opinfo   OpInfo sweep on CUDA: float32, float16, bfloat16
 #   bash scripts/gpu.sh bench    GPU micro benchmark: eager vs stock Inductor vs inductor_cpp
+#   bash scripts/gpu.sh diag     the transformer encoder's training step, every compiled graph
+#                                (forward, backward) checked against its ATen graph run eagerly
+#                                on the same inputs: the worst outputs per graph, with the node
+#                                that produces them (finds a kernel that computes wrong values)
 #   bash scripts/gpu.sh all      all of the above (longer than one call allows: prefer stages)
 #
 # Every stage builds first (incremental: seconds when the machine still holds build/gpu).
@@ -24,8 +28,9 @@ mkdir -p "$OUT"
 # std::ostream inside _C). The distribution's compiler builds us and the CPU kernels.
 export CXX=${GPU_CXX:-/usr/bin/g++} CC=${GPU_CC:-/usr/bin/gcc}
 
-# At most six files come back from a device call, so $OUT gets only: summary.txt (this log),
-# test_gpu.txt, bench_gpu.txt/.json, opinfo_cuda.txt/.json. Build logs stay in $BUILD.
+# Few files come back from a device call, so $OUT gets only: summary.txt (this log),
+# test_gpu.txt, bench_gpu.txt/.json, opinfo_cuda.txt/.json, diag_gpu.txt. Build logs stay in
+# $BUILD. (Run at most about six of these per call: e.g. "build test bench diag".)
 log() { echo "[gpu.sh $(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt" >&2; }
 
 # Carried headers and libraries: xbyak + sleef for our build and the CPU kernels' g++ runs;
@@ -138,6 +143,58 @@ stage_bench() {
   (cd "$ROOT" && timeout "${BENCH_SECONDS:-420}" "$PY" -m inductor_cpp.bench gpu ${BENCH_ARGS:-} \
     --json "$OUT/bench_gpu.json" >"$OUT/bench_gpu.txt" 2>&1)
   cat "$OUT/bench_gpu.txt"
+}
+
+stage_diag() {
+  setup_carry
+  log "diag: transformer training graphs vs their ATen graphs"
+  (cd "$ROOT/tests/python" && timeout "${DIAG_SECONDS:-240}" "$PY" - >"$OUT/diag_gpu.txt" 2>&1 <<'PYDIAG'
+import copy, torch, torch.nn.functional as F
+import inductor_cpp.dynamo_backend as db
+original = db.compile_aten_graph
+def checked(gm, example_inputs, kind, opts):
+    run = original(gm, example_inputs, kind, opts)
+    outputs = list(gm.graph.nodes)[-1].args[0]
+    def wrapped(args):
+        clones = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        expected = gm(*clones)
+        actual = run(args)
+        rows = []
+        for k, (e, a) in enumerate(zip(expected, actual)):
+            if not isinstance(e, torch.Tensor) or not e.is_floating_point():
+                continue
+            err = (a.double() - e.double()).abs().max().item() if e.numel() else 0.0
+            scale = e.double().abs().max().item() if e.numel() else 0.0
+            node = outputs[k]
+            rows.append((err / (scale + 1e-12), err, scale, str(node), str(getattr(node, "target", "")),
+                         tuple(e.shape), tuple(e.stride()), tuple(a.stride())))
+        rows.sort(reverse=True)
+        print(f"== {kind} graph: {len(rows)} float outputs; worst (rel err, abs err, max|x|, node, op, shape, strides eager/ours):")
+        for r in rows[:8]:
+            print("  %.3e %.3e %.3e %s %s %s %s %s" % r)
+        if rows and rows[0][0] > 1e-3:
+            print("  GRAPH:")
+            print(gm.code)
+        return actual
+    wrapped._boxed_call = True
+    return wrapped
+db.compile_aten_graph = checked
+torch.manual_seed(0)
+layer = torch.nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=256, dropout=0.0, batch_first=True)
+model = torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False).cuda()
+reference = copy.deepcopy(model).double(); ours = copy.deepcopy(model)
+x = torch.randn(4, 32, 128, device="cuda"); t = torch.randn(4, 32, 128, device="cuda")
+def step(m, x, t):
+    loss = F.mse_loss(m(x), t); loss.backward(); return loss
+step(model, x, t); step(reference, x.double(), t.double())
+loss = step(torch.compile(ours, backend="inductor_cpp"), x, t)
+print("loss", loss.item())
+for (name, p32), po, p64 in zip(model.named_parameters(), ours.parameters(), reference.parameters()):
+    e = (p32.grad.double() - p64.grad).abs().max().item(); o = (po.grad.double() - p64.grad).abs().max().item()
+    print("%-50s eager %.3e ours %.3e %s" % (name, e, o, "BAD" if o > 4 * e + 1e-6 else ""))
+PYDIAG
+  )
+  tail -60 "$OUT/diag_gpu.txt"
 }
 
 main() {

@@ -210,7 +210,10 @@ void KernelEmitter::plan_loops(const std::vector<Stmt>& stmts, bool in_vector, b
         !nested_extent_depends_on(s.body, s.var)) {
       const int register_bytes = target_.isa == CpuIsa::Avx512 ? 64 : 32;
       const int element_bytes = VectorElementBytes(s, accumulator_ops_)(s);
-      width = floor_pow2(std::min(s.vector_width, register_bytes / element_bytes));
+      // The scheduler asks 16 lanes for one register's worth (one AVX-512 float vector), and
+      // a multiple of 16 for that many registers side by side (outer-strategy reductions).
+      const int registers = std::max(1, s.vector_width / 16);
+      width = floor_pow2(std::min(s.vector_width, registers * register_bytes / element_bytes));
       if (width < 2) width = 0;
     }
     const bool parallel = s.parallel && !in_parallel && !in_vector && !accumulates_outside(s);

@@ -5,7 +5,10 @@
 ///     vector_width iterations;
 ///   * a top-level For with gpu_threads = T > 1: a grid-stride loop over groups of T threads,
 ///     one iteration each (several groups per block when T <= 32); the For loops directly in
-///     its body are spread over the T threads and group-level accumulators combined after them;
+///     its body are spread over the T threads and group-level accumulators combined after them
+///     (outer-dim reductions: the T threads of a group lie C = 256 / T apart in the block, so
+///     consecutive threads read consecutive columns; inner-dim rows that split evenly are kept
+///     in registers across the loops, emit_persistent_nvptx.cpp);
 ///   * anything else (e.g. a full reduction with no outer loop): one block of
 ///     kSingleRowBlock threads treated as one group.
 #include <llvm/IR/Constants.h>
@@ -13,6 +16,7 @@
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -39,6 +43,34 @@ void accumulated_names(const std::vector<Stmt>& body, std::vector<std::string>& 
     }
     accumulated_names(s.body, out);
   }
+}
+
+bool has_unit_stride(const std::vector<Stmt>& body, const std::string& var,
+                     bool direct_loops_only) {
+  auto unit = [&](const ir::Expr& e) {
+    return ir::coefficient_of(e, var) == std::optional<int64_t>(1);
+  };
+  for (const Stmt& s : body) {
+    if (direct_loops_only) {
+      if (s.kind == StmtKind::For && has_unit_stride(s.body, s.var, false)) return true;
+      continue;
+    }
+    if (s.kind == StmtKind::Store && unit(s.index)) return true;
+    if (s.value) {
+      for (const ir::Value& l : ir::loads_in(s.value)) {
+        if (unit(l->index.at(0))) return true;
+      }
+    }
+    if (has_unit_stride(s.body, var, false)) return true;
+  }
+  return false;
+}
+
+/// Outer-dim reductions (sum(0)): the top loop's iterations are the contiguous columns and the
+/// loops in its body run down them; the threads of a group are then better laid along the
+/// columns (coalesced loads) than along the loops.
+bool group_along_columns(const Stmt& top) {
+  return has_unit_stride(top.body, top.var, false) && !has_unit_stride(top.body, "", true);
 }
 
 int64_t grid_for(const ir::Expr& work_items, int64_t per_block) {
@@ -121,12 +153,26 @@ GpuLaunch KernelEmitter::emit() {
     const int t = loop.gpu_threads;
     if (t > 1024 || (t & (t - 1)) != 0) unsupported("gpu_threads must be a power of two <= 1024");
     if (loop.vector_width > 1) unsupported("a vector loop shared by several threads");
-    const int rows = t <= 32 ? std::max(1, kSmallRowBlock / t) : 1;
+    const bool columns = t <= kColumnBlock / 2 && group_along_columns(loop);
+    const int rows = columns ? kColumnBlock / t : t <= 32 ? std::max(1, kSmallRowBlock / t) : 1;
     launch.block[0] = t * rows;
     launch.grid[0] = grid_for(loop.extent, rows);
     group_threads_ = t;
-    thread_in_group_ = b_.CreateAnd(tid, t - 1, "tig");
-    llvm::Value* group = b_.CreateLShr(tid, __builtin_ctz(t), "group");
+    tid_ = tid;
+    llvm::Value* group = nullptr;
+    if (columns) {  // thread = thread_row * rows + group: a warp reads consecutive columns
+      column_groups_ = rows;
+      thread_in_group_ = b_.CreateLShr(tid, __builtin_ctz(rows), "tig");
+      group = b_.CreateAnd(tid, rows - 1, "group");
+      auto* type = llvm::ArrayType::get(i64, 4 * kColumnBlock);
+      column_shared_ = new llvm::GlobalVariable(
+          module_, type, false, llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(type),
+          kernel_.name + "_columns", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+      column_shared_->setAlignment(llvm::Align(8));
+    } else {
+      thread_in_group_ = b_.CreateAnd(tid, t - 1, "tig");
+      group = b_.CreateLShr(tid, __builtin_ctz(t), "group");
+    }
     llvm::Value* extent = expr(loop.extent);
     counted_loop(b_.CreateMul(ctaid, b_.getInt64(rows)), extent,
                  b_.CreateMul(nctaid, b_.getInt64(rows)), [&](llvm::Value* first_row) {
@@ -137,7 +183,7 @@ GpuLaunch KernelEmitter::emit() {
                    vars_[loop.var] =
                        b_.CreateSelect(row_active_, row, b_.CreateSub(extent, b_.getInt64(1)));
                    in_group_context_ = true;
-                   statements(loop.body);
+                   row_body(loop);
                    in_group_context_ = false;
                    vars_.erase(loop.var);
                  });
@@ -195,7 +241,12 @@ void KernelEmitter::serial_loop(const Stmt& s) {
 
 void KernelEmitter::group_loop(const Stmt& s) {
   in_group_context_ = false;
-  chunk_loop(s, thread_in_group_, b_.getInt64(group_threads_));
+  if (persistent_chunks_ > 0) {
+    persistent_group_loop(s);
+  } else {
+    chunk_loop(s, thread_in_group_, b_.getInt64(group_threads_),
+               column_groups_ > 0 ? kColumnLoopUnroll : kRowLoopUnroll);
+  }
   in_group_context_ = true;
   std::vector<std::string> names;
   accumulated_names(s.body, names);
@@ -204,42 +255,49 @@ void KernelEmitter::group_loop(const Stmt& s) {
     if (it == accumulators_.end() || !it->second.group_level) continue;
     if (it->second.combined)
       unsupported("accumulator " + name + " accumulated in two thread-mapped loops");
-    combine_across_group(name);
+    if (column_groups_ > 0) {
+      combine_across_column_group(name);
+    } else {
+      combine_across_group(name);
+    }
     it->second.combined = true;
   }
 }
 
-void KernelEmitter::chunk_loop(const Stmt& s, llvm::Value* first, llvm::Value* step) {
+void KernelEmitter::chunk_loop(const Stmt& s, llvm::Value* first, llvm::Value* step, int unroll) {
   if (s.vector_width < 0) unsupported("negative vector width");
   const int64_t lanes = std::max(s.vector_width, 1);
   llvm::Value* extent = expr(s.extent);
   llvm::Value* chunks =
       lanes == 1 ? extent
                  : b_.CreateUDiv(b_.CreateAdd(extent, b_.getInt64(lanes - 1)), b_.getInt64(lanes));
-  counted_loop(first, chunks, step, [&](llvm::Value* c) {
-    llvm::Value* base = lanes == 1 ? c : b_.CreateMul(c, b_.getInt64(lanes), s.var + ".base");
-    if (lanes == 1) return chunk_body(s, base, 0);
-    // A full chunk whose vector accesses are all aligned runs its lanes together (128-bit
-    // loads/stores); the last, partial chunk or a misaligned one runs as a scalar loop.
-    llvm::Value* end = b_.CreateAdd(base, b_.getInt64(lanes));
-    llvm::Value* full = b_.CreateICmpSLE(end, extent, "full");
-    if (!has_nested_scopes(s.body))
-      full = b_.CreateAnd(full, chunk_aligned(s, base, static_cast<int>(lanes)));
-    llvm::BasicBlock* full_block = llvm::BasicBlock::Create(ctx_, s.var + ".full", function_);
-    llvm::BasicBlock* tail_block = llvm::BasicBlock::Create(ctx_, s.var + ".tail", function_);
-    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, s.var + ".chunk_done", function_);
-    b_.CreateCondBr(full, full_block, tail_block);
-    b_.SetInsertPoint(full_block);
-    push_scope();
-    chunk_body(s, base, static_cast<int>(lanes));
-    pop_scope();
-    b_.CreateBr(done);
-    b_.SetInsertPoint(tail_block);
-    llvm::Value* stop = b_.CreateSelect(b_.CreateICmpSLT(end, extent), end, extent);
-    counted_loop(base, stop, b_.getInt64(1), [&](llvm::Value* i) { chunk_body(s, i, 0); });
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
-  });
+  counted_loop(
+      first, chunks, step,
+      [&](llvm::Value* c) {
+        llvm::Value* base = lanes == 1 ? c : b_.CreateMul(c, b_.getInt64(lanes), s.var + ".base");
+        if (lanes == 1) return chunk_body(s, base, 0);
+        // A full chunk whose vector accesses are all aligned runs its lanes together (128-bit
+        // loads/stores); the last, partial chunk or a misaligned one runs as a scalar loop.
+        llvm::Value* end = b_.CreateAdd(base, b_.getInt64(lanes));
+        llvm::Value* full = b_.CreateICmpSLE(end, extent, "full");
+        if (!has_nested_scopes(s.body))
+          full = b_.CreateAnd(full, chunk_aligned(s, base, static_cast<int>(lanes)));
+        llvm::BasicBlock* full_block = llvm::BasicBlock::Create(ctx_, s.var + ".full", function_);
+        llvm::BasicBlock* tail_block = llvm::BasicBlock::Create(ctx_, s.var + ".tail", function_);
+        llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, s.var + ".chunk_done", function_);
+        b_.CreateCondBr(full, full_block, tail_block);
+        b_.SetInsertPoint(full_block);
+        push_scope();
+        chunk_body(s, base, static_cast<int>(lanes));
+        pop_scope();
+        b_.CreateBr(done);
+        b_.SetInsertPoint(tail_block);
+        llvm::Value* stop = b_.CreateSelect(b_.CreateICmpSLT(end, extent), end, extent);
+        counted_loop(base, stop, b_.getInt64(1), [&](llvm::Value* i) { chunk_body(s, i, 0); });
+        b_.CreateBr(done);
+        b_.SetInsertPoint(done);
+      },
+      unroll);
 }
 
 void KernelEmitter::chunk_body(const Stmt& s, llvm::Value* base, int lanes) {
@@ -269,7 +327,7 @@ void KernelEmitter::chunk_body(const Stmt& s, llvm::Value* base, int lanes) {
 }
 
 void KernelEmitter::counted_loop(llvm::Value* start, llvm::Value* end, llvm::Value* step,
-                                 const std::function<void(llvm::Value*)>& body) {
+                                 const std::function<void(llvm::Value*)>& body, int unroll) {
   llvm::BasicBlock* before = b_.GetInsertBlock();
   llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, "loop", function_);
   llvm::BasicBlock* inside = llvm::BasicBlock::Create(ctx_, "body", function_);
@@ -285,7 +343,15 @@ void KernelEmitter::counted_loop(llvm::Value* start, llvm::Value* end, llvm::Val
   pop_scope();
   llvm::Value* next = b_.CreateAdd(iv, step);
   iv->addIncoming(next, b_.GetInsertBlock());
-  b_.CreateBr(header);
+  llvm::BranchInst* latch = b_.CreateBr(header);
+  if (unroll > 1) {
+    llvm::Metadata* count[] = {llvm::MDString::get(ctx_, "llvm.loop.unroll.count"),
+                               llvm::ConstantAsMetadata::get(b_.getInt32(unroll))};
+    llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, count)};
+    llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, ops);
+    loop_id->replaceOperandWith(0, loop_id);
+    latch->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
+  }
   b_.SetInsertPoint(exit);
 }
 

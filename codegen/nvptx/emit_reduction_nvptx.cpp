@@ -331,4 +331,38 @@ void KernelEmitter::combine_across_group(const std::string& name) {
   store_state(a, shuffle_state(w, b_.getInt32(0), false));
 }
 
+void KernelEmitter::combine_across_column_group(const std::string& name) {
+  const Accumulator& a = accumulators_.at(name);
+  const AccState s = load_state(a);
+  std::vector<llvm::Value*> parts = {s.value, s.index, s.m2, s.count};
+  auto slot = [&](int component, llvm::Value* thread) {
+    llvm::Value* index = b_.CreateAdd(b_.getInt64(int64_t{component} * kColumnBlock), thread);
+    return b_.CreateGEP(column_shared_->getValueType(), column_shared_, {b_.getInt64(0), index});
+  };
+  auto barrier = [&] { b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); };
+  barrier();  // earlier readers of the slots are done
+  for (size_t c = 0; c < parts.size(); ++c) {
+    if (parts[c]) b_.CreateStore(parts[c], slot(static_cast<int>(c), tid_));
+  }
+  barrier();
+  // This thread's column: tid % C; thread row r of it sits at r * C + column.
+  llvm::Value* column = b_.CreateAnd(tid_, b_.getInt64(column_groups_ - 1));
+  AccState w;
+  llvm::Value** fields[] = {&w.value, &w.index, &w.m2, &w.count};
+  for (int r = 0; r < group_threads_; ++r) {
+    AccState x;
+    llvm::Value** xf[] = {&x.value, &x.index, &x.m2, &x.count};
+    llvm::Value* thread = b_.CreateAdd(column, b_.getInt64(int64_t{r} * column_groups_));
+    for (size_t c = 0; c < parts.size(); ++c) {
+      if (parts[c]) *xf[c] = b_.CreateLoad(parts[c]->getType(), slot(static_cast<int>(c), thread));
+    }
+    if (r == 0) {
+      for (size_t c = 0; c < parts.size(); ++c) *fields[c] = *xf[c];
+    } else {
+      w = combine(a, w, x);
+    }
+  }
+  store_state(a, w);
+}
+
 }  // namespace inductor_cpp::codegen::nvptx_detail

@@ -382,6 +382,7 @@ llvm::Value* KernelEmitter::chunk_aligned(const ir::Stmt& loop, llvm::Value* bas
 bool KernelEmitter::load_contiguous_chunk(const ir::ValueNode& n) {
   const int64_t bytes = vector_bytes(n.index[0], n.dtype, n.operands.empty() && n.mask.is_const());
   if (bytes == 0) return false;
+  if (cached_row_chunk(n)) return true;
   // chunk_aligned() checked this access: the whole chunk is one aligned vector.
   const int lane = vec_.lane;
   vec_.lane = 0;
@@ -393,6 +394,7 @@ bool KernelEmitter::load_contiguous_chunk(const ir::ValueNode& n) {
   for (int l = 0; l < vec_.lanes; ++l) {
     scopes_.back().values[{&n, l}] = from_memory(b_.CreateExtractElement(packed, l), n.dtype);
   }
+  remember_row_chunk(n);
   return true;
 }
 

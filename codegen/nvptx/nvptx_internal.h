@@ -29,6 +29,15 @@ constexpr int kPointwiseBlock = 256;
 constexpr int kSingleRowBlock = 256;
 /// Threads per block when a row takes <= 32 threads (several rows per block).
 constexpr int kSmallRowBlock = 128;
+/// Threads per block when the threads of a group lie along the columns (outer-dim reductions:
+/// block = column chunks x thread rows, see KernelEmitter::column_groups_).
+constexpr int kColumnBlock = 256;
+/// Unroll count of the loops spread over a group's threads: independent loads in flight per
+/// thread (column groups: one 4-byte load per iteration; rows: one vector chunk).
+constexpr int kColumnLoopUnroll = 16;
+constexpr int kRowLoopUnroll = 4;
+/// Most vector chunks per thread of a row kept in registers (emit_persistent_nvptx.cpp).
+constexpr int kMaxPersistentChunks = 8;
 /// Most blocks launched for a grid-stride loop.
 constexpr int64_t kMaxGrid = 65536;
 /// Blocks launched when the loop extent is symbolic.
@@ -69,15 +78,28 @@ class KernelEmitter {
   /// A For in a group context: iterations spread over the group's T threads, then the
   /// group-level accumulators it fed are combined.
   void group_loop(const ir::Stmt& s);
-  /// Chunks [first, end) step `step` of loop `s` (chunk c covers iterations c*W .. c*W+W-1).
-  void chunk_loop(const ir::Stmt& s, llvm::Value* first, llvm::Value* step);
+  /// Chunks [first, end) step `step` of loop `s` (chunk c covers iterations c*W .. c*W+W-1);
+  /// `unroll` > 1 asks LLVM to unroll the chunk loop that many times (loads in flight).
+  void chunk_loop(const ir::Stmt& s, llvm::Value* first, llvm::Value* step, int unroll = 0);
   /// The body for the iterations base .. base + lanes - 1: lanes 0 is one scalar iteration;
   /// otherwise statement by statement for all lanes (vector accesses), or lane after lane when
   /// the body has nested loops or accumulators.
   void chunk_body(const ir::Stmt& s, llvm::Value* base, int lanes);
-  /// A counted loop: for (iv = start; iv < end; iv += step) body(iv), all i64.
+  /// A counted loop: for (iv = start; iv < end; iv += step) body(iv), all i64; `unroll` > 1
+  /// puts llvm.loop.unroll.count on it.
   void counted_loop(llvm::Value* start, llvm::Value* end, llvm::Value* step,
-                    const std::function<void(llvm::Value*)>& body);
+                    const std::function<void(llvm::Value*)>& body, int unroll = 0);
+  // ---- emit_persistent_nvptx.cpp: rows read once, kept in registers ------------------------
+  /// Chunks per thread when the row body of `top` can run persistently, else 0.
+  int persistent_chunks(const ir::Stmt& top) const;
+  /// The body of one row (group iteration): persistent and general versions, or general only.
+  void row_body(const ir::Stmt& top);
+  /// A group loop of the persistent version: the thread's chunks unrolled, all full.
+  void persistent_group_loop(const ir::Stmt& s);
+  /// Persistent version: lanes of a contiguous load already loaded at this chunk (true), or
+  /// remembers the lanes just loaded.
+  bool cached_row_chunk(const ir::ValueNode& n);
+  void remember_row_chunk(const ir::ValueNode& n);
   /// Runs `then` under `cond` (no values flow out).
   void if_then(llvm::Value* cond, const std::function<void()>& then);
   void push_scope();
@@ -130,6 +152,10 @@ class KernelEmitter {
                          llvm::Value* best, llvm::Value* best_i);
   /// Combines accumulator `name` over the T threads of the current group; all get the result.
   void combine_across_group(const std::string& name);
+  /// The same for column groups (threads of a group strided by column_groups_ in the block):
+  /// every thread stores its state in shared memory, then each combines the T slots of its
+  /// column in thread-row order (fixed order: deterministic).
+  void combine_across_column_group(const std::string& name);
   AccState shuffle_state(const AccState& s, llvm::Value* lane_or_offset, bool down);
   llvm::Value* shuffle(llvm::Value* v, llvm::Value* lane_or_offset, bool down);
   llvm::Value* maximum(llvm::Value* a, llvm::Value* b, ir::DType t, bool is_max);
@@ -166,6 +192,16 @@ class KernelEmitter {
   llvm::Value* warp_in_block_ = nullptr;    ///< i32
   llvm::Value* row_active_ = nullptr;       ///< i1: this group's top-loop iteration is real
   llvm::GlobalVariable* shared_ = nullptr;  ///< [4 x [33 x i64]] combine scratch
+  /// Column mapping (outer-dim reductions): C groups per block, consecutive threads on
+  /// consecutive top-loop iterations (coalesced), the T thread rows of a group C apart and
+  /// splitting the row body's loops. 0: the row mapping (T consecutive threads per group).
+  int column_groups_ = 0;
+  llvm::Value* tid_ = nullptr;                     ///< i64 thread index in the block
+  llvm::GlobalVariable* column_shared_ = nullptr;  ///< [4 * kColumnBlock x i64] column combine
+  int persistent_chunks_ = 0;  ///< > 0: emitting the persistent version of a row body
+  int persistent_chunk_ = -1;  ///< the thread's chunk being emitted there
+  /// Persistent version: "buffer|index|chunk" -> the lanes loaded (registers of the row).
+  std::map<std::string, std::vector<llvm::Value*>> row_cache_;
 };
 
 }  // namespace inductor_cpp::codegen::nvptx_detail

@@ -29,10 +29,12 @@ namespace inductor_cpp::ir {
 /// Which emitter the loop nests are shaped for.
 ///   Cpu: parallel outer loops (OpenMP), SIMD vector loops, blocked serial float sums.
 ///   Gpu: outer dims flattened into one loop mapped to threads (For::gpu_threads): pointwise
-///        and outer-dim reductions (sum(0)) one thread per iteration (vector chunks of 16
-///        bytes of the widest contiguous access: 128-bit loads); inner-dim reductions T threads per
-///        output row (T from the row length), the reduction loop (inner dims flattened)
-///        spread over them and combined by warp shuffles + shared memory.
+///        one thread per iteration (vector chunks of 16 bytes of the widest contiguous access:
+///        128-bit loads); inner-dim reductions T threads per output row (T from the row
+///        length, or fewer that split it evenly for persistent rows), the reduction loop
+///        (inner dims flattened) spread over them and combined by warp shuffles + shared
+///        memory; outer-dim reductions (sum(0)) T thread rows per output column splitting the
+///        reduced dim (the emitter lays them along the columns), or one thread per column.
 enum class Target : uint8_t { Cpu, Gpu };
 
 struct ScheduleOptions {
@@ -40,7 +42,16 @@ struct ScheduleOptions {
   int gpu_vector_bytes = 16;  ///< GPU: bytes per thread chunk of the widest contiguous access
   int gpu_max_threads = 512;  ///< GPU: most threads sharing one reduction row
   int gpu_min_threads = 8;    ///< GPU: fewest (short rows: 128 / T rows per block)
-  int vector_width = 16;      ///< lanes asked of the emitter for vector loops
+  /// GPU: most chunks per thread of an evenly split row (rows the emitter keeps in registers)
+  int64_t gpu_persistent_chunks = 8;
+  /// GPU outer-dim reductions (sum(0)): T thread rows split the reduced dim of each column
+  /// (the emitter lays a block's threads along the columns), T a power of two doubled while
+  /// columns * T < gpu_column_threads, T < gpu_max_column_rows and each thread keeps at least
+  /// gpu_min_rows_per_thread rows. T = 1: one thread per column.
+  int64_t gpu_column_threads = 131072;
+  int gpu_max_column_rows = 64;
+  int64_t gpu_min_rows_per_thread = 32;
+  int vector_width = 16;              ///< lanes asked of the emitter for vector loops
   int64_t parallel_min_work = 32768;  ///< elements below which a kernel runs on one thread
   int64_t block = 4096;               ///< iterations per parallel block of a split 1-D loop
 };

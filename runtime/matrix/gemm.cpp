@@ -225,7 +225,7 @@ void run(const GemmProblem& p, const PackedB* packed, int num_threads) {
     g = partition(plan.blk, p, num_threads);
   }
   // Pack A into row tiles when it is transposed, or reused across column panels while its rows
-  // are a multiple of 1 KiB apart (they would then share few L1 sets: 14 rows, 12 ways).
+  // are a multiple of 2 KiB apart (they would then share one or two L1 sets: 14 rows, 12 ways).
   plan.pack_a = p.trans_a || (p.m > 1 && ceil_div(g.tiles_n, g.tn) >= 2 && p.lda % 512 == 0);
   // Packed B: K blocks keep a B micro-panel in L1 across the row tiles (one row tile: no reuse,
   // whole K). Plain B (few row tiles, read in place): short K chunks, so that consecutive

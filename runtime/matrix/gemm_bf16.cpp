@@ -32,6 +32,12 @@ uint16_t b_at(const GemmBf16Problem& p, int64_t kk, int64_t j) {
   return p.trans_b ? p.b[j * p.ldb + kk] : p.b[kk * p.ldb + j];
 }
 
+/// The cast stage: dst (bf16, ld_dst) = round(c) for a rows × cols tile.
+void cast_tile(const float* c, int64_t ldc, int64_t rows, int64_t cols, uint16_t* dst,
+               int64_t ld_dst) {
+  for (int64_t r = 0; r < rows; ++r) convert_f32_to_bf16(c + r * ldc, dst + r * ld_dst, cols);
+}
+
 /// out[2j] = r0[j], out[2j + 1] = r1[j] for j < 16 (one VNNI row: 64 bytes).
 __attribute__((target("avx512f,avx512bw"))) void interleave_rows_avx512(const uint16_t* r0,
                                                                         const uint16_t* r1,
@@ -98,13 +104,25 @@ T* grow(std::vector<T>& v, size_t n) {
   return v.data();
 }
 
-void run_amx_block(const GemmBf16Problem& p, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+int64_t padded_k(int64_t k) {
+  return round_up(std::max<int64_t>(k, 1), kTile);
+}
+
+/// prepacked: all of B in VNNI panels (pack_b_bf16), or null to pack this thread's columns.
+void run_amx_block(const GemmBf16Problem& p, const uint16_t* prepacked, int64_t m0, int64_t m1,
+                   int64_t n0, int64_t n1) {
   thread_local std::vector<uint16_t> a_buf, b_buf;
-  const int64_t kpad = round_up(std::max<int64_t>(p.k, 1), kTile), lda_pad = kpad + 32;
+  const int64_t kpad = padded_k(p.k), lda_pad = kpad + 32;
   uint16_t* a = grow(a_buf, size_t(round_up(m1 - m0, kTile) * lda_pad));
-  uint16_t* b = grow(b_buf, size_t(round_up(n1 - n0, kTile) * kpad));
   copy_a_padded(p, m0, m1, kpad, lda_pad, a);
-  pack_b_vnni(p, n0, n1, kpad, b);
+  const uint16_t* b = nullptr;
+  if (prepacked) {
+    b = prepacked + n0 / kTile * 2 * kpad * 16;  // n0 is a multiple of 32: a panel start
+  } else {
+    uint16_t* packed = grow(b_buf, size_t(round_up(n1 - n0, kTile) * kpad));
+    pack_b_vnni(p, n0, n1, kpad, packed);
+    b = packed;
+  }
   float scratch[kTile * kTile];
   xbyak::amx_configure_tiles();
   const int64_t group_bytes = kpad * 16 * 2;
@@ -140,13 +158,15 @@ void run_amx_block(const GemmBf16Problem& p, int64_t m0, int64_t m1, int64_t n0,
             for (int64_t r = 0; r < rows; ++r)
               std::memcpy(c + r * p.ldc, scratch + r * kTile, cols * 4);
           }
-          if (last) apply_epilogue_tile(c, p.ldc, rows, cols, i, j, p.epilogue, 0);
+          if (!last) continue;
+          apply_epilogue_tile(c, p.ldc, rows, cols, i, j, p.epilogue, 0);
+          if (p.c_bf16) cast_tile(c, p.ldc, rows, cols, p.c_bf16 + i * p.ldc_bf16 + j, p.ldc_bf16);
         }
   }
   xbyak::amx_release_tiles();
 }
 
-void run_amx(const GemmBf16Problem& p, int num_threads) {
+void run_amx(const GemmBf16Problem& p, const uint16_t* prepacked, int num_threads) {
   const int64_t tiles_m = (p.m + kTile - 1) / kTile, tiles_n = (p.n + kTile - 1) / kTile;
   int threads = int(std::max<int64_t>(1, std::min<int64_t>(num_threads, tiles_m * tiles_n)));
   if (p.m * p.n * p.k < gemm_blocking().serial_macs) threads = 1;
@@ -160,7 +180,7 @@ void run_amx(const GemmBf16Problem& p, int num_threads) {
                   m1 = std::min(p.m, (ti + 1) * tiles_m / tm * kTile);
     const int64_t n0 = std::min(p.n, tj * tiles_n / tn * kTile),
                   n1 = std::min(p.n, (tj + 1) * tiles_n / tn * kTile);
-    if (m0 < m1 && n0 < n1) run_amx_block(p, m0, m1, n0, n1);
+    if (m0 < m1 && n0 < n1) run_amx_block(p, prepacked, m0, m1, n0, n1);
     _mm_setcsr(saved_csr);
   };
   if (threads == 1) return worker(0);
@@ -168,22 +188,39 @@ void run_amx(const GemmBf16Problem& p, int num_threads) {
   worker(omp_get_thread_num());
 }
 
-void run_fp32_fallback(const GemmBf16Problem& p, int num_threads) {
-  auto widen = [](const uint16_t* src, int64_t rows, int64_t cols, int64_t ld) {
-    std::vector<float> out(size_t(rows * ld));
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c) out[r * ld + c] = bf16_to_f32(src[r * ld + c]);
-    return out;
-  };
+std::vector<float> widen(const uint16_t* src, int64_t rows, int64_t cols, int64_t ld) {
+  std::vector<float> out(size_t(rows * ld));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out[r * ld + c] = bf16_to_f32(src[r * ld + c]);
+  return out;
+}
+
+/// Up-converts A (and B unless packed_b is given) to fp32 and runs gemm_f32(_packed).
+void run_fp32_fallback(const GemmBf16Problem& p, const PackedB* packed_b, int num_threads) {
   const std::vector<float> a = widen(p.a, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, p.lda);
-  const std::vector<float> b = widen(p.b, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, p.ldb);
   GemmProblem q;
   q.m = p.m, q.n = p.n, q.k = p.k;
   q.a = a.data(), q.lda = p.lda, q.trans_a = p.trans_a;
-  q.b = b.data(), q.ldb = p.ldb, q.trans_b = p.trans_b;
   q.c = p.c, q.ldc = p.ldc, q.accumulate = p.accumulate, q.epilogue = p.epilogue;
   q.flush_denormals = p.flush_denormals;
-  gemm_f32(q, num_threads);
+  if (packed_b) {
+    gemm_f32_packed(q, *packed_b, num_threads);
+  } else {
+    const std::vector<float> b = widen(p.b, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, p.ldb);
+    q.b = b.data(), q.ldb = p.ldb, q.trans_b = p.trans_b;
+    gemm_f32(q, num_threads);
+  }
+  if (p.c_bf16) cast_tile(p.c, p.ldc, p.m, p.n, p.c_bf16, p.ldc_bf16);
+}
+
+void check_problem(const GemmBf16Problem& p, bool needs_b) {
+  if (p.m < 0 || p.n < 0 || p.k < 0 || !p.c || p.ldc < p.n)
+    throw std::invalid_argument("gemm_bf16: bad C / sizes");
+  if (p.c_bf16 && p.ldc_bf16 < p.n) throw std::invalid_argument("gemm_bf16: bad ldc_bf16");
+  if (p.k > 0 && (!p.a || p.lda < (p.trans_a ? p.m : p.k)))
+    throw std::invalid_argument("gemm_bf16: bad A");
+  if (needs_b && p.k > 0 && (!p.b || p.ldb < (p.trans_b ? p.k : p.n)))
+    throw std::invalid_argument("gemm_bf16: bad B");
 }
 
 }  // namespace
@@ -193,14 +230,37 @@ bool gemm_bf16_uses_amx() {
 }
 
 void gemm_bf16(const GemmBf16Problem& p, int num_threads) {
-  if (p.m < 0 || p.n < 0 || p.k < 0 || !p.c || p.ldc < p.n)
-    throw std::invalid_argument("gemm_bf16: bad C / sizes");
-  if (p.k > 0 &&
-      (!p.a || !p.b || p.lda < (p.trans_a ? p.m : p.k) || p.ldb < (p.trans_b ? p.k : p.n)))
-    throw std::invalid_argument("gemm_bf16: bad A / B");
+  check_problem(p, true);
   if (p.m == 0 || p.n == 0) return;
-  if (p.allow_amx && gemm_bf16_uses_amx()) return run_amx(p, num_threads);
-  run_fp32_fallback(p, num_threads);
+  if (p.allow_amx && gemm_bf16_uses_amx()) return run_amx(p, nullptr, num_threads);
+  run_fp32_fallback(p, nullptr, num_threads);
+}
+
+PackedBBf16 pack_b_bf16(const uint16_t* b, int64_t k, int64_t n, int64_t ldb, bool trans_b,
+                        bool allow_amx) {
+  if (k < 0 || n < 0 || (k > 0 && n > 0 && !b)) throw std::invalid_argument("pack_b_bf16: bad B");
+  PackedBBf16 packed;
+  packed.k = k, packed.n = n, packed.amx = allow_amx && gemm_bf16_uses_amx();
+  if (packed.amx) {
+    GemmBf16Problem p;
+    p.k = k, p.n = n, p.b = b, p.ldb = ldb, p.trans_b = trans_b;
+    const int64_t kpad = padded_k(k);
+    packed.vnni.resize(size_t(round_up(std::max<int64_t>(n, 1), kTile) * kpad));
+    if (n > 0) pack_b_vnni(p, 0, n, kpad, packed.vnni.data());
+    return packed;
+  }
+  const std::vector<float> wide = widen(b, trans_b ? n : k, trans_b ? k : n, ldb);
+  packed.f32 = std::make_shared<const PackedB>(pack_b_f32(wide.data(), k, n, ldb, trans_b));
+  return packed;
+}
+
+void gemm_bf16_packed(const GemmBf16Problem& p, const PackedBBf16& packed, int num_threads) {
+  check_problem(p, false);
+  if (packed.k != p.k || packed.n != p.n)
+    throw std::invalid_argument("gemm_bf16: PackedBBf16 shape mismatch");
+  if (p.m == 0 || p.n == 0) return;
+  if (packed.amx) return run_amx(p, packed.vnni.data(), num_threads);
+  run_fp32_fallback(p, packed.f32.get(), num_threads);
 }
 
 uint16_t f32_to_bf16(float f) {

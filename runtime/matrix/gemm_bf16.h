@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "runtime/matrix/gemm.h"
@@ -32,12 +33,32 @@ struct GemmBf16Problem {
   std::vector<EpilogueOp> epilogue;
   bool flush_denormals = false;
   bool allow_amx = true;  ///< false forces the fp32 fallback (tests, numerics comparisons).
+  /// Optional cast stage: also write the final C (after the epilogue) rounded to bf16 here
+  /// (m×n, leading dimension ldc_bf16; round to nearest even). C itself is still written.
+  uint16_t* c_bf16 = nullptr;
+  int64_t ldc_bf16 = 0;
 };
 
 /// True when gemm_bf16 runs on AMX tiles on this machine.
 bool gemm_bf16_uses_amx();
 
 void gemm_bf16(const GemmBf16Problem& p, int num_threads);
+
+/// op(B) packed once (constant weights): VNNI panels for AMX, or fp32 panels for the fallback,
+/// whichever gemm_bf16 would use (allow_amx as in GemmBf16Problem). Build with pack_b_bf16; the
+/// fields are the driver's. Read-only once packed: one object may serve concurrent calls.
+struct PackedBBf16 {
+  int64_t k = 0, n = 0;
+  bool amx = false;
+  std::vector<uint16_t> vnni;          ///< AMX: 32-column panels, two VNNI groups each.
+  std::shared_ptr<const PackedB> f32;  ///< Fallback: the up-converted B, packed for gemm_f32.
+};
+
+PackedBBf16 pack_b_bf16(const uint16_t* b, int64_t k, int64_t n, int64_t ldb, bool trans_b,
+                        bool allow_amx = true);
+
+/// gemm_bf16 with a pre-packed B (p.b, p.ldb, p.trans_b and p.allow_amx are ignored).
+void gemm_bf16_packed(const GemmBf16Problem& p, const PackedBBf16& packed, int num_threads);
 
 /// Conversions (round to nearest even; NaN stays NaN).
 inline float bf16_to_f32(uint16_t v) {

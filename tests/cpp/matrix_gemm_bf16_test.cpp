@@ -63,6 +63,54 @@ TEST(GemmBf16Test, ShapesAroundTheAmxTile) {
   check_bf16(40, 50, 70, true, true, true, false, rng);
 }
 
+TEST(GemmBf16Test, PrepackedBMatchesPerCallPacking) {
+  if (!xbyak::cpu_features().avx2) GTEST_SKIP();
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (bool amx : {true, false})
+    for (bool tb : {false, true}) {
+      const int64_t m = 70, n = 150, k = 300;  // several 32-column panels per thread, tails
+      GemmBf16Problem p;
+      p.m = m, p.n = n, p.k = k, p.lda = k, p.trans_b = tb, p.ldb = tb ? k : n, p.ldc = n,
+      p.allow_amx = amx;
+      std::vector<uint16_t> a(m * k), b(k * n);
+      for (auto& x : a) x = f32_to_bf16(dist(rng));
+      for (auto& x : b) x = f32_to_bf16(dist(rng));
+      std::vector<float> c1(m * n), c2(m * n, 5.0f);
+      p.a = a.data(), p.b = b.data(), p.c = c1.data();
+      gemm_bf16(p, 2);
+      const PackedBBf16 packed = pack_b_bf16(b.data(), k, n, p.ldb, tb, amx);
+      EXPECT_EQ(packed.amx, amx && gemm_bf16_uses_amx());
+      p.b = nullptr, p.c = c2.data();
+      gemm_bf16_packed(p, packed, 2);
+      for (int64_t i = 0; i < m * n; ++i)
+        ASSERT_EQ(c1[i], c2[i]) << "element " << i << " amx=" << amx;
+      p.k = k - 1;
+      EXPECT_THROW(gemm_bf16_packed(p, packed, 1), std::invalid_argument);
+    }
+}
+
+TEST(GemmBf16Test, CastStageWritesRoundedOutput) {
+  if (!xbyak::cpu_features().avx2) GTEST_SKIP();
+  for (bool amx : {true, false}) {
+    const int64_t m = 37, n = 45, k = 40;
+    std::vector<uint16_t> a(m * k), b(k * n), out(m * (n + 2), 0xdead);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = f32_to_bf16(float(i % 9) * 0.37f - 1.1f);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = f32_to_bf16(float(i % 7) * 0.21f - 0.5f);
+    std::vector<float> c(m * n);
+    GemmBf16Problem p;
+    p.m = m, p.n = n, p.k = k, p.a = a.data(), p.lda = k, p.b = b.data(), p.ldb = n;
+    p.c = c.data(), p.ldc = n, p.allow_amx = amx, p.c_bf16 = out.data(), p.ldc_bf16 = n + 2;
+    p.epilogue = {{EpilogueKind::Relu}};
+    gemm_bf16(p, 2);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j)
+        ASSERT_EQ(out[i * (n + 2) + j], f32_to_bf16(c[i * n + j])) << i << "," << j;
+      ASSERT_EQ(out[i * (n + 2) + n], 0xdead) << "cast wrote past n";
+    }
+  }
+}
+
 TEST(GemmBf16Test, ReportsAmxOnlyWhenUsable) {
   EXPECT_EQ(gemm_bf16_uses_amx(), xbyak::cpu_features().amx_usable);
   if (xbyak::cpu_features().amx_usable) {

@@ -59,9 +59,9 @@ std::string gpu_schedule_mismatch(const std::string& program_text,
 }
 
 std::vector<ir::Kernel> gpu_kernels(const std::string& program_lines,
-                                    ir::PipelineOptions options = {}) {
+                                    ir::PipelineOptions options = {}, bool check_semantics = true) {
   const std::string text = "program {\n" + program_lines + "}\n";
-  EXPECT_EQ(gpu_schedule_mismatch(text), "");
+  if (check_semantics) EXPECT_EQ(gpu_schedule_mismatch(text), "");
   options.schedule.target = ir::Target::Gpu;
   const ir::PipelineResult r = ir::run_pipeline(ir::parse_program(text), options);
   std::vector<ir::Kernel> kernels;
@@ -77,7 +77,8 @@ std::string kernels_text(const std::vector<ir::Kernel>& kernels) {
   return text;
 }
 
-/// Emits for sm_80 and sm_90 and assembles both; returns the sm_90 module.
+/// Emits for sm_80 and sm_90 and assembles both; returns the sm_90 module. With
+/// NVPTX_TEST_DUMP_DIR set, the sm_90 kernels' text and PTX go to <dir>/<name>.ptx.
 PtxModule emit_and_assemble(const std::vector<ir::Kernel>& kernels, const std::string& name) {
   PtxModule sm90;
   for (int sm : {80, 90}) {
@@ -90,6 +91,10 @@ PtxModule emit_and_assemble(const std::vector<ir::Kernel>& kernels, const std::s
     if (!ptxas_path().empty()) {
       const std::string error = assemble(m.ptx, sm, name);
       EXPECT_EQ(error, "") << name << " sm_" << sm << "\n" << kernels_text(kernels) << m.ptx;
+    }
+    if (const char* dump = std::getenv("NVPTX_TEST_DUMP_DIR"); dump && sm == 90) {
+      std::ofstream(fs::path(dump) / (name + ".ptx")) << kernels_text(kernels) << "\n" << m.ptx;
+      std::ofstream(fs::path(dump) / (name + ".ll")) << m.llvm_ir;
     }
     if (sm == 90) sm90 = std::move(m);
   }
@@ -219,17 +224,57 @@ TEST_F(NvptxEmit, ShortRowsShareABlock) {
   EXPECT_EQ(m.ptx.find("bar.sync"), std::string::npos) << "warp-only combine";
 }
 
-TEST_F(NvptxEmit, OuterReductionIsOneThreadPerColumn) {
+TEST_F(NvptxEmit, OuterReductionSplitsRowsOverThreadRows) {
+  // sum(0): 32 thread rows per column (each 32 rows), 8 columns per block of 256 threads laid
+  // along the columns; partial sums combined through shared memory in thread-row order.
   const auto kernels = gpu_kernels(R"(  buffer %in0: float32[1024, 256]{256, 1} input 0 cuda
   buffer %1: float32[256]{1} computed cuda
   compute %1 (node 1) reduce sum[256] over [1024] = load(%in0, [r0, i0])
   kernel %1
   output %1
 )");
-  EXPECT_NE(kernels_text(kernels).find("gpu(threads=1)"), std::string::npos)
+  EXPECT_NE(kernels_text(kernels).find("for x0 in 0..256 parallel gpu(threads=32) {"),
+            std::string::npos)
       << kernels_text(kernels);
   const PtxModule m = emit_and_assemble(kernels, "sum_outer");
+  EXPECT_EQ(m.ptx.find("shfl.sync"), std::string::npos)
+      << "threads of a column are in different warps";
+  EXPECT_NE(m.ptx.find("bar.sync"), std::string::npos) << m.ptx;
+  EXPECT_NE(m.ptx.find("kernel0_columns"), std::string::npos) << m.ptx;
+  EXPECT_EQ(m.launches[0].block[0], 256);
+  EXPECT_EQ(m.launches[0].grid[0], 256 / 8);
+}
+
+TEST_F(NvptxEmit, OuterReductionOfFewRowsIsOneThreadPerColumn) {
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float32[32, 4096]{4096, 1} input 0 cuda
+  buffer %1: float32[4096]{1} computed cuda
+  buffer %2: int64[4096]{1} computed cuda
+  compute %1 (node 1) reduce sum[4096] over [32] = load(%in0, [r0, i0])
+  compute %2 (node 2) reduce argmax[4096] over [32] = load(%in0, [r0, i0])
+  kernel %1
+  kernel %2
+  output %1, %2
+)");
+  EXPECT_NE(kernels_text(kernels).find("gpu(threads=1)"), std::string::npos)
+      << kernels_text(kernels);
+  const PtxModule m = emit_and_assemble(kernels, "sum_outer_short");
   EXPECT_EQ(m.ptx.find("shfl.sync"), std::string::npos);
+}
+
+TEST_F(NvptxEmit, OuterWelfordAndArgmaxCombineAlongColumns) {
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float32[4096, 64]{64, 1} input 0 cuda
+  buffer %1: float32[64]{1} computed cuda
+  buffer %2: int64[64]{1} computed cuda
+  compute %1 (node 1) reduce welford_m2[64] over [4096] = load(%in0, [r0, i0])
+  compute %2 (node 2) reduce argmax[64] over [4096] = load(%in0, [r0, i0])
+  kernel %1
+  kernel %2
+  output %1, %2
+)");
+  EXPECT_NE(kernels_text(kernels).find("parallel gpu(threads=64) {"), std::string::npos)
+      << kernels_text(kernels);
+  const PtxModule m = emit_and_assemble(kernels, "welford_outer");
+  EXPECT_EQ(m.launches[0].block[0], 256);
 }
 
 TEST_F(NvptxEmit, ArgmaxAnyAndInt64Sum) {
@@ -299,6 +344,97 @@ TEST_F(NvptxEmit, FullReductionRunsOnOneBlock) {
   const PtxModule m = emit_and_assemble(kernels, "sum_all");
   ASSERT_FALSE(m.launches.empty());
   EXPECT_EQ(m.launches.back().grid[0], 1);
+}
+
+TEST_F(NvptxEmit, PersistentRowsAreLoadedOnce) {
+  // Softmax over 768: 192 chunks of 4 split evenly over 64 threads (3 each), so the row stays
+  // in registers across the max, sum and normalize loops (one version; the general one runs
+  // when the row is misaligned).
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float32[64, 768]{768, 1} input 0 cuda
+  buffer %1: float32[64]{1} computed cuda
+  buffer %2: float32[64]{1} computed cuda
+  buffer %3: float32[64, 768]{768, 1} computed cuda
+  compute %1 (node 1) reduce max[64] over [768] = load(%in0, [i0, r0])
+  compute %2 (node 2) reduce sum[64] over [768] = exp(sub(load(%in0, [i0, r0]), load(%1, [i0])))
+  compute %3 (node 3) pointwise[64, 768] = div(exp(sub(load(%in0, [i0, i1]), load(%1, [i0]))), load(%2, [i0]))
+  kernel %1
+  kernel %2
+  kernel %3
+  output %3
+)");
+  EXPECT_NE(kernels_text(kernels).find("for x0 in 0..64 parallel gpu(threads=64) {"),
+            std::string::npos)
+      << kernels_text(kernels);
+  const PtxModule m = emit_and_assemble(kernels, "softmax_persistent");
+  const size_t fast = m.llvm_ir.find("row.persistent:");
+  ASSERT_NE(fast, std::string::npos) << m.llvm_ir;
+  // The persistent version's blocks come first; the general version's chunk loops follow.
+  const size_t general = m.llvm_ir.find("\ny0.full:", fast);
+  ASSERT_NE(general, std::string::npos) << m.llvm_ir;
+  const std::string persistent_part =
+      m.llvm_ir.substr(fast, general > fast ? general - fast : std::string::npos);
+  size_t loads = 0;
+  const std::string global_load = "load float, ptr addrspace(1)";  // LLVM splits the vectors
+  for (size_t at = persistent_part.find(global_load); at != std::string::npos;
+       at = persistent_part.find(global_load, at + 1)) {
+    ++loads;
+  }
+  EXPECT_EQ(loads, 3u * 4u) << "three chunks of 4 per thread, loaded once for the three loops";
+}
+
+// The GPU micro benchmark's kernels (python -m inductor_cpp.bench gpu: 16384 x 8192 float32), as
+// its decomposed graphs lower them; too big for the reference interpreter, so emitted only.
+TEST_F(NvptxEmit, BenchmarkKernelsAssemble) {
+  const std::string x = "  buffer %in0: float32[16384, 8192]{8192, 1} input 0 cuda\n";
+  const auto pointwise = gpu_kernels(x + R"(  buffer %1: float32[16384, 8192]{8192, 1} computed cuda
+  compute %1 (node 1) pointwise[16384, 8192] = sub(mul(mul(mul(add(mul(load(%in0, [i0, i1]), 1.5:float32), 0.25:float32), 0.5:float32), add(erf(mul(add(mul(load(%in0, [i0, i1]), 1.5:float32), 0.25:float32), 0.7071067811865476:float32)), 1.0:float32)), sigmoid(load(%in0, [i0, i1]))), tanh(load(%in0, [i0, i1])))
+  kernel %1
+  output %1
+)",
+                                     {}, false);
+  emit_and_assemble(pointwise, "bench_pointwise");
+  const auto softmax = gpu_kernels(x + R"(  buffer %1: float32[16384]{1} computed cuda
+  buffer %2: float32[16384]{1} computed cuda
+  buffer %3: float32[16384, 8192]{8192, 1} computed cuda
+  compute %1 (node 1) reduce max[16384] over [8192] = load(%in0, [i0, r0])
+  compute %2 (node 2) reduce sum[16384] over [8192] = exp(sub(load(%in0, [i0, r0]), load(%1, [i0])))
+  compute %3 (node 3) pointwise[16384, 8192] = div(exp(sub(load(%in0, [i0, i1]), load(%1, [i0]))), load(%2, [i0]))
+  kernel %1
+  kernel %2
+  kernel %3
+  output %3
+)",
+                                   {}, false);
+  emit_and_assemble(softmax, "bench_softmax");
+  const auto layernorm = gpu_kernels(x + R"(  buffer %1: float32[16384]{1} computed cuda
+  buffer %2: float32[16384]{1} computed cuda
+  buffer %3: float32[16384]{1} computed cuda
+  buffer %4: float32[16384, 8192]{8192, 1} computed cuda
+  compute %1 (node 1) reduce sum[16384] over [8192] = load(%in0, [i0, r0])
+  compute %2 (node 2) reduce welford_m2[16384] over [8192] = load(%in0, [i0, r0])
+  compute %3 (node 3) pointwise[16384] = rsqrt(add(div(load(%2, [i0]), 8192.0:float32), 1e-05:float32))
+  compute %4 (node 4) pointwise[16384, 8192] = mul(sub(load(%in0, [i0, i1]), div(load(%1, [i0]), 8192.0:float32)), load(%3, [i0]))
+  kernel %1
+  kernel %2
+  kernel %3
+  kernel %4
+  output %4
+)",
+                                     {}, false);
+  emit_and_assemble(layernorm, "bench_layernorm");
+  const auto sums = gpu_kernels(x + R"(  buffer %1: float32[16384]{1} computed cuda
+  buffer %2: float32[8192]{1} computed cuda
+  compute %1 (node 1) reduce sum[16384] over [8192] = load(%in0, [i0, r0])
+  compute %2 (node 2) reduce sum[8192] over [16384] = load(%in0, [r0, i0])
+  kernel %1
+  kernel %2
+  output %1, %2
+)",
+                                {}, false);
+  EXPECT_NE(kernels_text(sums).find("for x0 in 0..8192 parallel gpu(threads=16) {"),
+            std::string::npos)
+      << kernels_text(sums);
+  emit_and_assemble(sums, "bench_sums");
 }
 
 // Scheduled kernels written as text, in the CPU's shape (the emitter maps any top loop).

@@ -81,7 +81,7 @@ TEST(Schedule, SumOverDimZeroVectorizesAcrossOutputs) {
 )");
   EXPECT_EQ(scheduled(in), R"(kernel kernel0(%in0: float32 in, %1: float32 out) {
   for x0_blk in 0..16 parallel {
-    for x0_in in 0..min(x0_blk*-64 + 1000, 64) vector(16) {
+    for x0_in in 0..min(x0_blk*-64 + 1000, 64) vector(64) {
       t0 = accumulator sum float32
       for y0_blk in 0..64 {
         t0_p0 = accumulator sum float32
