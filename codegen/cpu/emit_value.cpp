@@ -12,6 +12,7 @@
 /// gather, anything else (non-affine, or through a vector indirect value) -> indexed gather.
 /// A mask or an indirect bound check that varies per lane makes the load lane-masked.
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 
 #include "codegen/cpu/emit_cpp_internal.h"
@@ -144,6 +145,31 @@ std::string KernelEmitter::scalar_expr(const Expr& e) {
       return "int64_t" + bin(comparison_operator(e.kind()));
   }
   throw std::logic_error("unknown expression kind");
+}
+
+/// D when `index` is S + var // D with S independent of `var` and D dividing `width` (a
+/// vector loop's lanes start at a multiple of its width, so lane l reads element l / D past
+/// lane 0's); 0 otherwise.
+static int64_t repeat_factor(const Expr& index, const std::string& var, int width) {
+  std::vector<Expr> terms;
+  std::function<void(const Expr&)> split = [&](const Expr& e) {
+    if (e.kind() == ExprKind::Add) {
+      split(e.lhs());
+      split(e.rhs());
+    } else {
+      terms.push_back(e);
+    }
+  };
+  split(index);
+  int64_t factor = 0;
+  for (const Expr& t : terms) {
+    if (!ir::depends_on(t, var)) continue;
+    const bool plain_div = t.kind() == ExprKind::FloorDiv && t.lhs().is_var() && t.lhs().name() == var &&
+                           t.rhs().is_const() && t.rhs().value() > 1;
+    if (!plain_div || factor != 0) return 0;
+    factor = t.rhs().value();
+  }
+  return factor > 1 && width % factor == 0 ? factor : 0;
 }
 
 std::string KernelEmitter::vector_expr(const Expr& e) {
@@ -455,6 +481,9 @@ Emitted KernelEmitter::load(const ir::ValueNode& n) {
                          : "ic::loadu<" + w + ">(" + base + ")";
       } else if (coefficient) {
         text = "ic::gather_strided<" + w + ">(" + base + ", " + stride + count + ")";
+      } else if (const int64_t d = through_vector_placeholder ? 0 : repeat_factor(index, vec_.var, vec_.width)) {
+        text = "ic::load_repeat<" + w + ", " + std::to_string(d) + ">(" + ptr + " + " + scalar_expr(index) +
+               count + ")";
       } else {
         text = "ic::gather<" + w + ">(" + ptr + ", " + indices + count + ")";
       }

@@ -141,6 +141,17 @@ IC_INLINE Vec<T, N> gather_strided_masked(const T* p, int64_t stride, const Vec<
   }
   return r;
 }
+/// p[l / D] for lanes l < n: the first ceil(n / D) elements, each repeated D times. A load
+/// through floordiv(vector variable, D) (the backward of a stride-D pooling, a nearest
+/// upsampling), which otherwise is a gather with a vector division per lane.
+template <int N, int D, class T>
+IC_INLINE Vec<T, N> load_repeat(const T* p, int64_t n = N) {
+  static_assert(N % D == 0, "the repeat factor divides the vector width");
+  const Vec<T, N / D> src = loadu_n<N / D>(p, (n + D - 1) / D);
+  Vec<T, N> r;
+  for (int l = 0; l < N; ++l) r.v[l] = src.v[l / D];
+  return r;
+}
 /// p[idx[l]] for lanes l < n.
 template <int N, class T>
 IC_INLINE Vec<T, N> gather(const T* p, const Vec<int64_t, N>& idx, int64_t n = N) {

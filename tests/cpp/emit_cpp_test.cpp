@@ -100,6 +100,16 @@ const char* const kKernels[] = {
     }
   }
 })",
+    // Loads through x1 // 2 and x1 // 4: each element repeated over lanes (ic::load_repeat),
+    // with a tail (37 = 2 * 16 + 5).
+    R"(kernel repeat_loads(%a: float32 in, %i: int64 in, %o: float32 out, %o2: int64 out) {
+  for x0 in 0..7 parallel {
+    for x1 in 0..37 vector(16) {
+      %o[x0*37 + x1] = load(%a, [x0*19 + x1 // 2])
+      %o2[x0*37 + x1] = load(%i, [x0*10 + x1 // 4])
+    }
+  }
+})",
     R"(kernel outer_sum(%in0: float32 in, %1: float32 out, %2: int64 out, %3: float32 out) symbols(s0, s1) {
   for x0_blk in 0..(s0 + 63) // 64 parallel {
     for x0_in in 0..min(x0_blk*-64 + s0, 64) vector(16) {
@@ -781,6 +791,31 @@ TEST_F(EmitCppTest, StridedLoadsAndStores) {
       }
     }
   }
+}
+
+TEST_F(EmitCppTest, LoadsThroughFloorDivisionRepeatElements) {
+  std::vector<float> a = random_floats(7 * 19, -1, 1, 11);
+  std::vector<int64_t> idx(7 * 10);
+  for (size_t k = 0; k < idx.size(); ++k) idx[k] = static_cast<int64_t>(k * 7919 % 1000);
+  for (const Target& t : *targets_) {
+    std::vector<float> o(7 * 37);
+    std::vector<int64_t> o2(7 * 37);
+    ASSERT_EQ(run(t, "repeat_loads", {}, 2, a, idx, o, o2), 0);
+    for (int64_t x0 = 0; x0 < 7; ++x0) {
+      for (int64_t x1 = 0; x1 < 37; ++x1) {
+        EXPECT_EQ(o[x0 * 37 + x1], a[x0 * 19 + x1 / 2]) << cpu_isa_name(t.target.isa) << " " << x0 << "," << x1;
+        EXPECT_EQ(o2[x0 * 37 + x1], idx[x0 * 10 + x1 / 4]) << cpu_isa_name(t.target.isa) << " " << x0 << "," << x1;
+      }
+    }
+  }
+  std::vector<ir::Kernel> repeat;
+  for (const ir::Kernel& k : all_kernels()) {
+    if (k.name == "repeat_loads") repeat.push_back(k);
+  }
+  const std::string source = emit_cpp(repeat, CppTarget{CpuIsa::Avx512, true});
+  // 8 lanes: the kernel also moves int64 values.
+  EXPECT_NE(source.find("ic::load_repeat<8, 2>"), std::string::npos) << source;
+  EXPECT_NE(source.find("ic::load_repeat<8, 4>"), std::string::npos) << source;
 }
 
 /// Reference row reductions in double.

@@ -169,3 +169,34 @@ def test_transformer_encoder_training_step_gradients_vs_float64():
         # As close to the float64 gradient as eager float32 is, up to a small factor.
         assert ours_err <= 4 * eager_err + 1e-6, (name, ours_err, eager_err)
     assert generated_ops()[0] > 0
+
+
+def test_resnet18_training_step_gradients_vs_float64():
+    # Convolutions stay ATen (cuDNN) calls; BatchNorm forward/backward, ReLU, pooling, the
+    # residual adds and the loss are generated kernels. Running statistics are updated in place.
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18(weights=None, num_classes=10).to(DEV).train()
+    reference = copy.deepcopy(model).double()
+    ours = copy.deepcopy(model)
+    x = torch.randn(4, 3, 64, 64, device=DEV)
+    target = torch.randint(0, 10, (4,), device=DEV)
+
+    def step(m, x):
+        loss = F.cross_entropy(m(x), target)
+        loss.backward()
+        return loss
+
+    step(model, x)
+    loss64 = step(reference, x.double())
+    loss = step(compiled(ours), x)
+    torch.testing.assert_close(loss.double(), loss64, rtol=1e-3, atol=1e-4)
+    for (name, p32), p_ours, p64 in zip(model.named_parameters(), ours.parameters(),
+                                        reference.parameters()):
+        scale = p64.grad.abs().max().item() or 1.0
+        eager_err = (p32.grad.double() - p64.grad).abs().max().item()
+        ours_err = (p_ours.grad.double() - p64.grad).abs().max().item()
+        assert ours_err <= 3 * eager_err + 1e-6 * scale, (name, ours_err, eager_err)
+    for b_eager, b_ours in zip(model.buffers(), ours.buffers()):
+        torch.testing.assert_close(b_ours, b_eager, rtol=1e-3, atol=1e-4)
+    assert generated_ops()[0] > 0
