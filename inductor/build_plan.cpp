@@ -11,6 +11,7 @@
 #include "inductor/build_plan_gpu.h"
 #include "inductor/graph_json.h"
 #include "inductor/lower/lower_graph.h"
+#include "inductor/plan_matmul.h"
 #include "ir/ir_text.h"
 #include "ir/passes/input_writeback.h"
 
@@ -129,6 +130,14 @@ void finish_plan(const ir::Graph& g, SlotTable& slots, runtime::Plan& plan) {
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const auto step = static_cast<int32_t>(s);
     const runtime::Step& st = plan.steps[s];
+    if (st.is_matmul()) {
+      const runtime::MatmulLaunch& m = st.matmul;
+      for (int32_t slot : {m.a, m.b, m.out.slot}) note_uses(PlanArg::of_slot(slot), step, last_use);
+      for (const runtime::MatmulEpilogue& e : m.epilogue) {
+        if (e.slot >= 0) note_uses(PlanArg::of_slot(e.slot), step, last_use);
+      }
+      continue;
+    }
     if (st.is_kernel()) {
       for (int32_t slot : st.kernel.args) note_uses(PlanArg::of_slot(slot), step, last_use);
       for (const runtime::BufferAlloc& a : st.kernel.allocs) {
@@ -299,9 +308,19 @@ PlanBuild build_plan(const ir::Graph& g, const CodegenSettings& settings) {
     nodes_done.insert(node);
   }
   std::vector<ir::Kernel> kernels;
+  std::set<size_t> absorbed;  // kernel steps a matmul epilogue does (plan_matmul.h)
+  const auto slot_of_buffer = [&slots](const std::string& name) { return slots.slot_of_buffer(name); };
   for (size_t i = 0; i < result.scheduled.steps.size(); ++i) {
     const ir::ScheduledStep& s = result.scheduled.steps[i];
-    if (copies_done.count(i)) continue;
+    if (copies_done.count(i) || absorbed.count(i)) continue;
+    if (s.kind == ir::ScheduledStep::Kind::Extern && !gpu && settings.matrix_kernels) {
+      if (auto m = match_matmul(g, result.scheduled, i, into_inputs, slot_of_buffer)) {
+        if (m->absorbed_step) absorbed.insert(*m->absorbed_step);
+        nodes_done.insert(m->step.matmul.nodes.begin(), m->step.matmul.nodes.end());
+        out.plan.steps.push_back(std::move(m->step));
+        continue;
+      }
+    }
     if (s.kind == ir::ScheduledStep::Kind::Extern) {
       out.plan.steps.push_back(aten_step(g, static_cast<size_t>(s.call.graph_node), slots, used));
       continue;

@@ -30,6 +30,9 @@ struct NodeDecision {
 struct CodegenSettings {
   bool enabled = true;
   ir::PipelineOptions pipeline;
+  /// Float32 CPU mm/addmm/bmm on our xbyak GEMM (plan_matmul.h) instead of ATen's; the option
+  /// "matrix_kernels" (off by default: without pre-packed weights it is slower than MKL).
+  bool matrix_kernels = false;
 };
 
 struct PlanBuild {

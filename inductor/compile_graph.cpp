@@ -119,6 +119,14 @@ void add_gpu_artifacts(PlanBuild& built, const CompileContext& ctx, CompiledPlan
   built.plan.library_kind = "cubin";
 }
 
+/// The code generation settings the compile options ask for.
+CodegenSettings codegen_settings(const CompileOptions& options, bool keep_ir_text) {
+  CodegenSettings settings;
+  settings.pipeline.keep_ir_text = keep_ir_text;
+  settings.matrix_kernels = options.codegen.value("matrix_kernels", false);
+  return settings;
+}
+
 /// Builds the plan and its kernel library, and counts them; the cache calls this only on a
 /// miss. A kernel library that fails to compile falls back to an all-ATen plan, with the
 /// compiler's message logged: code generation trouble never fails a compile. Besides the
@@ -129,9 +137,7 @@ kernels_cache::Artifacts build_artifacts(const ir::Graph& graph, const CompileCo
   const auto start = Clock::now();
   if (ctx.stats) ++ctx.stats->plan_builds;
   report_progress(ctx, "lowering and passes");
-  CodegenSettings settings;
-  settings.pipeline.keep_ir_text = ctx.keep_ir_text;
-  PlanBuild built = build_plan(graph, settings);
+  PlanBuild built = build_plan(graph, codegen_settings(ctx.options, ctx.keep_ir_text));
   const double plan_build_ms = ms_since(start);
   out.passes = built.passes;
   out.lowered_text = built.lowered_text;
@@ -244,10 +250,8 @@ void load_through_cache(const ir::Graph& graph, kernels_cache::Store& store,
 
 /// On a cache hit nothing was lowered; the `ir` log and debug dumps still want the IR, so the
 /// lowering and passes run again for them (no C++ compiler run: the kernels come from the cache).
-void rebuild_ir_text(const ir::Graph& graph, CompiledPlan& out) {
-  CodegenSettings settings;
-  settings.pipeline.keep_ir_text = true;
-  PlanBuild again = build_plan(graph, settings);
+void rebuild_ir_text(const ir::Graph& graph, const CompileOptions& options, CompiledPlan& out) {
+  PlanBuild again = build_plan(graph, codegen_settings(options, true));
   out.passes = std::move(again.passes);
   out.lowered_text = std::move(again.lowered_text);
   out.ir_rebuilt = true;
@@ -331,7 +335,7 @@ CompiledPlan compile_graph(const json& description, const CompileContext& ctx) {
     if (out.cache_outcome == "rebuilt_corrupt") ++ctx.stats->cache_corrupt_rebuilt;
   }
   out.timings["total_ms"] = ms_since(start);
-  if (ctx.keep_ir_text && !built_now) rebuild_ir_text(graph, out);
+  if (ctx.keep_ir_text && !built_now) rebuild_ir_text(graph, ctx.options, out);
   log_diagnostics(ctx, built_now, out);
 
   if (ctx.wants("fallbacks")) log_fallbacks(out);

@@ -15,6 +15,7 @@
 
 #include "runtime/aten_literals.h"
 #include "runtime/cuda/gpu_step.h"
+#include "runtime/matrix/gemm.h"
 #include "runtime/scalar_ops.h"
 
 namespace inductor_cpp::runtime {
@@ -119,8 +120,17 @@ struct BoundKernel {
   std::string label;
 };
 
+/// A matmul step (MatmulLaunch), ready to run on our GEMM library.
+struct BoundMatmul {
+  MatmulLaunch launch;
+  std::vector<matrix::EpilogueKind> kinds;  ///< per launch.epilogue entry
+  at::TensorOptions options;
+  std::string label;
+};
+
 struct BoundStep {
   std::optional<BoundKernel> kernel;
+  std::optional<BoundMatmul> matmul;
   std::optional<ScalarOp> scalar_op;  ///< set for "sym::" steps, which never touch the dispatcher
   std::optional<c10::OperatorHandle> op;
   std::vector<Operand> operands;  ///< one per schema argument, in schema order
@@ -183,6 +193,159 @@ BoundStep bind_kernel_step(const Step& step, const KernelLibrary* library, const
   bound.free_after = step.free_after;
   bound.node = step.node;
   return bound;
+}
+
+matrix::EpilogueKind epilogue_kind(const std::string& kind) {
+  static const std::pair<const char*, matrix::EpilogueKind> kinds[] = {
+      {"bias_col", matrix::EpilogueKind::BiasCol}, {"bias_row", matrix::EpilogueKind::BiasRow},
+      {"residual", matrix::EpilogueKind::AddResidual}, {"scale", matrix::EpilogueKind::Scale},
+      {"relu", matrix::EpilogueKind::Relu},         {"gelu", matrix::EpilogueKind::Gelu},
+      {"gelu_tanh", matrix::EpilogueKind::GeluTanh}, {"silu", matrix::EpilogueKind::Silu},
+      {"clamp", matrix::EpilogueKind::Clamp}};
+  for (const auto& [name, k] : kinds) {
+    if (kind == name) return k;
+  }
+  throw std::runtime_error("unknown matmul epilogue '" + kind + "'");
+}
+
+BoundStep bind_matmul_step(const Step& step, const std::vector<std::string>& labels) {
+  BoundMatmul m;
+  m.launch = step.matmul;
+  for (const MatmulEpilogue& e : m.launch.epilogue) {
+    m.kinds.push_back(epilogue_kind(e.kind));
+    const bool needs_data = e.kind == "bias_col" || e.kind == "bias_row" || e.kind == "residual";
+    if (needs_data != (e.slot >= 0)) throw std::runtime_error("matmul epilogue '" + e.kind + "': bad data slot");
+  }
+  const BufferAlloc& out = m.launch.out;
+  if (out.dtype != "float32" || out.device != "cpu") throw std::runtime_error("matmul output must be float32 on the CPU");
+  const size_t rank = m.launch.op == "bmm" ? 3 : 2;
+  if (out.sizes.size() != rank || out.strides.size() != rank ||
+      (out.strides[rank - 1] != 1 && out.sizes[rank - 1] != 1))
+    throw std::runtime_error("matmul output must be a row-major " + std::to_string(rank) + "-D tensor");
+  m.options = at::TensorOptions().dtype(at::kFloat).device(c10::kCPU);
+  m.label = "matrix::" + m.launch.op;
+  std::string computing;
+  for (int32_t n : m.launch.nodes) {
+    if (n >= 0 && n < static_cast<int32_t>(labels.size())) computing += (computing.empty() ? "" : ", ") + labels[n];
+  }
+  if (!computing.empty()) m.label += " computing " + computing;
+  BoundStep bound;
+  bound.matmul = std::move(m);
+  bound.free_after = step.free_after;
+  bound.node = step.node;
+  return bound;
+}
+
+/// One matrix operand as the GEMM reads it: row-major (plain) or its transpose, with its
+/// leading dimension; `keep` holds a contiguous copy when the strides were neither.
+struct MatrixOperand {
+  const float* data = nullptr;
+  int64_t ld = 0;
+  bool trans = false;
+  at::Tensor keep;
+};
+
+/// `t`: a float32 tensor whose last two dims are the matrix (leading dims: the batch).
+MatrixOperand matrix_operand(at::Tensor t) {
+  const int64_t d = t.dim();
+  const int64_t rows = t.size(d - 2), cols = t.size(d - 1);
+  const int64_t rs = t.stride(d - 2), cs = t.stride(d - 1);
+  MatrixOperand o;
+  if ((cs == 1 || cols == 1) && (rows == 1 || rs >= cols)) {
+    o.ld = rows == 1 ? cols : rs;
+  } else if ((rs == 1 || rows == 1) && (cols == 1 || cs >= rows)) {
+    o.ld = cols == 1 ? rows : cs;
+    o.trans = true;
+  } else {
+    t = t.contiguous();
+    o.ld = cols;
+  }
+  for (int64_t i = 0; i + 2 < d; ++i) {
+    if (t.stride(i) < 0) t = t.contiguous();
+  }
+  o.keep = t;
+  o.data = t.data_ptr<float>();
+  return o;
+}
+
+at::Tensor checked_f32(const c10::IValue& v, const char* what) {
+  TORCH_CHECK(v.isTensor(), "inductor_cpp: matmul ", what, " is not a tensor");
+  at::Tensor t = v.toTensor();
+  TORCH_CHECK(t.scalar_type() == at::kFloat && t.device().is_cpu(), "inductor_cpp: matmul ", what,
+              " must be a float32 CPU tensor, got ", t.scalar_type(), " on ", t.device());
+  return t;
+}
+
+/// Allocates the output, reads the operands' strides, runs the GEMM with its epilogue.
+void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
+  const MatmulLaunch& m = bm.launch;
+  const bool batched = m.op == "bmm";
+  at::Tensor a = checked_f32(slots[m.a], "input");
+  at::Tensor b = checked_f32(slots[m.b], "mat2");
+  at::Tensor c = at::empty_strided(m.out.sizes, m.out.strides, bm.options);
+  const int64_t rank = batched ? 3 : 2;
+  TORCH_CHECK(a.dim() == rank && b.dim() == rank, "inductor_cpp: ", bm.label, ": operands of rank ", a.dim(), " and ",
+              b.dim(), ", expected ", rank);
+  const int64_t batch = batched ? c.size(0) : 1;
+  const int64_t rows = c.size(rank - 2), cols = c.size(rank - 1), inner = a.size(rank - 1);
+  TORCH_CHECK(a.size(rank - 2) == rows && b.size(rank - 1) == cols && b.size(rank - 2) == inner &&
+                  (!batched || (a.size(0) == batch && b.size(0) == batch)),
+              "inductor_cpp: ", bm.label, ": operand sizes ", a.sizes(), " and ", b.sizes(), " do not give ", c.sizes());
+  const MatrixOperand ao = matrix_operand(a), bo = matrix_operand(b);
+  matrix::GemmProblem p;
+  p.m = rows;
+  p.n = cols;
+  p.k = inner;
+  p.a = ao.data;
+  p.lda = ao.ld;
+  p.trans_a = ao.trans;
+  p.b = bo.data;
+  p.ldb = bo.ld;
+  p.trans_b = bo.trans;
+  p.c = c.data_ptr<float>();
+  p.ldc = rows == 1 ? cols : c.stride(rank - 2);
+  p.alpha = m.alpha;
+  std::vector<at::Tensor> data;  // epilogue operands (kept alive through the call)
+  for (size_t i = 0; i < m.epilogue.size(); ++i) {
+    const MatmulEpilogue& e = m.epilogue[i];
+    matrix::EpilogueOp op;
+    op.kind = bm.kinds[i];
+    op.a = e.a;
+    op.b = e.b;
+    if (e.slot >= 0) {
+      at::Tensor t = checked_f32(slots[e.slot], "epilogue operand");
+      if (e.kind == "residual") {
+        TORCH_CHECK(t.sizes() == c.sizes(), "inductor_cpp: ", bm.label, ": residual of sizes ", t.sizes(),
+                    ", expected ", c.sizes());
+        // bmm: the library steps residual data by the output's batch stride.
+        const bool plain = t.stride(rank - 1) == 1 && (rows == 1 || t.stride(rank - 2) >= cols) &&
+                           (!batched || t.stride(0) == c.stride(0) || batch == 1);
+        if (!plain) t = t.contiguous();
+        if (batched && batch > 1 && t.stride(0) != c.stride(0)) {
+          at::Tensor laid = at::empty_strided(c.sizes(), c.strides(), bm.options);
+          laid.copy_(t);
+          t = laid;
+        }
+        op.ld = rows == 1 ? cols : t.stride(rank - 2);
+      } else {
+        const int64_t length = e.kind == "bias_col" ? cols : rows;
+        TORCH_CHECK(t.numel() == length, "inductor_cpp: ", bm.label, ": bias of ", t.numel(), " elements, expected ",
+                    length);
+        t = t.reshape({length}).contiguous();
+      }
+      op.data = t.data_ptr<float>();
+      data.push_back(t);
+    }
+    p.epilogue.push_back(op);
+  }
+  const int threads = static_cast<int>(at::get_num_threads());
+  if (batched) {
+    const int64_t stride_a = batch == 1 ? 0 : ao.keep.stride(0), stride_b = batch == 1 ? 0 : bo.keep.stride(0);
+    matrix::bmm_f32(p, batch, stride_a, stride_b, c.stride(0), threads);
+  } else {
+    matrix::gemm_f32(p, threads);
+  }
+  slots[m.out.slot] = std::move(c);
 }
 
 /// The GPU side of one run: the plan's bound kernels and the run's status words (made at
@@ -418,6 +581,10 @@ AtenExecutable::AtenExecutable(const Plan& plan, std::vector<at::Tensor> constan
     throw std::runtime_error("inductor_cpp: the plan has generated kernels but no kernel library was loaded");
   for (const Step& step : plan.steps) {
     try {
+      if (step.is_matmul()) {
+        b->steps.push_back(bind_matmul_step(step, b->labels));
+        continue;
+      }
       if (step.is_kernel()) {
         b->steps.push_back(bind_kernel_step(step, b->library.get(), b->labels));
         continue;
@@ -461,6 +628,15 @@ std::vector<c10::IValue> AtenExecutable::run(std::vector<c10::IValue> inputs) co
   torch::jit::Stack stack;
   GpuRun gpu{b.gpu_kernels, std::nullopt, std::nullopt};
   for (const BoundStep& step : b.steps) {
+    if (step.matmul) {
+      try {
+        run_matmul(*step.matmul, slots);
+      } catch (...) {
+        std::throw_with_nested(StepError("inductor_cpp: while running " + step.matmul->label));
+      }
+      for (int32_t s : step.free_after) slots[s] = c10::IValue();
+      continue;
+    }
     if (step.kernel) {
       try {
         run_kernel(*step.kernel, slots, gpu);

@@ -101,6 +101,40 @@ std::string slots_text(const std::vector<int32_t>& slots) {
   return out;
 }
 
+json alloc_to_json(const BufferAlloc& a) {
+  return json{{"slot", a.slot},   {"sizes", a.sizes},   {"strides", a.strides},
+              {"dtype", a.dtype}, {"device", a.device}, {"reuse", a.reuse_slot}};
+}
+
+BufferAlloc alloc_from_json(const json& a) {
+  return BufferAlloc{a.at("slot").get<int32_t>(),          a.at("sizes").get<std::vector<int64_t>>(),
+                     a.at("strides").get<std::vector<int64_t>>(), a.at("dtype").get<std::string>(),
+                     a.at("device").get<std::string>(),    a.at("reuse").get<int32_t>()};
+}
+
+json matmul_to_json(const MatmulLaunch& m) {
+  json epilogue = json::array();
+  for (const MatmulEpilogue& e : m.epilogue)
+    epilogue.push_back(json{{"kind", e.kind}, {"slot", e.slot}, {"a", e.a}, {"b", e.b}});
+  return json{{"op", m.op},          {"a", m.a},         {"b", m.b},          {"out", alloc_to_json(m.out)},
+              {"alpha", m.alpha},    {"epilogue", epilogue}, {"nodes", m.nodes}};
+}
+
+MatmulLaunch matmul_from_json(const json& j) {
+  MatmulLaunch m;
+  m.op = j.at("op").get<std::string>();
+  if (m.op != "mm" && m.op != "addmm" && m.op != "bmm") throw std::runtime_error("plan: unknown matmul op " + m.op);
+  m.a = j.at("a").get<int32_t>();
+  m.b = j.at("b").get<int32_t>();
+  m.out = alloc_from_json(j.at("out"));
+  m.alpha = j.at("alpha").get<float>();
+  for (const json& e : j.at("epilogue"))
+    m.epilogue.push_back({e.at("kind").get<std::string>(), e.at("slot").get<int32_t>(), e.at("a").get<float>(),
+                          e.at("b").get<float>()});
+  m.nodes = j.at("nodes").get<std::vector<int32_t>>();
+  return m;
+}
+
 }  // namespace
 
 std::string plan_to_text(const Plan& p) {
@@ -110,6 +144,17 @@ std::string plan_to_text(const Plan& p) {
      << " ATen) {\n";
   if (!p.free_at_start.empty()) os << "  free " << slots_text(p.free_at_start) << "\n";
   for (const Step& s : p.steps) {
+    if (s.is_matmul()) {
+      const MatmulLaunch& m = s.matmul;
+      std::string line = "  %s" + std::to_string(m.out.slot) + " = matrix::" + m.op + "(%s" + std::to_string(m.a) +
+                         ", %s" + std::to_string(m.b) + (m.alpha != 1 ? ", alpha=" + std::to_string(m.alpha) : "") + ")";
+      for (const MatmulEpilogue& e : m.epilogue)
+        line += " -> " + e.kind + (e.slot >= 0 ? "(%s" + std::to_string(e.slot) + ")" : "");
+      if (!s.free_after.empty())
+        line += std::string(line.size() < 48 ? 48 - line.size() : 1, ' ') + "free " + slots_text(s.free_after);
+      os << line << "\n";
+      continue;
+    }
     if (s.is_kernel()) {
       std::string line = "  ";
       std::vector<int32_t> outs;
@@ -156,6 +201,10 @@ std::string plan_to_text(const Plan& p) {
 json plan_to_json(const Plan& p) {
   json steps = json::array();
   for (const Step& s : p.steps) {
+    if (s.is_matmul()) {
+      steps.push_back(json{{"node", s.node}, {"matmul", matmul_to_json(s.matmul)}, {"free", s.free_after}});
+      continue;
+    }
     if (s.is_kernel()) {
       json allocs = json::array();
       for (const BufferAlloc& a : s.kernel.allocs) {
@@ -224,6 +273,12 @@ Plan plan_from_json(const json& j) {
       const std::string path = "steps[" + std::to_string(i) + "]";
       Step s;
       s.node = js.at("node").get<int32_t>();
+      if (js.contains("matmul")) {
+        s.matmul = matmul_from_json(js.at("matmul"));
+        s.free_after = js.at("free").get<std::vector<int32_t>>();
+        p.steps.push_back(std::move(s));
+        continue;
+      }
       if (js.contains("kernel")) {
         s.kernel.name = js.at("kernel").get<std::string>();
         s.kernel.args = js.at("args").get<std::vector<int32_t>>();

@@ -81,12 +81,35 @@ struct KernelLaunch {
   GpuLaunchDims gpu;                ///< GPU plans only (JSON key "gpu", absent for CPU steps)
 };
 
+/// One operation applied to each output element of a MatmulLaunch, in list order
+/// (runtime/matrix/gemm.h EpilogueKind): "bias_col" (data[j]), "bias_row" (data[i]),
+/// "residual" (data[i][j]), "scale" (a), "relu", "gelu", "gelu_tanh", "silu", "clamp" (a, b).
+struct MatmulEpilogue {
+  std::string kind;
+  int32_t slot = -1;  ///< bias / residual data; -1 for the others
+  float a = 0, b = 0;
+};
+
+/// A float32 CPU matrix multiply run by our GEMM library (runtime/matrix/gemm.h):
+/// out = epilogue(alpha · a · b), "mm" and "addmm" 2-D, "bmm" 3-D (batched). Operand strides
+/// are read at run time (plain, transposed, or made contiguous). JSON key "matmul".
+struct MatmulLaunch {
+  std::string op;  ///< "mm", "addmm" or "bmm"; empty: not a matmul step
+  int32_t a = -1, b = -1;
+  BufferAlloc out;  ///< the output (row-major, allocated before the call)
+  float alpha = 1;
+  std::vector<MatmulEpilogue> epilogue;  ///< addmm's bias is its first op
+  std::vector<int32_t> nodes;            ///< graph nodes it computes (for messages)
+};
+
 struct Step {
   int32_t node = -1;  ///< index of the graph node it came from (for messages)
-  AtenCall call;      ///< an ATen step (when kernel.name is empty)
+  AtenCall call;      ///< an ATen step (when kernel.name and matmul.op are empty)
   KernelLaunch kernel;
+  MatmulLaunch matmul;
   std::vector<int32_t> free_after;  ///< slots whose last use is this step
   bool is_kernel() const { return !kernel.name.empty(); }
+  bool is_matmul() const { return !matmul.op.empty(); }
 };
 
 struct Plan {

@@ -1,0 +1,35 @@
+/// \file
+/// Plan building for matrix multiplies: an ATen `mm` / `addmm` / `bmm` extern step over static
+/// float32 CPU tensors becomes a runtime::MatmulLaunch (our GEMM library, runtime/matrix/gemm.h)
+/// instead of an ATen call, and the one pointwise kernel that only applies an activation
+/// (relu, gelu, gelu-tanh, silu, clamp, hardtanh) or adds a residual to its result is folded
+/// into the GEMM epilogue. Conservative: anything unusual stays ATen / stays a kernel.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "ir/aten_graph.h"
+#include "ir/passes/schedule.h"
+#include "runtime/plan.h"
+
+namespace inductor_cpp::inductor {
+
+/// A matched matmul step and, if any, the kernel step whose work its epilogue does.
+struct MatmulMatch {
+  runtime::Step step;                   ///< a MatmulLaunch (free lists left to the caller)
+  std::optional<size_t> absorbed_step;  ///< scheduled step now done by the epilogue
+};
+
+/// The MatmulLaunch for scheduled extern step `step_index` of `program` (lowered from `g`),
+/// or nothing when it is not a matmul we run. `slot_of_buffer` maps buffer names to plan
+/// slots; `into_inputs` are buffers stored into graph inputs (never absorbed).
+std::optional<MatmulMatch> match_matmul(
+    const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
+    const std::set<std::string>& into_inputs,
+    const std::function<int32_t(const std::string&)>& slot_of_buffer);
+
+}  // namespace inductor_cpp::inductor

@@ -1,0 +1,179 @@
+"""With options={"matrix_kernels": True}, float32 CPU matrix multiplies in compiled graphs run
+on our GEMM library (MatmulLaunch plan steps, runtime/matrix/gemm.h), with a following
+activation or residual add folded into the GEMM epilogue; other dtypes stay ATen calls. Off by
+default (slower than MKL without pre-packed weights). Compared against eager with a GEMM
+tolerance (the summation order differs from MKL's)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conftest import assert_same, test_graphs
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def compile_cpp(fn):
+    return torch.compile(fn, backend="inductor_cpp", options={"matrix_kernels": True})
+
+
+def test_matrix_kernels_are_off_by_default():
+    x, w = torch.randn(8, 16), torch.randn(16, 4)
+    torch.compile(torch.mm, backend="inductor_cpp")(x, w)
+    (graph,) = test_graphs()
+    assert "matrix::" not in graph.plan_text and "aten::mm" in graph.plan_text
+
+
+def run_one_graph(fn, *args):
+    """Runs fn compiled and eagerly, compares; returns (plan text, counters) of its one graph."""
+    expected = fn(*args)
+    actual = compile_cpp(fn)(*args)
+    assert_same(actual, expected, rtol=RTOL, atol=ATOL)
+    graphs = test_graphs()
+    assert len(graphs) == 1, f"expected one graph, got {len(graphs)}"
+    return graphs[0].plan_text, graphs[0].counters()
+
+
+def matmul_steps(plan_text: str) -> list[str]:
+    return [line.strip() for line in plan_text.splitlines() if "matrix::" in line]
+
+
+def test_mm():
+    plan, c = run_one_graph(torch.mm, torch.randn(33, 70), torch.randn(70, 45))
+    assert len(matmul_steps(plan)) == 1 and "aten::mm" not in plan, plan
+    assert c["ops_fallback"] == 0 and c["kernels"] == 0, c
+
+
+@pytest.mark.parametrize("bias_shape, kind", [((45,), "bias_col"), ((1, 45), "bias_col"),
+                                              ((33, 1), "bias_row"), ((33, 45), "residual")])
+def test_addmm_bias_shapes(bias_shape, kind):
+    fn = lambda b, x, y: torch.addmm(b, x, y)
+    plan, c = run_one_graph(fn, torch.randn(bias_shape), torch.randn(33, 70), torch.randn(70, 45))
+    steps = matmul_steps(plan)
+    assert len(steps) == 1 and f"-> {kind}(" in steps[0], plan
+    assert c["ops_fallback"] == 0, c
+
+
+def test_addmm_alpha_and_beta():
+    b, x, y = torch.randn(45), torch.randn(33, 70), torch.randn(70, 45)
+    plan, _ = run_one_graph(lambda b, x, y: torch.addmm(b, x, y, alpha=0.5), b, x, y)
+    assert "alpha=0.5" in plan, plan
+    torch._dynamo.reset()
+    plan, _ = run_one_graph(lambda b, x, y: torch.addmm(b, x, y, beta=2.0), b, x, y)
+    assert not matmul_steps(plan), plan  # beta != 1 stays ATen
+
+
+@pytest.mark.parametrize("m, k, n", [(1, 70, 45), (33, 1, 45), (33, 70, 1)])
+def test_mm_degenerate_dims(m, k, n):
+    plan, _ = run_one_graph(torch.mm, torch.randn(m, k), torch.randn(k, n))
+    assert matmul_steps(plan), plan
+
+
+def test_bmm():
+    plan, c = run_one_graph(torch.bmm, torch.randn(5, 17, 40), torch.randn(5, 40, 23))
+    assert "matrix::bmm" in plan and c["ops_fallback"] == 0, plan
+
+
+def test_bmm_with_residual_absorbed():
+    fn = lambda x, y, r: torch.bmm(x, y) + r
+    plan, c = run_one_graph(fn, torch.randn(3, 17, 40), torch.randn(3, 40, 23), torch.randn(3, 17, 23))
+    assert "-> residual(" in plan and c["kernels"] == 0, plan
+
+
+def test_linear_uses_transposed_weight():
+    lin = torch.nn.Linear(64, 48)
+    with torch.no_grad():
+        plan, c = run_one_graph(lin, torch.randn(20, 64))
+    assert "matrix::addmm" in plan and c["ops_fallback"] == 0 and c["kernels"] == 0, plan
+
+
+@pytest.mark.parametrize("act, kind", [(F.relu, "relu"), (F.gelu, "gelu"),
+                                       (lambda t: F.gelu(t, approximate="tanh"), "gelu_tanh"),
+                                       (F.silu, "silu"), (F.hardtanh, "clamp"),
+                                       (lambda t: t.clamp(-0.5, 0.25), "clamp")])
+def test_linear_activation_is_absorbed(act, kind):
+    lin = torch.nn.Linear(64, 48)
+    with torch.no_grad():
+        plan, c = run_one_graph(lambda x: act(lin(x)), torch.randn(20, 64))
+    steps = matmul_steps(plan)
+    assert len(steps) == 1 and (steps[0].endswith(f"-> {kind}") or f"-> {kind} " in steps[0]), plan
+    assert c["kernels"] == 0 and c["ops_fallback"] == 0, (plan, c)
+
+
+def test_residual_add_is_absorbed():
+    x, w, r = torch.randn(20, 64), torch.randn(64, 48), torch.randn(20, 48)
+    plan, c = run_one_graph(lambda x, w, r: r + x @ w, x, w, r)
+    assert "-> residual(" in plan and c["kernels"] == 0, plan
+
+
+def test_activation_with_a_second_reader_is_not_absorbed():
+    def fn(x, w):
+        y = x @ w
+        return F.relu(y), y.sum(1)
+
+    plan, c = run_one_graph(fn, torch.randn(20, 64), torch.randn(64, 48))
+    assert len(matmul_steps(plan)) == 1 and c["kernels"] >= 1, plan
+    assert not any("-> relu" in s for s in matmul_steps(plan)), plan
+
+
+def test_matmul_output_returned_is_not_absorbed():
+    def fn(x, w):
+        y = x @ w
+        return y, F.relu(y)
+
+    plan, c = run_one_graph(fn, torch.randn(20, 64), torch.randn(64, 48))
+    assert len(matmul_steps(plan)) == 1 and c["kernels"] == 1, plan
+    assert "-> relu" not in matmul_steps(plan)[0], plan
+
+
+def test_non_contiguous_operands():
+    a = torch.randn(70, 33).t()           # transposed
+    b = torch.randn(45, 140)[:, ::2].t()  # neither layout: copied
+    plan, _ = run_one_graph(torch.mm, a, b)
+    assert matmul_steps(plan), plan
+    x = torch.randn(4, 40, 17).transpose(1, 2)
+    y = torch.randn(23, 4, 40).permute(1, 2, 0)
+    torch._dynamo.reset()
+    plan, _ = run_one_graph(torch.bmm, x, y)
+    assert "matrix::bmm" in plan, plan
+
+
+def test_training_step_through_linear_layers():
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 16))
+    ref = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 16))
+    ref.load_state_dict(model.state_dict())
+    x = torch.randn(24, 32)
+    compiled = compile_cpp(model)
+    compiled(x).square().mean().backward()
+    ref(x).square().mean().backward()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=RTOL, atol=ATOL)
+    assert any(matmul_steps(g.plan_text) for g in test_graphs())
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
+def test_other_dtypes_stay_aten(dtype):
+    x, w = torch.randn(20, 64).to(dtype), torch.randn(64, 48).to(dtype)
+    expected = F.relu(x @ w)
+    actual = compile_cpp(lambda x, w: F.relu(x @ w))(x, w)
+    tol = dict(rtol=1e-2, atol=1e-2) if dtype == torch.bfloat16 else dict(rtol=RTOL, atol=ATOL)
+    assert_same(actual, expected, **tol)
+    (graph,) = test_graphs()
+    assert not matmul_steps(graph.plan_text) and "aten::mm" in graph.plan_text, graph.plan_text
+
+
+def test_plan_round_trips_through_the_cache():
+    lin = torch.nn.Linear(64, 48)
+    fn = lambda x: F.relu(lin(x))
+    x = torch.randn(20, 64)
+    with torch.no_grad():
+        expected = fn(x)
+        compile_cpp(fn)(x)
+        torch._dynamo.reset()
+        actual = compile_cpp(fn)(x)  # plan.json read back from the cache entry
+    assert_same(actual, expected, rtol=RTOL, atol=ATOL)
+    assert test_graphs()[-1].counters()["cache"] == "hit"
+    assert all("-> relu" in g.plan_text for g in test_graphs())
