@@ -15,6 +15,7 @@
 
 #include "runtime/aten_literals.h"
 #include "runtime/cuda/gpu_step.h"
+#include "runtime/matmul_step.h"
 #include "runtime/matrix/gemm.h"
 #include "runtime/scalar_ops.h"
 
@@ -126,6 +127,8 @@ struct BoundMatmul {
   std::vector<matrix::EpilogueKind> kinds;  ///< per launch.epilogue entry
   at::TensorOptions options;
   std::string label;
+  /// mm/addmm: B packed once while it does not change (runtime/matmul_step.h).
+  std::shared_ptr<PackedBCache> packed_b = std::make_shared<PackedBCache>();
 };
 
 struct BoundStep {
@@ -342,6 +345,8 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   if (batched) {
     const int64_t stride_a = batch == 1 ? 0 : ao.keep.stride(0), stride_b = batch == 1 ? 0 : bo.keep.stride(0);
     matrix::bmm_f32(p, batch, stride_a, stride_b, c.stride(0), threads);
+  } else if (auto packed = bm.packed_b->lookup(b, bo.data, inner, cols, bo.ld, bo.trans)) {
+    matrix::gemm_f32_packed(p, *packed, threads);
   } else {
     matrix::gemm_f32(p, threads);
   }
