@@ -193,13 +193,20 @@ def test_packed_weight_is_reused_across_calls():
     assert any("matrix::addmm" in g.plan_text for g in test_graphs())
 
 
-def test_in_place_weight_update_forces_a_repack():
+def warm_linear():
+    """A Linear compiled with matrix kernels, called 3 times (its packed weight is cached)."""
     lin = torch.nn.Linear(64, 48)
     compiled = compile_cpp(lin)
     x = torch.randn(20, 64)
     with torch.no_grad():
         for _ in range(3):
             compiled(x)
+    return lin, compiled, x
+
+
+def test_in_place_weight_update_forces_a_repack():
+    lin, compiled, x = warm_linear()
+    with torch.no_grad():
         lin.weight.add_(1)  # bumps the version counter
         assert_same(compiled(x), lin(x), rtol=RTOL, atol=ATOL)
         assert_same(compiled(x), lin(x), rtol=RTOL, atol=ATOL)
@@ -210,12 +217,8 @@ def test_in_place_weight_update_forces_a_repack():
 def test_writes_that_bypass_the_version_counter_are_not_seen():
     """Documents the cache's one hazard (as for autograd's saved tensors): `.data` writes do not
     bump the parameter's version, so the cached packed copy is kept. Proves the cache is used."""
-    lin = torch.nn.Linear(64, 48)
-    compiled = compile_cpp(lin)
-    x = torch.randn(20, 64)
+    lin, compiled, x = warm_linear()
     with torch.no_grad():
-        for _ in range(3):
-            compiled(x)
         stale = lin(x)
         lin.weight.data.add_(1)
         assert_same(compiled(x), stale, rtol=RTOL, atol=ATOL)
