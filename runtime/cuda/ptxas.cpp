@@ -2,9 +2,8 @@
 /// Running ptxas (see ptxas.h).
 #include "runtime/cuda/ptxas.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
+#include "runtime/child_process.h"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,50 +15,12 @@
 #include <stdexcept>
 #include <vector>
 
-extern char** environ;
-
 namespace inductor_cpp::runtime::cuda {
 
 namespace {
 
 bool executable(const std::string& path) {
   return !path.empty() && access(path.c_str(), X_OK) == 0;
-}
-
-/// Runs args (argv[0] a path or a PATH name); returns the exit code, output in `output`.
-int run(const std::vector<std::string>& args, std::string& output) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + std::string(strerror(errno)));
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(fds[1]);
-  if (rc != 0) {
-    close(fds[0]);
-    throw std::runtime_error("cannot start '" + args[0] + "': " + strerror(rc));
-  }
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = read(fds[0], buf, sizeof(buf));
-    if (n > 0) {
-      output.append(buf, static_cast<size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
-      break;
-    }
-  }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 }  // namespace
@@ -87,7 +48,9 @@ const std::string& ptxas_version() {
     if (ptxas.empty()) return std::string("none");
     std::string output;
     try {
-      if (run({ptxas, "--version"}, output) != 0) return std::string("unusable");
+      const ProcessResult version = run_process({ptxas, "--version"});
+      if (version.exit_code != 0) return std::string("unusable");
+      output = version.output;
     } catch (const std::exception&) {
       return std::string("unusable");
     }
@@ -123,9 +86,10 @@ PtxasResult assemble_cubin(const std::string& dir, const std::string& ptx, int s
                                          ptx_path, "-o",  cubin_path};
   for (const std::string& a : args) result.command += (result.command.empty() ? "" : " ") + a;
   const auto start = std::chrono::steady_clock::now();
-  const int code = run(args, result.output);
+  ProcessResult run = run_process(args);
+  result.output = std::move(run.output);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (code != 0) return result;
+  if (run.exit_code != 0) return result;
   std::ifstream in(cubin_path, std::ios::binary);
   result.cubin.assign(std::istreambuf_iterator<char>(in), {});
   result.ok = !result.cubin.empty();
