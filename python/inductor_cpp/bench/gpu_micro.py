@@ -49,6 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--batch", type=int, default=64, help="resnet18 batch")
     p.add_argument("--json", default="", help="write the results here")
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="also print, per variant, the N kernels with the most GPU time "
+                        "(torch.profiler over --iters calls): where a model's time goes")
 
 
 def time_cuda(fns: dict[str, Callable[[], Any]], iters: int, warmup: int) -> dict[str, Any]:
@@ -136,6 +139,8 @@ def run_case(name: str, rows: int, cols: int, args: argparse.Namespace) -> dict[
             compiled[backend] = c
         fns = {k: (lambda f=f: f(*inputs)) for k, f in compiled.items()}
         timed = time_cuda(fns, args.iters, args.warmup)
+        if args.profile:
+            case["profile"] = {k: profile_kernels(f, args.iters, args.profile) for k, f in fns.items()}
     case["median_ms"] = timed["median_ms"]
     case["errors"].update(timed["errors"])
     if name != "resnet18":
@@ -147,6 +152,32 @@ def run_case(name: str, rows: int, cols: int, args: argparse.Namespace) -> dict[
     gc.collect()
     torch.cuda.empty_cache()
     return case
+
+
+def profile_kernels(fn: Callable[[], Any], iters: int, top: int) -> dict[str, Any]:
+    """GPU time per kernel name over `iters` calls (torch.profiler): the `top` largest, the
+    launch count and the total, all per call."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
+    rows = [(e.device_time_total / iters / 1e3, e.count / iters, e.key)
+            for e in prof.key_averages() if e.device_time_total > 0]
+    rows.sort(reverse=True)
+    return {"total_ms": sum(r[0] for r in rows), "launches": sum(r[1] for r in rows),
+            "top": [{"ms": ms, "count": n, "kernel": k[:110]} for ms, n, k in rows[:top]]}
+
+
+def print_profiles(results: dict[str, Any]) -> None:
+    for c in results["cases"]:
+        for variant, prof in c.get("profile", {}).items():
+            print(f"\n{c['workload']} / {variant}: GPU kernel time {prof['total_ms']:.3f} ms per call, "
+                  f"{prof['launches']:.0f} launches per call")
+            for r in prof["top"]:
+                print(f"  {r['ms']:8.3f} ms  x{r['count']:<5.0f} {r['kernel']}")
 
 
 def print_table(results: dict[str, Any]) -> None:
@@ -187,6 +218,7 @@ def run(args: argparse.Namespace) -> int:
         log(f"running {name}")
         results["cases"].append(run_case(name, rows, cols, args))
     print_table(results)
+    print_profiles(results)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
