@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch._dynamo.backends.common import aot_autograd
 
-from . import _C, debug_dir, decompositions, fx_import, joint_graph, logs
+from . import _C, debug_dir, decompositions, fx_import, joint_graph, layout_opt, logs
 from . import options as options_mod
 
 # Compiled graphs alive in this process, for counters and tests; weak, so that
@@ -112,6 +112,8 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind
     """Compile one ATen FX graph (forward, backward or inference) into a boxed callable."""
     number = next(_graph_numbers)
     start = time.perf_counter()
+    if opts.layout_optimization:
+        layout_opt.channels_last(gm, example_inputs, kind)
     try:
         description, constants = fx_import.describe(gm, example_inputs, kind)
     except fx_import.UnsupportedGraph as e:

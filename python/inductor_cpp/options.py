@@ -25,6 +25,11 @@ KNOWN: dict[str, tuple[str | None, str]] = {
         "True: float32 CPU mm/addmm/bmm run on our xbyak GEMM with a following activation or "
         "residual fused (off by default: without pre-packed weights it is 0.7-0.96x of MKL)",
     ),
+    "layout_optimization": (
+        "INDUCTOR_CPP_LAYOUT_OPT",
+        "False: keep convolution graphs in the layouts they come in (default True: inference "
+        "graphs with 2-D convolutions run channels-last; see layout_opt.py)",
+    ),
     "debug_dir": (
         "INDUCTOR_CPP_DEBUG_DIR",
         "a directory: dump each compiled graph there (FX graph, IR after every pass, C++ "
@@ -55,6 +60,7 @@ class Options:
     strict: bool | str = False
     cache: bool = True
     debug_dir: str | None = None
+    layout_optimization: bool = True  # a graph rewrite in Python: the graph's hash covers it
     extra: dict[str, Any] = field(default_factory=dict)
 
     def for_compiler(self) -> dict[str, Any]:
@@ -88,8 +94,13 @@ def resolve(mode: str | None = None, options: dict[str, Any] | None = None) -> O
     matrix_kernels = values.get("matrix_kernels", False)
     if not isinstance(matrix_kernels, bool):
         raise ValueError(f'inductor_cpp: option "matrix_kernels" must be True or False, not {matrix_kernels!r}')
+    layout_optimization = values.get("layout_optimization", True)
+    if not isinstance(layout_optimization, bool):
+        raise ValueError('inductor_cpp: option "layout_optimization" must be True or False, '
+                         f"not {layout_optimization!r}")
     # Code generation options enter the cache key; only non-default values are sent, so default
     # keys stay what they were.
     extra = {"matrix_kernels": True} if matrix_kernels else {}
     return Options(mode=mode, strict=strict, cache=cache,
-                   debug_dir=os.fspath(debug_dir) if debug_dir else None, extra=extra)
+                   debug_dir=os.fspath(debug_dir) if debug_dir else None,
+                   layout_optimization=layout_optimization, extra=extra)

@@ -1,0 +1,159 @@
+"""The channels-last pass (python/inductor_cpp/layout_opt.py): convolution inference graphs run
+channels-last, results and output strides stay eager's, everything else is left alone."""
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import inductor_cpp
+from inductor_cpp.dynamo_backend import observe_compiles
+
+aten = torch.ops.aten
+
+
+class Block(nn.Module):
+    """conv-bn-relu twice with a residual add and a strided 1x1 shortcut: a resnet block."""
+
+    def __init__(self, cin=4, cout=8):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=2, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = nn.Conv2d(cin, cout, 1, stride=2)
+        for bn in (self.bn1, self.bn2):
+            nn.init.uniform_(bn.weight, 0.5, 1.5)
+            nn.init.uniform_(bn.bias, -0.5, 0.5)
+            bn.running_mean.uniform_(-0.2, 0.2)
+            bn.running_var.uniform_(0.5, 1.5)
+
+    def forward(self, x):
+        h = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(h)) + self.down(x))
+
+
+def compile_and_run(fn, *args, **options):
+    torch._dynamo.reset()
+    with observe_compiles() as records, torch.no_grad():
+        out = torch.compile(fn, backend="inductor_cpp", options=options or None)(*args)
+    graphs = [r["gm"] for r in records]
+    return out, graphs
+
+
+def convs(gm):
+    return [n for n in gm.graph.nodes if n.target is aten.convolution.default]
+
+
+def is_channels_last(node):
+    return node.meta["val"].is_contiguous(memory_format=torch.channels_last)
+
+
+def layout_copies(gm):
+    return [n for n in gm.graph.nodes if n.target is aten.clone.default
+            and n.kwargs.get("memory_format") is not None]
+
+
+def test_resnet_block_runs_channels_last_with_eager_results_and_strides():
+    torch.manual_seed(0)
+    model = Block().eval()
+    x = torch.randn(2, 4, 10, 10)
+    with torch.no_grad():
+        expected = model(x)
+    out, (gm,) = compile_and_run(model, x)
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+    assert out.stride() == expected.stride()  # the NCHW output eager gives
+    conv_nodes = convs(gm)
+    assert len(conv_nodes) == 3
+    for conv in conv_nodes:
+        assert is_channels_last(conv.args[0]) and is_channels_last(conv.args[1])
+        assert is_channels_last(conv)
+    # The block's pointwise ops after the convolutions run channels-last too: the only layout
+    # copies are the input, the two 3x3 weights (the 1x1 weight is both layouts) and the
+    # output's copy back.
+    copies = layout_copies(gm)
+    assert [c.kwargs["memory_format"] for c in copies].count(torch.channels_last) == 3
+    assert [c.kwargs["memory_format"] for c in copies].count(torch.contiguous_format) == 1
+    assert inductor_cpp.counters()["eager_graph_fallbacks"] == 0
+
+
+def test_option_off_keeps_the_graph():
+    torch.manual_seed(0)
+    model = Block().eval()
+    x = torch.randn(2, 4, 10, 10)
+    with torch.no_grad():
+        expected = model(x)
+    out, (gm,) = compile_and_run(model, x, layout_optimization=False)
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+    assert not layout_copies(gm)
+    assert not any(is_channels_last(c.args[0]) for c in convs(gm))
+
+
+def test_channels_last_input_needs_no_input_copy_and_keeps_its_layout():
+    torch.manual_seed(0)
+    model = Block().eval()
+    x = torch.randn(2, 4, 10, 10).contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        expected = model(x)
+    out, (gm,) = compile_and_run(model, x)
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+    assert out.stride() == expected.stride()
+    assert not layout_copies(gm)  # input, weights seen as both, activations channels-last
+
+
+def test_every_returned_activation_gets_eager_strides():
+    torch.manual_seed(0)
+    conv = nn.Conv2d(3, 6, 3, padding=1).eval()
+
+    def fn(x):
+        y = conv(x)
+        return y, torch.sigmoid(y), y.sum(dim=(2, 3)), y.permute(0, 2, 3, 1)
+
+    x = torch.randn(2, 3, 7, 5)
+    with torch.no_grad():
+        expected = fn(x)
+    out, _ = compile_and_run(fn, x)
+    for o, e in zip(out, expected):
+        torch.testing.assert_close(o, e, rtol=1e-5, atol=1e-5)
+        assert o.stride() == e.stride()
+
+
+def test_training_graphs_are_left_alone():
+    torch.manual_seed(0)
+    model = Block().train()
+    x = torch.randn(2, 4, 10, 10, requires_grad=True)
+    torch._dynamo.reset()
+    with observe_compiles() as records:
+        out = torch.compile(model, backend="inductor_cpp")(x)
+        out.sum().backward()
+    for record in records:
+        assert not layout_copies(record["gm"]), record["kind"]
+    reference = Block().train()
+    reference.load_state_dict(model.state_dict())
+    assert out.shape == reference(x).shape
+
+
+def test_dynamic_shapes_stay_correct():
+    torch.manual_seed(0)
+    model = Block().eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="inductor_cpp", dynamic=True)
+    with torch.no_grad():
+        for size in (10, 12, 9):
+            x = torch.randn(2, 4, size, size)
+            out = compiled(x)
+            expected = model(x)
+            torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+            assert out.stride() == expected.stride()
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_grouped_and_depthwise_convolutions(groups):
+    torch.manual_seed(0)
+    conv = nn.Conv2d(4, 4, 3, padding=1, groups=groups).eval()
+    x = torch.randn(1, 4, 6, 6)
+    with torch.no_grad():
+        expected = F.relu(conv(x))
+    out, _ = compile_and_run(lambda t: F.relu(conv(t)), x)
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+    assert out.stride() == expected.stride()
