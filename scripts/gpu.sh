@@ -8,6 +8,8 @@
 #   bash scripts/gpu.sh test     tests/python/test_gpu.py (pytest from carried wheels)
 #   bash scripts/gpu.sh opinfo   OpInfo sweep on CUDA: float32, float16, bfloat16
 #   bash scripts/gpu.sh bench    GPU micro benchmark: eager vs stock Inductor vs inductor_cpp
+#   bash scripts/gpu.sh matrix   CPU matrix-kernel benchmark on the host's CPU (issue 7):
+#                                `bench matrix --threads 16` (MATRIX_THREADS, MATRIX_ARGS)
 #   bash scripts/gpu.sh diag     the transformer encoder's training step, every compiled graph
 #                                (forward, backward) checked against its ATen graph run eagerly
 #                                on the same inputs: the worst outputs per graph, with the node
@@ -29,7 +31,7 @@ mkdir -p "$OUT"
 export CXX=${GPU_CXX:-/usr/bin/g++} CC=${GPU_CC:-/usr/bin/gcc}
 
 # Few files come back from a device call, so $OUT gets only: summary.txt (this log),
-# test_gpu.txt, bench_gpu.txt/.json, opinfo_cuda.txt/.json, diag_gpu.txt. Build logs stay in
+# test_gpu.txt, bench_gpu.txt/.json, opinfo_cuda.txt/.json, matrix_cpu.txt/.json, diag_gpu.txt. Build logs stay in
 # $BUILD. (Run at most about six of these per call: e.g. "build test bench diag".)
 log() { echo "[gpu.sh $(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt" >&2; }
 
@@ -143,6 +145,15 @@ stage_bench() {
   (cd "$ROOT" && timeout "${BENCH_SECONDS:-420}" "$PY" -m inductor_cpp.bench gpu ${BENCH_ARGS:-} \
     --json "$OUT/bench_gpu.json" >"$OUT/bench_gpu.txt" 2>&1)
   cat "$OUT/bench_gpu.txt"
+}
+
+stage_matrix() {
+  setup_carry
+  log "CPU matrix benchmark, ${MATRIX_THREADS:-16} threads"
+  (cd "$ROOT" && timeout "${MATRIX_SECONDS:-500}" "$PY" -m inductor_cpp.bench matrix \
+    --threads "${MATRIX_THREADS:-16}" ${MATRIX_ARGS:-} --json "$OUT/matrix_cpu.json" \
+    >"$OUT/matrix_cpu.txt" 2>&1)
+  tail -60 "$OUT/matrix_cpu.txt"
 }
 
 stage_diag() {
