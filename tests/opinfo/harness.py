@@ -101,6 +101,14 @@ UNINITIALIZED_OUTPUT_OPS = {
     "empty", "empty_like", "empty_strided", "empty_permuted", "new_empty",
     "new_empty_strided", "resize_", "resize_as_",
 }
+# Ops some of whose outputs are uninitialized memory or random-generator state: those outputs
+# (by index) are compared by metadata only. The memory-efficient attention kernels return the
+# philox seed and offset for their dropout; with dropout_p = 0 the CUDA kernel never writes
+# them, so eager and compiled both return whatever the allocation held.
+UNINITIALIZED_OUTPUTS = {
+    "torch.ops.aten._efficient_attention_forward": (2, 3),
+    "torch.ops.aten._scaled_dot_product_efficient_attention": (2, 3),
+}
 
 
 def pair_name(op) -> str:
@@ -440,6 +448,13 @@ def run_sample(op, sample, index: int, dtype: str) -> SampleResult:
 
     if result.status == "pass":
         try:
+            skip = UNINITIALIZED_OUTPUTS.get(op.name, ())
+            if skip and isinstance(expected, (tuple, list)):
+                for i in skip:
+                    if i < len(expected) and i < len(actual):
+                        _compare(actual[i], expected[i], f"output[{i}]", floating, True)
+                keep = [i for i in range(len(expected)) if i not in skip]
+                actual, expected = [actual[i] for i in keep], [expected[i] for i in keep]
             _compare(actual, expected, "output", floating, metadata_only, rtol, atol)
             _compare(compiled_inputs, eager_inputs, "input (after the call)", floating,
                      metadata_only, rtol, atol)
