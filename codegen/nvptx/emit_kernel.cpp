@@ -79,6 +79,18 @@ int64_t grid_for(const ir::Expr& work_items, int64_t per_block) {
   return std::clamp<int64_t>(blocks, 1, kMaxGrid);
 }
 
+/// Columns per block of the column mapping with T thread rows: the widest block (up to
+/// kMaxColumnBlock threads) that still gives kMinColumnGrid blocks, at least kColumnBlock / T.
+int column_groups_for(const ir::Expr& columns, int t) {
+  int groups = kColumnBlock / t;
+  if (!columns.is_const()) return groups;
+  while (groups * 2 * t <= kMaxColumnBlock &&
+         (columns.value() + groups * 2 - 1) / (groups * 2) >= kMinColumnGrid) {
+    groups *= 2;
+  }
+  return groups;
+}
+
 }  // namespace
 
 KernelEmitter::KernelEmitter(llvm::Module& module, const ir::Kernel& kernel)
@@ -96,6 +108,13 @@ void KernelEmitter::pop_scope() {
 }
 
 GpuLaunch KernelEmitter::emit() {
+  // a * b + c of the kernel's own arithmetic may become one fma (one rounding), as nvcc's
+  // default --fmad=true (PyTorch's CUDA kernels) and Triton allow; without `contract` every
+  // mul/add is emitted `.rn`, which also stops ptxas from fusing. libdevice code is not
+  // contracted (fusing inside expf etc. took softmax from 40 to 63 registers).
+  llvm::FastMathFlags contract;
+  contract.setAllowContract(true);
+  b_.setFastMathFlags(contract);
   llvm::Type* global_ptr = llvm::PointerType::get(ctx_, 1);
   llvm::Type* i64 = b_.getInt64Ty();
   std::vector<llvm::Type*> types(kernel_.params.size(), global_ptr);
@@ -154,9 +173,14 @@ GpuLaunch KernelEmitter::emit() {
     if (t > 1024 || (t & (t - 1)) != 0) unsupported("gpu_threads must be a power of two <= 1024");
     if (loop.vector_width > 1) unsupported("a vector loop shared by several threads");
     const bool columns = t <= kColumnBlock / 2 && group_along_columns(loop);
-    const int rows = columns ? kColumnBlock / t : t <= 32 ? std::max(1, kSmallRowBlock / t) : 1;
+    // Column groups of `lanes` columns each (128-bit loads); the top loop then runs over groups.
+    const int lanes = columns ? column_lanes(loop) : 1;
+    const ir::Expr groups = lanes > 1 ? ir::Expr(loop.extent.value() / lanes) : loop.extent;
+    const int rows = columns   ? column_groups_for(groups, t)
+                     : t <= 32 ? std::max(1, kSmallRowBlock / t)
+                               : 1;
     launch.block[0] = t * rows;
-    launch.grid[0] = grid_for(loop.extent, rows);
+    launch.grid[0] = grid_for(groups, rows);
     group_threads_ = t;
     tid_ = tid;
     llvm::Value* group = nullptr;
@@ -164,7 +188,8 @@ GpuLaunch KernelEmitter::emit() {
       column_groups_ = rows;
       thread_in_group_ = b_.CreateLShr(tid, __builtin_ctz(rows), "tig");
       group = b_.CreateAnd(tid, rows - 1, "group");
-      auto* type = llvm::ArrayType::get(i64, 4 * kColumnBlock);
+      column_block_ = int64_t{t} * rows;
+      auto* type = llvm::ArrayType::get(i64, 4 * column_block_);
       column_shared_ = new llvm::GlobalVariable(
           module_, type, false, llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(type),
           kernel_.name + "_columns", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
@@ -173,17 +198,23 @@ GpuLaunch KernelEmitter::emit() {
       thread_in_group_ = b_.CreateAnd(tid, t - 1, "tig");
       group = b_.CreateLShr(tid, __builtin_ctz(t), "group");
     }
-    llvm::Value* extent = expr(loop.extent);
+    llvm::Value* extent = expr(groups);
+    llvm::Value* aligned = lanes > 1 ? column_vectors_aligned(loop, lanes) : nullptr;
     counted_loop(b_.CreateMul(ctaid, b_.getInt64(rows)), extent,
                  b_.CreateMul(nctaid, b_.getInt64(rows)), [&](llvm::Value* first_row) {
                    llvm::Value* row = b_.CreateAdd(first_row, group);
                    row_active_ = b_.CreateICmpSLT(row, extent, "active");
                    // Groups past the end repeat the last row (so every thread of a warp
                    // takes part in the shuffles) and store nothing.
-                   vars_[loop.var] =
+                   llvm::Value* real =
                        b_.CreateSelect(row_active_, row, b_.CreateSub(extent, b_.getInt64(1)));
                    in_group_context_ = true;
-                   row_body(loop);
+                   if (lanes > 1) {
+                     column_vector_row(loop, real, lanes, aligned);
+                   } else {
+                     vars_[loop.var] = real;
+                     row_body(loop);
+                   }
                    in_group_context_ = false;
                    vars_.erase(loop.var);
                  });
@@ -250,15 +281,20 @@ void KernelEmitter::group_loop(const Stmt& s) {
   in_group_context_ = true;
   std::vector<std::string> names;
   accumulated_names(s.body, names);
+  std::vector<std::string> keys;
   for (const std::string& name : names) {
-    auto it = accumulators_.find(name);
+    if (!column_vector_) keys.push_back(name);
+    for (int l = 0; column_vector_ && l < vec_.lanes; ++l) keys.push_back(accumulator_key(name, l));
+  }
+  for (const std::string& key : keys) {
+    auto it = accumulators_.find(key);
     if (it == accumulators_.end() || !it->second.group_level) continue;
     if (it->second.combined)
-      unsupported("accumulator " + name + " accumulated in two thread-mapped loops");
+      unsupported("accumulator " + key + " accumulated in two thread-mapped loops");
     if (column_groups_ > 0) {
-      combine_across_column_group(name);
+      combine_across_column_group(key);
     } else {
-      combine_across_group(name);
+      combine_across_group(key);
     }
     it->second.combined = true;
   }
@@ -302,6 +338,9 @@ void KernelEmitter::chunk_loop(const Stmt& s, llvm::Value* first, llvm::Value* s
 
 void KernelEmitter::chunk_body(const Stmt& s, llvm::Value* base, int lanes) {
   auto saved_var = vars_.find(s.var) == vars_.end() ? nullptr : vars_[s.var];
+  // Callers open a scope for the body first (counted_loop, the full chunk, the persistent
+  // chunk), so the loop's scopes start at the current innermost one.
+  loops_.push_back({&s, scopes_.size() - 1});
   if (lanes == 0) {
     vars_[s.var] = base;
     statements(s.body);
@@ -319,6 +358,7 @@ void KernelEmitter::chunk_body(const Stmt& s, llvm::Value* base, int lanes) {
     statements(s.body);
     vec_ = saved;
   }
+  loops_.pop_back();
   if (saved_var) {
     vars_[s.var] = saved_var;
   } else {

@@ -2,7 +2,8 @@
 /// Unary and binary math of the NVPTX emitter: LLVM instructions for the arithmetic, libdevice
 /// (`__nv_<name>f` for float32, `__nv_<name>` for float64) for everything transcendental, so
 /// the results match CUDA's own math library. Operands arrive in their compute type (float16
-/// and bfloat16 already widened to float32).
+/// and bfloat16 already widened to float32). float32 division (also in reciprocal and sigmoid):
+/// emit_division_nvptx.cpp.
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
 
@@ -98,11 +99,11 @@ llvm::Value* KernelEmitter::unary_math(UnaryOp op, llvm::Value* x, DType t) {
       return b_.CreateSelect(b_.CreateICmpSLT(x, iconst(0)), b_.CreateSub(iconst(0), x), x);
     case UnaryOp::reciprocal:
       if (!is_float) break;
-      return b_.CreateFDiv(fconst(1.0), x);
+      return fast_divide(fconst(1.0), x, t);
     case UnaryOp::sigmoid:
       if (!is_float) break;
-      return b_.CreateFDiv(fconst(1.0),
-                           b_.CreateFAdd(fconst(1.0), libdevice("exp", t, {b_.CreateFNeg(x)})));
+      return fast_divide(fconst(1.0),
+                         b_.CreateFAdd(fconst(1.0), libdevice("exp", t, {b_.CreateFNeg(x)})), t);
     case UnaryOp::sign: {
       if (t == DType::Bool) return x;
       if (is_float) {  // NaN and +-0 return themselves
@@ -167,7 +168,7 @@ llvm::Value* KernelEmitter::binary_math(BinaryOp op, llvm::Value* a, llvm::Value
       return is_float ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
     case BinaryOp::div:
       if (!is_float) break;
-      return b_.CreateFDiv(a, b);
+      return fast_divide(a, b, t);
     case BinaryOp::truncdiv:
       if (is_float) return libdevice("trunc", t, {b_.CreateFDiv(a, b)});
       if (is_bool) break;

@@ -35,7 +35,15 @@ DType state_type(const Accumulator& a) {
 }  // namespace
 
 void KernelEmitter::define_accumulator(const ir::Stmt& s) {
+  if (column_vector_) {  // one accumulator per column lane
+    for (int l = 0; l < vec_.lanes; ++l) define_accumulator_as(s, accumulator_key(s.name, l));
+    return;
+  }
   if (vec_.lanes > 1) unsupported("accumulator " + s.name + " defined inside a vector chunk");
+  define_accumulator_as(s, s.name);
+}
+
+void KernelEmitter::define_accumulator_as(const ir::Stmt& s, const std::string& key) {
   Accumulator a;
   a.op = s.reduce_op;
   a.dtype = s.dtype;
@@ -54,10 +62,22 @@ void KernelEmitter::define_accumulator(const ir::Stmt& s) {
   }
   a.group_level = in_group_context_ && group_threads_ > 1;
   store_state(a, identity(a));
-  accumulators_[s.name] = a;
+  accumulators_[key] = a;
 }
 
 void KernelEmitter::accumulate(const ir::Stmt& s) {
+  if (column_vector_) {  // each column lane into its own accumulator
+    for (vec_.lane = 0; vec_.lane < vec_.lanes; ++vec_.lane) {
+      auto it = accumulators_.find(accumulator_key(s.name));
+      if (it == accumulators_.end()) unsupported("accumulate into undefined " + s.name);
+      const Accumulator& a = it->second;
+      llvm::Value* x = value(s.value);
+      llvm::Value* index = is_arg(a.op) ? expr(s.index) : nullptr;
+      store_state(a, update(a, load_state(a), x, index));
+    }
+    vec_.lane = 0;
+    return;
+  }
   auto it = accumulators_.find(s.name);
   if (it == accumulators_.end()) unsupported("accumulate into undefined " + s.name);
   const Accumulator& a = it->second;
@@ -65,6 +85,7 @@ void KernelEmitter::accumulate(const ir::Stmt& s) {
     unsupported("accumulate into " + s.name + " outside a thread-mapped loop of its group");
   }
   const int n = std::max(vec_.lanes, 1);
+  if (a.op == ReduceOp::welford_m2 && n > 1) return accumulate_welford_chunk(a, s);
   for (vec_.lane = 0; vec_.lane < n; ++vec_.lane) {  // lanes in order: the sequential order
     llvm::Value* x = value(s.value);
     llvm::Value* index = is_arg(a.op) ? expr(s.index) : nullptr;
@@ -73,8 +94,40 @@ void KernelEmitter::accumulate(const ir::Stmt& s) {
   vec_.lane = 0;
 }
 
+void KernelEmitter::accumulate_welford_chunk(const Accumulator& a, const ir::Stmt& s) {
+  const int n = vec_.lanes;
+  std::vector<llvm::Value*> xs;
+  for (vec_.lane = 0; vec_.lane < n; ++vec_.lane) {
+    llvm::Value* x = value(s.value);
+    xs.push_back(ir::is_reduced_float(a.dtype) ? to_float32(x, a.dtype) : x);
+  }
+  vec_.lane = 0;
+  llvm::Type* t = xs[0]->getType();
+  auto c = [&](double v) { return llvm::ConstantFP::get(t, v); };
+  // The chunk's own mean and m2 (lanes in order; GPU chunks have 2^k lanes: an exact
+  // multiplication) ...
+  llvm::Value* sum = xs[0];
+  for (int l = 1; l < n; ++l) sum = b_.CreateFAdd(sum, xs[l]);
+  llvm::Value* chunk_mean = fast_divide(sum, c(n), state_type(a));
+  llvm::Value* chunk_m2 = c(0.0);
+  for (llvm::Value* x : xs) {
+    llvm::Value* d = b_.CreateFSub(x, chunk_mean);
+    chunk_m2 = b_.CreateFAdd(chunk_m2, b_.CreateFMul(d, d));
+  }
+  // ... merged into the state as Chan et al.: one division per chunk instead of one per lane.
+  AccState st = load_state(a);
+  llvm::Value* total = b_.CreateFAdd(st.count, c(n));
+  llvm::Value* share = fast_divide(c(n), total, state_type(a));
+  llvm::Value* delta = b_.CreateFSub(chunk_mean, st.value);
+  st.value = b_.CreateFAdd(st.value, b_.CreateFMul(delta, share));
+  st.m2 = b_.CreateFAdd(b_.CreateFAdd(st.m2, chunk_m2),
+                        b_.CreateFMul(b_.CreateFMul(b_.CreateFMul(delta, delta), st.count), share));
+  st.count = total;
+  store_state(a, st);
+}
+
 llvm::Value* KernelEmitter::read_accumulator(const std::string& name, DType result_type) {
-  auto it = accumulators_.find(name);
+  auto it = accumulators_.find(accumulator_key(name));
   if (it == accumulators_.end()) unsupported("local(" + name + ") read outside its scope");
   const Accumulator& a = it->second;
   const AccState s = load_state(a);
@@ -202,7 +255,7 @@ AccState KernelEmitter::update(const Accumulator& a, AccState s, llvm::Value* x,
       llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
       s.count = b_.CreateFAdd(s.count, one);
       llvm::Value* delta = b_.CreateFSub(x, s.value);
-      s.value = b_.CreateFAdd(s.value, b_.CreateFMul(delta, b_.CreateFDiv(one, s.count)));
+      s.value = b_.CreateFAdd(s.value, fast_divide(delta, s.count, st));
       s.m2 = b_.CreateFAdd(s.m2, b_.CreateFMul(delta, b_.CreateFSub(x, s.value)));
       return s;
     }
@@ -336,7 +389,7 @@ void KernelEmitter::combine_across_column_group(const std::string& name) {
   const AccState s = load_state(a);
   std::vector<llvm::Value*> parts = {s.value, s.index, s.m2, s.count};
   auto slot = [&](int component, llvm::Value* thread) {
-    llvm::Value* index = b_.CreateAdd(b_.getInt64(int64_t{component} * kColumnBlock), thread);
+    llvm::Value* index = b_.CreateAdd(b_.getInt64(int64_t{component} * column_block_), thread);
     return b_.CreateGEP(column_shared_->getValueType(), column_shared_, {b_.getInt64(0), index});
   };
   auto barrier = [&] { b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); };
@@ -345,24 +398,21 @@ void KernelEmitter::combine_across_column_group(const std::string& name) {
     if (parts[c]) b_.CreateStore(parts[c], slot(static_cast<int>(c), tid_));
   }
   barrier();
-  // This thread's column: tid % C; thread row r of it sits at r * C + column.
+  // This thread's column: tid % C; thread row r of it sits at r * C + column. A loop over the
+  // rows (not unrolled by us: T states loaded at once would take T x 4 registers).
   llvm::Value* column = b_.CreateAnd(tid_, b_.getInt64(column_groups_ - 1));
-  AccState w;
-  llvm::Value** fields[] = {&w.value, &w.index, &w.m2, &w.count};
-  for (int r = 0; r < group_threads_; ++r) {
+  auto state_of_row = [&](llvm::Value* r) {
     AccState x;
     llvm::Value** xf[] = {&x.value, &x.index, &x.m2, &x.count};
-    llvm::Value* thread = b_.CreateAdd(column, b_.getInt64(int64_t{r} * column_groups_));
+    llvm::Value* thread = b_.CreateAdd(column, b_.CreateMul(r, b_.getInt64(column_groups_)));
     for (size_t c = 0; c < parts.size(); ++c) {
       if (parts[c]) *xf[c] = b_.CreateLoad(parts[c]->getType(), slot(static_cast<int>(c), thread));
     }
-    if (r == 0) {
-      for (size_t c = 0; c < parts.size(); ++c) *fields[c] = *xf[c];
-    } else {
-      w = combine(a, w, x);
-    }
-  }
-  store_state(a, w);
+    return x;
+  };
+  store_state(a, state_of_row(b_.getInt64(0)));
+  counted_loop(b_.getInt64(1), b_.getInt64(group_threads_), b_.getInt64(1),
+               [&](llvm::Value* r) { store_state(a, combine(a, load_state(a), state_of_row(r))); });
 }
 
 }  // namespace inductor_cpp::codegen::nvptx_detail

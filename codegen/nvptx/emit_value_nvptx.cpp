@@ -220,9 +220,12 @@ llvm::Value* KernelEmitter::compute(const ir::ValueNode& n) {
       std::vector<llvm::Value*> ops;
       for (const ir::Value& o : n.operands)
         ops.push_back(widen ? to_float32(value(o), t) : value(o));
-      llvm::Value* r = n.kind == ir::ValueKind::Unary
-                           ? unary_math(n.unary_op(), ops[0], ct)
-                           : binary_math(n.binary_op(), ops[0], ops[1], ct);
+      const bool invariant_divisor = n.kind == ir::ValueKind::Binary &&
+                                     n.binary_op() == ir::BinaryOp::div && ct == DType::Float32 &&
+                                     invariant_in_loop(n.operands[1]);
+      llvm::Value* r = n.kind == ir::ValueKind::Unary ? unary_math(n.unary_op(), ops[0], ct)
+                       : invariant_divisor            ? divide_by_invariant(ops[0], ops[1])
+                                           : binary_math(n.binary_op(), ops[0], ops[1], ct);
       return widen && n.dtype == t ? from_float32(r, t) : r;
     }
     default:

@@ -47,6 +47,8 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const GpuTarget& target
   if (!t) throw std::runtime_error("nvptx: no NVPTX target in this LLVM: " + error);
   const std::string cpu = "sm_" + std::to_string(target.sm);
   const std::string features = "+ptx" + std::to_string(target.ptx_version);
+  // Floating-point contraction is per instruction (`contract` on what the kernels emit,
+  // KernelEmitter::emit), not AllowFPOpFusion: libdevice stays as NVIDIA compiled it.
   llvm::TargetOptions options;
   std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
       kTriple, cpu, features, options, std::nullopt, std::nullopt, llvm::CodeGenOpt::Aggressive));

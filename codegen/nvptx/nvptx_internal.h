@@ -30,8 +30,13 @@ constexpr int kSingleRowBlock = 256;
 /// Threads per block when a row takes <= 32 threads (several rows per block).
 constexpr int kSmallRowBlock = 128;
 /// Threads per block when the threads of a group lie along the columns (outer-dim reductions:
-/// block = column chunks x thread rows, see KernelEmitter::column_groups_).
+/// block = C columns x T thread rows, see KernelEmitter::column_groups_): up to
+/// kMaxColumnBlock, halved (down to kColumnBlock) while the grid would have fewer than
+/// kMinColumnGrid blocks. Wide blocks read wide strips of each row (16384 x 8192 sum(0): 64
+/// columns = 256 bytes per row and block instead of 64), fewer DRAM pages opened per byte.
 constexpr int kColumnBlock = 256;
+constexpr int kMaxColumnBlock = 1024;
+constexpr int64_t kMinColumnGrid = 128;
 /// Unroll count of the loops spread over a group's threads: independent loads in flight per
 /// thread (column groups: one 4-byte load per iteration; rows: one vector chunk).
 constexpr int kColumnLoopUnroll = 16;
@@ -89,6 +94,19 @@ class KernelEmitter {
   /// puts llvm.loop.unroll.count on it.
   void counted_loop(llvm::Value* start, llvm::Value* end, llvm::Value* step,
                     const std::function<void(llvm::Value*)>& body, int unroll = 0);
+  // ---- emit_columns_nvptx.cpp: column groups with vector lanes -------------------------------
+  /// Columns per group of the column mapping of `top`: 16 bytes of its contiguous element when
+  /// every such plain access allows 128-bit vectors and the extent splits evenly, else 1.
+  int column_lanes(const ir::Stmt& top) const;
+  /// i1: every vector access of the row body at column 0 and loop variables 0 is aligned (then
+  /// all are: the other coefficients are multiples of 16 bytes).
+  llvm::Value* column_vectors_aligned(const ir::Stmt& top, int lanes);
+  /// The row body for columns group * lanes ..: vector lanes when `aligned`, else lane by lane.
+  void column_vector_row(const ir::Stmt& top, llvm::Value* group, int lanes, llvm::Value* aligned);
+  /// The accumulator's key: per column lane ("name#lane", vec_.lane when lane < 0) while the
+  /// row body runs with column vector lanes, else the name.
+  std::string accumulator_key(const std::string& name, int lane = -1) const;
+
   // ---- emit_persistent_nvptx.cpp: rows read once, kept in registers ------------------------
   /// Chunks per thread when the row body of `top` can run persistently, else 0.
   int persistent_chunks(const ir::Stmt& top) const;
@@ -134,13 +152,26 @@ class KernelEmitter {
   llvm::Value* from_float32(llvm::Value* v, ir::DType to);  ///< float -> reduced float bits
   llvm::Value* unary_math(ir::UnaryOp op, llvm::Value* x, ir::DType t);
   llvm::Value* binary_math(ir::BinaryOp op, llvm::Value* a, llvm::Value* b, ir::DType t);
+  /// a / b: float32 as `div.full.f32` (<= 2 ulp; exact multiplication for a power-of-two
+  /// constant divisor), other types IEEE.
+  llvm::Value* fast_divide(llvm::Value* a, llvm::Value* b, ir::DType t);
+  /// float32 a / b for a divisor invariant in the innermost loop: a * (1 / b), range-scaled
+  /// (emit_division_nvptx.cpp; <= 1.5 ulp, the reciprocal hoisted by LLVM).
+  llvm::Value* divide_by_invariant(llvm::Value* a, llvm::Value* b);
+  /// Whether `v` cannot change inside the innermost loop being emitted: constants, lets from
+  /// outside it, accumulators it does not feed, and math of those (no loads).
+  bool invariant_in_loop(const ir::Value& v) const;
   llvm::Value* libdevice(const std::string& name, ir::DType t, std::vector<llvm::Value*> args);
   llvm::Value* constant(const ir::ValueNode& n);
   int param_index(const std::string& buffer) const;
 
   // ---- emit_reduction_nvptx.cpp: accumulators and combines ----------------------------------
   void define_accumulator(const ir::Stmt& s);
+  void define_accumulator_as(const ir::Stmt& s, const std::string& key);
   void accumulate(const ir::Stmt& s);
+  /// welford_m2 fed by a vector chunk: the chunk's mean and m2, merged into the state (Chan);
+  /// one division per chunk.
+  void accumulate_welford_chunk(const Accumulator& a, const ir::Stmt& s);
   llvm::Value* read_accumulator(const std::string& name, ir::DType result_type);
   AccState load_state(const Accumulator& a);
   void store_state(const Accumulator& a, const AccState& s);
@@ -177,6 +208,13 @@ class KernelEmitter {
   };
   std::vector<Scope> scopes_;
   std::map<std::string, Accumulator> accumulators_;
+  /// The loops whose bodies are being emitted, innermost last; first_scope: the first scope
+  /// index that belongs to the loop (lets in scopes before it are defined outside).
+  struct LoopContext {
+    const ir::Stmt* loop = nullptr;
+    size_t first_scope = 0;
+  };
+  std::vector<LoopContext> loops_;
   /// The vector chunk being emitted statement by statement (lanes 0: none).
   struct VectorChunk {
     std::string var;
@@ -197,9 +235,11 @@ class KernelEmitter {
   /// splitting the row body's loops. 0: the row mapping (T consecutive threads per group).
   int column_groups_ = 0;
   llvm::Value* tid_ = nullptr;                     ///< i64 thread index in the block
-  llvm::GlobalVariable* column_shared_ = nullptr;  ///< [4 * kColumnBlock x i64] column combine
-  int persistent_chunks_ = 0;  ///< > 0: emitting the persistent version of a row body
-  int persistent_chunk_ = -1;  ///< the thread's chunk being emitted there
+  llvm::GlobalVariable* column_shared_ = nullptr;  ///< [4 * block x i64] column combine
+  int64_t column_block_ = 0;                       ///< threads per block of the column mapping
+  bool column_vector_ = false;  ///< the row body runs with column vector lanes (vec_)
+  int persistent_chunks_ = 0;   ///< > 0: emitting the persistent version of a row body
+  int persistent_chunk_ = -1;   ///< the thread's chunk being emitted there
   /// Persistent version: "buffer|index|chunk" -> the lanes loaded (registers of the row).
   std::map<std::string, std::vector<llvm::Value*>> row_cache_;
 };

@@ -481,7 +481,11 @@ std::vector<Stmt> GroupScheduler::gpu_nest(std::vector<std::vector<Stmt>> segmen
   if (outer_reduction && !inner.empty() && outer[0].extent.is_const() && inner[0].extent.is_const()) {
     // sum(0)-like: T thread rows per column split the reduced dim (few columns alone would
     // leave most of the GPU idle); combined in a fixed order by the emitter.
-    const int64_t columns = outer[0].extent.value(), rows = inner[0].extent.value();
+    // The emitter gives a group of thread rows 16 bytes of columns (4 float32: 128-bit loads)
+    // when they split evenly (codegen/nvptx/emit_columns_nvptx.cpp): count those groups.
+    const int64_t rows = inner[0].extent.value(), extent = outer[0].extent.value();
+    const int64_t lanes = gpu_lanes(loop.body, loop.var, options_.gpu_vector_bytes);
+    const int64_t columns = lanes > 1 && extent % lanes == 0 ? extent / lanes : extent;
     int64_t threads = 1;
     while (threads < options_.gpu_max_column_rows && columns * threads < options_.gpu_column_threads &&
            rows / (threads * 2) >= options_.gpu_min_rows_per_thread) {

@@ -46,8 +46,9 @@ struct ScheduleOptions {
   int64_t gpu_persistent_chunks = 8;
   /// GPU outer-dim reductions (sum(0)): T thread rows split the reduced dim of each column
   /// (the emitter lays a block's threads along the columns), T a power of two doubled while
-  /// columns * T < gpu_column_threads, T < gpu_max_column_rows and each thread keeps at least
-  /// gpu_min_rows_per_thread rows. T = 1: one thread per column.
+  /// columns * T < gpu_column_threads (columns counted in groups of 16 bytes when they split
+  /// evenly: the emitter's 128-bit column lanes), T < gpu_max_column_rows and each thread keeps
+  /// at least gpu_min_rows_per_thread rows. T = 1: one thread per column.
   int64_t gpu_column_threads = 131072;
   int gpu_max_column_rows = 64;
   int64_t gpu_min_rows_per_thread = 32;

@@ -5,10 +5,14 @@
 /// numerics run elsewhere (the CUDA runtime's tests). Skips the ptxas part when ptxas is absent.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <random>
 #include <regex>
 #include <string>
 #include <vector>
@@ -99,6 +103,12 @@ PtxModule emit_and_assemble(const std::vector<ir::Kernel>& kernels, const std::s
     if (sm == 90) sm90 = std::move(m);
   }
   return sm90;
+}
+
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
 }
 
 bool have_libdevice() {
@@ -225,8 +235,9 @@ TEST_F(NvptxEmit, ShortRowsShareABlock) {
 }
 
 TEST_F(NvptxEmit, OuterReductionSplitsRowsOverThreadRows) {
-  // sum(0): 32 thread rows per column (each 32 rows), 8 columns per block of 256 threads laid
-  // along the columns; partial sums combined through shared memory in thread-row order.
+  // sum(0): 32 thread rows per group of 4 columns (each thread 32 rows, one 128-bit load per
+  // row), 8 groups per block of 256 threads laid along the columns; partial sums combined
+  // through shared memory in thread-row order, column by column.
   const auto kernels = gpu_kernels(R"(  buffer %in0: float32[1024, 256]{256, 1} input 0 cuda
   buffer %1: float32[256]{1} computed cuda
   compute %1 (node 1) reduce sum[256] over [1024] = load(%in0, [r0, i0])
@@ -241,8 +252,73 @@ TEST_F(NvptxEmit, OuterReductionSplitsRowsOverThreadRows) {
       << "threads of a column are in different warps";
   EXPECT_NE(m.ptx.find("bar.sync"), std::string::npos) << m.ptx;
   EXPECT_NE(m.ptx.find("kernel0_columns"), std::string::npos) << m.ptx;
+  EXPECT_NE(m.ptx.find("ld.global.v4.f32"), std::string::npos) << m.ptx;
+  EXPECT_NE(m.ptx.find("st.global.v4.f32"), std::string::npos) << m.ptx;
   EXPECT_EQ(m.launches[0].block[0], 256);
-  EXPECT_EQ(m.launches[0].grid[0], 256 / 8);
+  EXPECT_EQ(m.launches[0].grid[0], 256 / 4 / 8);
+}
+
+// Column groups of 16 bytes of the widest contiguous element: 8 float16 columns per group (a
+// 128-bit load per row, float32 accumulators per column), 2 float64, and 2 float32 columns when
+// an int64 argmax is stored next to them; 130 float32 columns (520-byte rows) stay one column
+// per group.
+TEST_F(NvptxEmit, OuterReductionVectorLanesPerDtype) {
+  auto ptx = [&](const std::string& lines, const std::string& name) {
+    const auto kernels = gpu_kernels(lines);
+    return kernels_text(kernels) + emit_and_assemble(kernels, name).ptx;
+  };
+  const std::string half = ptx(R"(  buffer %in0: float16[256, 64]{64, 1} input 0 cuda
+  buffer %1: float16[64]{1} computed cuda
+  compute %1 (node 1) reduce sum[64] over [256] = load(%in0, [r0, i0])
+  kernel %1
+  output %1
+)",
+                               "columns_f16");
+  EXPECT_NE(half.find("ld.global.v4.b32"), std::string::npos) << half;
+  const std::string f64 = ptx(R"(  buffer %in0: float64[256, 64]{64, 1} input 0 cuda
+  buffer %1: float64[64]{1} computed cuda
+  compute %1 (node 1) reduce max[64] over [256] = load(%in0, [r0, i0])
+  kernel %1
+  output %1
+)",
+                              "columns_f64");
+  EXPECT_NE(f64.find("ld.global.v2.f64"), std::string::npos) << f64;
+  const std::string mixed = ptx(R"(  buffer %in0: float32[256, 64]{64, 1} input 0 cuda
+  buffer %1: float32[64]{1} computed cuda
+  buffer %2: int64[64]{1} computed cuda
+  compute %1 (node 1) reduce welford_m2[64] over [256] = load(%in0, [r0, i0])
+  compute %2 (node 2) reduce argmax[64] over [256] = load(%in0, [r0, i0])
+  kernel %1
+  kernel %2
+  output %1, %2
+)",
+                                "columns_mixed");
+  EXPECT_NE(mixed.find("ld.global.v2.f32"), std::string::npos) << mixed;
+  EXPECT_NE(mixed.find("st.global.v2.u64"), std::string::npos) << mixed;
+  // Epilogues per column lane: the column sum divided by the column max, a let per lane.
+  const std::string epilogue = ptx(R"(  buffer %in0: float32[256, 64]{64, 1} input 0 cuda
+  buffer %1: float32[64]{1} computed cuda
+  buffer %2: float32[64]{1} computed cuda
+  buffer %3: float32[64]{1} computed cuda
+  compute %1 (node 1) reduce sum[64] over [256] = mul(load(%in0, [r0, i0]), 3.0:float32)
+  compute %2 (node 2) reduce max[64] over [256] = load(%in0, [r0, i0])
+  compute %3 (node 3) pointwise[64] = div(load(%1, [i0]), add(load(%2, [i0]), 1.0:float32))
+  kernel %1
+  kernel %2
+  kernel %3
+  output %3
+)",
+                                   "columns_epilogue");
+  EXPECT_NE(epilogue.find("ld.global.v4.f32"), std::string::npos) << epilogue;
+  EXPECT_NE(epilogue.find("div.full.f32"), std::string::npos) << epilogue;
+  const std::string odd = ptx(R"(  buffer %in0: float32[256, 130]{130, 1} input 0 cuda
+  buffer %1: float32[130]{1} computed cuda
+  compute %1 (node 1) reduce sum[130] over [256] = load(%in0, [r0, i0])
+  kernel %1
+  output %1
+)",
+                              "columns_odd");
+  EXPECT_EQ(odd.find("ld.global.v"), std::string::npos) << odd;
 }
 
 TEST_F(NvptxEmit, OuterReductionOfFewRowsIsOneThreadPerColumn) {
@@ -431,10 +507,122 @@ TEST_F(NvptxEmit, BenchmarkKernelsAssemble) {
   output %1, %2
 )",
                                 {}, false);
-  EXPECT_NE(kernels_text(sums).find("for x0 in 0..8192 parallel gpu(threads=16) {"),
+  EXPECT_NE(kernels_text(sums).find("for x0 in 0..8192 parallel gpu(threads=64) {"),
             std::string::npos)
       << kernels_text(sums);
-  emit_and_assemble(sums, "bench_sums");
+  const PtxModule sums_module = emit_and_assemble(sums, "bench_sums");
+  // sum(0): 2048 groups of 4 columns (128-bit loads), 64 thread rows (T counts groups) x 16
+  // groups per block (256 bytes of each row), 128 blocks.
+  ASSERT_EQ(sums_module.launches.size(), 2u);
+  EXPECT_EQ(sums_module.launches[1].block[0], 1024);
+  EXPECT_EQ(sums_module.launches[1].grid[0], 8192 / 64);
+  EXPECT_GE(occurrences(sums_module.ptx, "ld.global.v4.f32"), 16u) << "unrolled 16";
+}
+
+// float32 division: div.full.f32 per element for a changing divisor, one reciprocal per row
+// for a divisor fixed in the loop (softmax), an exact multiplication for 2^k; float64 IEEE.
+// Multiplies and adds contract to fma (no `.rn` multiply/add is left that would stop ptxas).
+TEST_F(NvptxEmit, DivisionForms) {
+  const std::string inputs = R"(  buffer %in0: float32[64, 1000]{1000, 1} input 0 cuda
+  buffer %in1: float32[64, 1000]{1000, 1} input 1 cuda
+  buffer %1: float32[64, 1000]{1000, 1} computed cuda
+)";
+  auto ptx_of = [&](const std::string& lines, const std::string& name) {
+    const auto kernels = gpu_kernels(inputs + lines);
+    EXPECT_EQ(kernels.size(), 1u) << kernels_text(kernels);
+    return kernels_text(kernels) + emit_and_assemble(kernels, name).ptx;
+  };
+  const std::string variable = ptx_of(
+      R"(  compute %1 (node 1) pointwise[64, 1000] = add(div(load(%in0, [i0, i1]), load(%in1, [i0, i1])), mul(load(%in0, [i0, i1]), load(%in1, [i0, i1])))
+  kernel %1
+  output %1
+)",
+      "division_variable");
+  EXPECT_NE(variable.find("div.full.f32"), std::string::npos) << variable;
+  EXPECT_EQ(variable.find("div.rn.f32"), std::string::npos) << variable;
+  EXPECT_NE(variable.find("fma.rn.f32"), std::string::npos) << "a / b + a * b contracts";
+  EXPECT_EQ(variable.find("mul.rn.f32"), std::string::npos) << variable;
+  const std::string constant = ptx_of(
+      R"(  compute %1 (node 1) pointwise[64, 1000] = add(div(load(%in0, [i0, i1]), 3.0:float32), div(load(%in1, [i0, i1]), 0.25:float32))
+  kernel %1
+  output %1
+)",
+      "division_constant");
+  EXPECT_EQ(constant.find("div."), std::string::npos) << "constant divisors multiply\n" << constant;
+  EXPECT_EQ(constant.find("rcp."), std::string::npos) << constant;
+  // The row's divisor (its sum, scaled into the subnormal range) is inverted once per version
+  // of the row body (persistent or not), never per element.
+  const std::string row = ptx_of(R"(  buffer %2: float32[64]{1} computed cuda
+  compute %2 (node 2) reduce sum[64] over [1000] = abs(load(%in1, [i0, r0]))
+  compute %1 (node 1) pointwise[64, 1000] = div(load(%in0, [i0, i1]), mul(load(%2, [i0]), 1e-40:float32))
+  kernel %2
+  kernel %1
+  output %1
+)",
+                                 "division_row");
+  EXPECT_EQ(row.find("div.full.f32"), std::string::npos) << row;
+  EXPECT_EQ(row.find("div.rn.f32"), std::string::npos) << row;
+  EXPECT_GE(occurrences(row, "rcp.rn.f32"), 1u) << row;
+  EXPECT_LE(occurrences(row, "rcp.rn.f32"), 2u) << row;
+  const auto f64 = gpu_kernels(R"(  buffer %in2: float64[1000]{1} input 0 cuda
+  buffer %3: float64[1000]{1} computed cuda
+  compute %3 (node 3) pointwise[1000] = div(load(%in2, [i0]), add(load(%in2, [i0]), 3.0:float64))
+  kernel %3
+  output %3
+)");
+  const std::string f64_ptx = emit_and_assemble(f64, "division_f64").ptx;
+  EXPECT_NE(f64_ptx.find("div.rn.f64"), std::string::npos) << f64_ptx;
+}
+
+// The emitter's a * (1 / b) for a loop-invariant divisor b (emit_division_nvptx.cpp), emulated
+// in float32: within 1 ulp of the correctly rounded quotient wherever that is a normal float,
+// and the special values of IEEE division, over divisors from subnormal to huge.
+float divide_by_invariant_emulated(float a, float b) {
+  const float magnitude = std::fabs(b);
+  const float scale = magnitude < std::ldexp(1.0f, -100)  ? std::ldexp(1.0f, 64)
+                      : magnitude > std::ldexp(1.0f, 100) ? std::ldexp(1.0f, -64)
+                                                          : 1.0f;
+  volatile float reciprocal = 1.0f / (b * scale);  // volatile: no contraction, no folding
+  volatile float product = a * reciprocal;
+  return product * scale;
+}
+
+int64_t ulp_distance(float x, float y) {
+  auto ordered = [](float f) {
+    int32_t i;
+    std::memcpy(&i, &f, sizeof i);
+    return i < 0 ? int64_t{INT32_MIN} - i : int64_t{i};
+  };
+  return std::llabs(ordered(x) - ordered(y));
+}
+
+TEST(NvptxDivision, InvariantReciprocalIsWithinOneUlp) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
+  int64_t worst = 0;
+  for (int eb = -149; eb <= 127; ++eb) {
+    for (int ea = -149; ea <= 127; ea += 3) {
+      for (int k = 0; k < 4; ++k) {
+        const float a = std::ldexp(mantissa(rng), ea) * (k % 2 ? -1.0f : 1.0f);
+        const float b = std::ldexp(eb < -126 ? 1.0f : mantissa(rng), eb);
+        const float exact = static_cast<float>(static_cast<double>(a) / b);
+        if (std::fabs(exact) < std::numeric_limits<float>::min()) continue;  // subnormal result
+        const int64_t d = ulp_distance(divide_by_invariant_emulated(a, b), exact);
+        worst = std::max(worst, d);
+        ASSERT_LE(d, 1) << a << " / " << b;
+      }
+    }
+  }
+  EXPECT_LE(worst, 1);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(std::isnan(divide_by_invariant_emulated(0.0f, 0.0f)));
+  EXPECT_TRUE(std::isnan(divide_by_invariant_emulated(inf, inf)));
+  EXPECT_TRUE(std::isnan(divide_by_invariant_emulated(1.0f, std::nanf(""))));
+  EXPECT_EQ(divide_by_invariant_emulated(1.0f, 0.0f), inf);
+  EXPECT_EQ(divide_by_invariant_emulated(-1.0f, 0.0f), -inf);
+  EXPECT_EQ(divide_by_invariant_emulated(5.0f, inf), 0.0f);
+  EXPECT_EQ(divide_by_invariant_emulated(1e-45f, 1e-45f), 1.0f);  // subnormal / subnormal
+  EXPECT_EQ(divide_by_invariant_emulated(3e38f, 1e-30f), inf);    // overflows like a / b
 }
 
 // Scheduled kernels written as text, in the CPU's shape (the emitter maps any top loop).

@@ -65,6 +65,32 @@ def test_reductions_match_eager(name, fn, shape):
     assert generated_ops()[0] > 0
 
 
+@pytest.mark.parametrize("name,fn", [
+    ("sum", lambda x: x.sum(0)),
+    ("amax", lambda x: x.amax(0)),
+    ("argmax", lambda x: x.argmax(0)),
+    ("var", lambda x: x.var(0)),
+    ("mean_times_std", lambda x: x.mean(0) * x.std(0)),
+])
+@pytest.mark.parametrize("shape,cols", [
+    ((1024, 256), None),        # 4 columns per thread group (128-bit loads)
+    ((1000, 260), None),
+    ((16384, 512), None),
+    ((512, 260), (1, 257)),     # 16-byte row steps, base 4 bytes off: the run-time fallback
+    ((4096, 33), None),         # 33 columns: one column per group
+    ((2048, 130), (0, 129)),    # 130 * 4 bytes per row: no 128-bit steps
+])
+def test_column_reductions_match_eager(name, fn, shape, cols):
+    x = torch.randn(*shape, device=DEV)
+    run = (lambda x: fn(x[:, cols[0]:cols[1]])) if cols else fn  # noqa: E731
+    got, want = compiled(run)(x), run(x)
+    if name == "argmax":
+        assert torch.equal(got, want)
+    else:
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    assert generated_ops()[0] > 0
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_precision_pointwise_and_softmax(dtype):
     x = torch.randn(513, 1031, device=DEV, dtype=dtype)
@@ -85,6 +111,109 @@ def test_cpu_scalar_tensor_operand():
     s = torch.tensor(2.5)
     fn = lambda x, s: x * s + 1  # noqa: E731
     torch.testing.assert_close(compiled(fn)(x, s), fn(x, s))
+
+
+def _ulp_distance(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Steps between float32 values on the ordered line of floats (0 for equal values, NaNs
+    and infinities of the same sign); int64."""
+    def ordered(t):
+        i = t.contiguous().view(torch.int32).to(torch.int64)
+        return torch.where(i < 0, -(2 ** 31) - i, i)
+    d = (ordered(x) - ordered(y)).abs()
+    both_nan = torch.isnan(x) & torch.isnan(y)
+    return torch.where(both_nan, torch.zeros_like(d), d)
+
+
+def _wide_float32(n: int, generator: torch.Generator, min_exp: int = -149,
+                  max_exp: int = 127) -> torch.Tensor:
+    """n float32 values with random signs, mantissas and exponents in [min_exp, max_exp)."""
+    mantissa = torch.rand(n, generator=generator, dtype=torch.float64) + 1
+    exponent = torch.randint(min_exp, max_exp, (n,), generator=generator)
+    sign = torch.randint(0, 2, (n,), generator=generator) * 2 - 1
+    return (sign * torch.ldexp(mantissa, exponent.double())).float()
+
+
+def test_float32_division_within_2_ulp_over_the_whole_range():
+    """a / b (div.full.f32 on the GPU) against the correctly rounded quotient, divisors and
+    dividends from subnormal to huge, plus the special values."""
+    g = torch.Generator().manual_seed(0)
+    a = _wide_float32(1 << 20, g)
+    b = _wide_float32(1 << 20, g)
+    special = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e-45, 3e38])
+    a = torch.cat([a, special.repeat_interleave(len(special))])
+    b = torch.cat([b, special.repeat(len(special))])
+    got = compiled(lambda a, b: a / b)(a.to(DEV), b.to(DEV)).cpu()
+    generated, fallback = generated_ops()
+    assert generated > 0 and fallback == 0
+    want = (a.double() / b.double()).float()
+    assert torch.equal(torch.isnan(got), torch.isnan(want))
+    worst = _ulp_distance(got, want).max().item()
+    assert worst <= 2, worst
+
+
+@pytest.mark.parametrize("a_exp,scale_exp", [(0, 0), (-20, -120), (0, -105), (0, 110),
+                                             (100, 20)])
+def test_row_invariant_division_within_2_ulp(a_exp, scale_exp):
+    """A divisor fixed over the row (here max * 2^k) is inverted once per row and multiplied;
+    the range scaling keeps subnormal (2^-138) and huge divisors accurate."""
+    g = torch.Generator().manual_seed(1)
+    a = (torch.randn(64, 1000, generator=g) * 2.0 ** a_exp).float()
+    scale = 2.0 ** scale_exp
+    fn = lambda a: a / (a.amax(-1, keepdim=True) * scale)  # noqa: E731
+    got = compiled(fn)(a.to(DEV)).cpu()
+    assert generated_ops()[0] > 0
+    divisor = a.amax(-1, keepdim=True) * scale  # float32, as the kernel rounds it
+    want = (a.double() / divisor.double()).float()
+    worst = _ulp_distance(got, want).max().item()
+    assert worst <= 2, worst
+
+
+@pytest.mark.parametrize("shape", [(64, 4096), (3, 70000)])
+def test_variance_of_offset_data_vs_float64(shape):
+    """Welford (merged per 4-element chunk on the GPU) stays accurate when the mean dwarfs the
+    spread: as close to float64 as eager float32, within a small margin."""
+    g = torch.Generator().manual_seed(3)
+    x = (1000 + torch.randn(*shape, generator=g)).float()
+    fn = lambda x: (x.var(-1), F.layer_norm(x, (x.shape[-1],)))  # noqa: E731
+    got_var, got_ln = compiled(fn)(x.to(DEV))
+    assert generated_ops()[0] > 0
+    eager_var, eager_ln = fn(x.to(DEV))
+    want_var, want_ln = fn(x.double())
+    err = lambda a: (a.cpu().double() - want_var).abs().max().item()  # noqa: E731
+    assert err(got_var) <= 2 * err(eager_var) + 1e-5 * want_var.abs().max().item()
+    ln_err = lambda a: (a.cpu().double() - want_ln).abs().max().item()  # noqa: E731
+    assert ln_err(got_ln) <= 2 * ln_err(eager_ln) + 1e-5
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("exp", torch.exp),
+    ("sigmoid", torch.sigmoid),
+    ("tanh", torch.tanh),
+    ("erf", torch.erf),
+    ("gelu", F.gelu),
+    ("reciprocal", torch.reciprocal),
+    ("bench_chain", lambda x: F.gelu(x * 1.5 + 0.25) * torch.sigmoid(x) - torch.tanh(x)),
+])
+def test_float32_math_ulp_sweep_vs_float64(name, fn):
+    """Dense sweep (all magnitudes from subnormal to overflow, +-0, +-inf, NaN) against float64
+    rounded to float32: within 4 ulp, or within 2 ulp of eager float32's own worst error where
+    eager itself is further off (cancellation in gelu's 1 + erf, the chain's difference)."""
+    g = torch.Generator().manual_seed(2)
+    dense = torch.linspace(-30, 30, 1 << 20, dtype=torch.float32)
+    tiny = _wide_float32(1 << 18, g, -149, 0)
+    wide = _wide_float32(1 << 18, g)
+    special = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan")])
+    x = torch.cat([dense, tiny, wide, special])
+    got = compiled(lambda x: fn(x))(x.to(DEV)).cpu()
+    assert generated_ops()[0] > 0
+    eager = fn(x.to(DEV)).cpu()
+    want = fn(x.double()).float()
+    assert torch.equal(torch.isnan(got), torch.isnan(eager)), name
+    ours = _ulp_distance(got, want)
+    theirs = _ulp_distance(eager, want)
+    bound = max(4, theirs.max().item() + 2)
+    assert ours.max().item() <= bound, (name, ours.max().item(), theirs.max().item(),
+                                        x[ours.argmax()].item())
 
 
 def test_out_of_range_gather_raises_index_error():
