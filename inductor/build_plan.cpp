@@ -11,6 +11,7 @@
 #include "inductor/build_plan_gpu.h"
 #include "inductor/graph_json.h"
 #include "inductor/lower/lower_graph.h"
+#include "inductor/plan_conv.h"
 #include "inductor/plan_matmul.h"
 #include "ir/ir_text.h"
 #include "ir/passes/input_writeback.h"
@@ -266,13 +267,17 @@ PlanBuild build_aten_plan(const ir::Graph& g, const std::string& reason) {
   return out;
 }
 
-PlanBuild build_plan(const ir::Graph& g, const CodegenSettings& settings) {
-  if (!settings.enabled) return build_aten_plan(g, "code generation disabled");
-  const std::string device = non_cpu_device(g);
+PlanBuild build_plan(const ir::Graph& input_graph, const CodegenSettings& settings) {
+  if (!settings.enabled) return build_aten_plan(input_graph, "code generation disabled");
+  const std::string device = non_cpu_device(input_graph);
   const bool gpu = !device.empty() && is_gpu_device(device);  // GPU: build_plan_gpu.h
   if (!device.empty() && !gpu) {
-    return build_aten_plan(g, "no code generation for device " + device + " yet");
+    return build_aten_plan(input_graph, "no code generation for device " + device + " yet");
   }
+  // Convolutions on our kernel pack their weights from the source, not a per-call layout copy.
+  const std::optional<ir::Graph> rewritten =
+      settings.matrix_kernels && !gpu ? read_conv_weights_in_place(input_graph) : std::nullopt;
+  const ir::Graph& g = rewritten ? *rewritten : input_graph;
   PlanBuild out;
   LoweredGraph lowered;
   ir::PipelineResult result;
@@ -308,18 +313,23 @@ PlanBuild build_plan(const ir::Graph& g, const CodegenSettings& settings) {
     nodes_done.insert(node);
   }
   std::vector<ir::Kernel> kernels;
-  std::set<size_t> absorbed;  // kernel steps a matmul epilogue does (plan_matmul.h)
+  std::set<size_t> absorbed;  // kernel steps a matrix step's epilogue does (plan_epilogue.h)
+  std::map<int32_t, std::string> matrix_why_not;  // convolutions left to ATen, and why
   const auto slot_of_buffer = [&slots](const std::string& name) { return slots.slot_of_buffer(name); };
   for (size_t i = 0; i < result.scheduled.steps.size(); ++i) {
     const ir::ScheduledStep& s = result.scheduled.steps[i];
     if (copies_done.count(i) || absorbed.count(i)) continue;
     if (s.kind == ir::ScheduledStep::Kind::Extern && !gpu && settings.matrix_kernels) {
-      if (auto m = match_matmul(g, result.scheduled, i, into_inputs, slot_of_buffer)) {
+      std::string why_not;
+      auto m = match_matmul(g, result.scheduled, i, into_inputs, slot_of_buffer);
+      if (!m) m = match_conv(g, result.scheduled, i, into_inputs, slot_of_buffer, why_not);
+      if (m) {
         if (m->absorbed_step) absorbed.insert(*m->absorbed_step);
         nodes_done.insert(m->step.matmul.nodes.begin(), m->step.matmul.nodes.end());
         out.plan.steps.push_back(std::move(m->step));
         continue;
       }
+      if (!why_not.empty()) matrix_why_not[s.call.graph_node] = why_not;
     }
     if (s.kind == ir::ScheduledStep::Kind::Extern) {
       out.plan.steps.push_back(aten_step(g, static_cast<size_t>(s.call.graph_node), slots, used));
@@ -331,6 +341,8 @@ PlanBuild build_plan(const ir::Graph& g, const CodegenSettings& settings) {
   }
   for (LoweringDecision d : lowered.decisions) {
     if (nodes_done.count(d.node)) d = {d.node, true, ""};
+    if (auto why = matrix_why_not.find(d.node); !d.generated && why != matrix_why_not.end())
+      d.reason += (d.reason.empty() ? "" : "; ") + why->second;
     out.decisions.push_back({d.node, d.generated, d.reason});
     ++(d.generated ? out.plan.ops_generated : out.plan.ops_fallback);
   }

@@ -64,8 +64,19 @@ json make_build_record(const PlanBuild& built, double plan_build_ms,
 std::string fusion_report(const runtime::Plan& plan, const std::vector<std::string>& labels) {
   std::ostringstream body;
   std::set<int32_t> placed;
-  int64_t kernels = 0, aten = 0;
+  int64_t kernels = 0, matrix = 0, aten = 0;
   for (const runtime::Step& step : plan.steps) {
+    if (step.is_matmul()) {  // a matmul / convolution on our matrix library
+      ++matrix;
+      body << "  matrix::" << step.matmul.op << " computes " << step.matmul.nodes.size()
+           << " node(s):\n";
+      std::string source;
+      for (int32_t n : step.matmul.nodes) {
+        body << "    " << node_line(n, labels, &source) << "\n";
+        placed.insert(n);
+      }
+      continue;
+    }
     if (step.is_kernel()) {
       ++kernels;
       body << "  " << step.kernel.name << " computes " << step.kernel.nodes.size() << " node(s):\n";
@@ -90,7 +101,9 @@ std::string fusion_report(const runtime::Plan& plan, const std::vector<std::stri
     for (int32_t n : elsewhere) body << "    " << node_line(n, labels, &source) << "\n";
   }
   std::ostringstream head;
-  head << labels.size() << " node(s): " << kernels << " kernel(s), " << aten << " ATen call(s)\n";
+  head << labels.size() << " node(s): " << kernels << " kernel(s), ";
+  if (matrix) head << matrix << " matrix kernel(s), ";
+  head << aten << " ATen call(s)\n";
   std::string text = head.str() + body.str();
   if (!text.empty() && text.back() == '\n') text.pop_back();
   return text;

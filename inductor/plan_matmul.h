@@ -1,9 +1,10 @@
 /// \file
 /// Plan building for matrix multiplies: an ATen `mm` / `addmm` / `bmm` extern step over static
 /// float32 CPU tensors becomes a runtime::MatmulLaunch (our GEMM library, runtime/matrix/gemm.h)
-/// instead of an ATen call, and the one pointwise kernel that only applies an activation
-/// (relu, gelu, gelu-tanh, silu, clamp, hardtanh) or adds a residual to its result is folded
-/// into the GEMM epilogue. Conservative: anything unusual stays ATen / stays a kernel.
+/// instead of an ATen call, and the one pointwise kernel that only applies activations
+/// (relu, gelu, gelu-tanh, silu, clamp, hardtanh) or adds residuals to its result is folded
+/// into the GEMM epilogue (plan_epilogue.h). Conservative: anything unusual stays ATen / stays
+/// a kernel. Convolutions: plan_conv.h.
 #pragma once
 
 #include <cstddef>
@@ -18,7 +19,8 @@
 
 namespace inductor_cpp::inductor {
 
-/// A matched matmul step and, if any, the kernel step whose work its epilogue does.
+/// A matched matrix step (matmul or convolution) and, if any, the kernel step whose work its
+/// epilogue does.
 struct MatmulMatch {
   runtime::Step step;                   ///< a MatmulLaunch (free lists left to the caller)
   std::optional<size_t> absorbed_step;  ///< scheduled step now done by the epilogue

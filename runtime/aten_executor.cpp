@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "runtime/aten_literals.h"
+#include "runtime/conv_step.h"
 #include "runtime/cuda/gpu_step.h"
 #include "runtime/matmul_step.h"
 #include "runtime/matrix/gemm.h"
@@ -121,7 +122,7 @@ struct BoundKernel {
   std::string label;
 };
 
-/// A matmul step (MatmulLaunch), ready to run on our GEMM library.
+/// A matrix step (MatmulLaunch), ready to run on our GEMM / convolution library.
 struct BoundMatmul {
   MatmulLaunch launch;
   std::vector<matrix::EpilogueKind> kinds;  ///< per launch.epilogue entry
@@ -129,6 +130,7 @@ struct BoundMatmul {
   std::string label;
   /// mm/addmm: B packed once while it does not change (runtime/matmul_step.h).
   std::shared_ptr<PackedBCache> packed_b = std::make_shared<PackedBCache>();
+  std::shared_ptr<const ConvStep> conv;  ///< set for "conv2d" (runtime/conv_step.h)
 };
 
 struct BoundStep {
@@ -222,8 +224,8 @@ BoundStep bind_matmul_step(const Step& step, const std::vector<std::string>& lab
   const BufferAlloc& out = m.launch.out;
   if (out.dtype != "float32" || out.device != "cpu") throw std::runtime_error("matmul output must be float32 on the CPU");
   const size_t rank = m.launch.op == "bmm" ? 3 : 2;
-  if (out.sizes.size() != rank || out.strides.size() != rank ||
-      (out.strides[rank - 1] != 1 && out.sizes[rank - 1] != 1))
+  if (!m.launch.is_conv() && (out.sizes.size() != rank || out.strides.size() != rank ||
+                              (out.strides[rank - 1] != 1 && out.sizes[rank - 1] != 1)))
     throw std::runtime_error("matmul output must be a row-major " + std::to_string(rank) + "-D tensor");
   m.options = at::TensorOptions().dtype(at::kFloat).device(c10::kCPU);
   m.label = "matrix::" + m.launch.op;
@@ -232,6 +234,7 @@ BoundStep bind_matmul_step(const Step& step, const std::vector<std::string>& lab
     if (n >= 0 && n < static_cast<int32_t>(labels.size())) computing += (computing.empty() ? "" : ", ") + labels[n];
   }
   if (!computing.empty()) m.label += " computing " + computing;
+  if (m.launch.is_conv()) m.conv = std::make_shared<const ConvStep>(m.launch, m.kinds, m.label);
   BoundStep bound;
   bound.matmul = std::move(m);
   bound.free_after = step.free_after;
@@ -281,6 +284,7 @@ at::Tensor checked_f32(const c10::IValue& v, const char* what) {
 
 /// Allocates the output, reads the operands' strides, runs the GEMM with its epilogue.
 void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
+  if (bm.conv) return bm.conv->run(slots);
   const MatmulLaunch& m = bm.launch;
   const bool batched = m.op == "bmm";
   at::Tensor a = checked_f32(slots[m.a], "input");
@@ -345,7 +349,8 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   if (batched) {
     const int64_t stride_a = batch == 1 ? 0 : ao.keep.stride(0), stride_b = batch == 1 ? 0 : bo.keep.stride(0);
     matrix::bmm_f32(p, batch, stride_a, stride_b, c.stride(0), threads);
-  } else if (auto packed = bm.packed_b->lookup(b, bo.data, inner, cols, bo.ld, bo.trans)) {
+  } else if (auto packed = bm.packed_b->lookup(
+                 b, [&] { return matrix::pack_b_f32(bo.data, inner, cols, bo.ld, bo.trans); })) {
     matrix::gemm_f32_packed(p, *packed, threads);
   } else {
     matrix::gemm_f32(p, threads);

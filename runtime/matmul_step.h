@@ -1,8 +1,8 @@
 /// \file
-/// A matmul plan step's packed-B cache: keeps mm/addmm's B (usually a Linear weight, a graph
-/// input) packed in the GEMM's blocked layout across calls while B does not change, so a compiled
-/// graph does not repack its weights on every call (the cost that made matrix_kernels slower than
-/// MKL at small M).
+/// A matrix plan step's packed-weight cache: keeps mm/addmm's B (usually a Linear weight, a
+/// graph input) or a convolution's weight (runtime/conv_step.h) packed in the GEMM's blocked layout
+/// across calls while B does not change, so a compiled graph does not repack its weights on every
+/// call (the cost that made matrix_kernels slower than MKL at small M).
 ///
 /// B is identified by its storage (a weak reference: the StorageImpl object cannot be reused by
 /// another tensor while we hold it), data pointer, sizes, strides and autograd version counter.
@@ -41,24 +41,47 @@ struct PackedBKey {
   bool same_as(const PackedBKey& other) const;
 };
 
-/// One matmul step's packed B. Thread-safe: concurrent runs share it under a mutex; a packed
-/// copy handed out stays valid for its caller even if another call repacks meanwhile.
-class PackedBCache {
+/// One matrix step's packed weight (`Packed`: matrix::PackedB for mm/addmm's B,
+/// matrix::PackedConvWeight for a convolution's weight). Thread-safe: concurrent runs share it
+/// under a mutex; a packed copy handed out stays valid for its caller even if another call
+/// repacks meanwhile.
+template <typename Packed>
+class PackedWeightCache {
  public:
-  /// The packed op(B) to use for `b` (whose matrix is `data`, k×n, leading dimension `ldb`,
-  /// transposed if `trans_b`), or nullptr when the caller should pack per call (B not yet
-  /// seen unchanged on two consecutive calls, or not cacheable).
-  std::shared_ptr<const matrix::PackedB> lookup(const at::Tensor& b, const float* data, int64_t k,
-                                                int64_t n, int64_t ldb, bool trans_b);
+  /// The packed copy of `w` to use (made by `pack()` when not yet cached), or nullptr when the
+  /// caller should pack per call (w not yet seen unchanged on two consecutive calls, or not
+  /// cacheable). `pack` is called with the cache's mutex held.
+  template <typename PackFn>
+  std::shared_ptr<const Packed> lookup(const at::Tensor& w, PackFn&& pack) {
+    PackedBKey key = PackedBKey::of(w);
+    std::lock_guard<std::mutex> lock(mutex_);
+    const bool unchanged = key.same_as(last_seen_);
+    last_seen_ = std::move(key);
+    if (!unchanged) {
+      packed_.reset();  // w changed (or is an intermediate): drop the stale copy, pack per call
+      return nullptr;
+    }
+    if (!packed_) {
+      packed_ = std::make_shared<const Packed>(pack());
+      ++packs_;
+    }
+    return packed_;
+  }
 
-  /// How many times B was packed into the cache (for tests and diagnostics).
-  int64_t packs() const;
+  /// How many times the weight was packed into the cache (for tests and diagnostics).
+  int64_t packs() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return packs_;
+  }
 
  private:
   mutable std::mutex mutex_;
-  PackedBKey last_seen_;  ///< B's key on the previous call
-  std::shared_ptr<const matrix::PackedB> packed_;
+  PackedBKey last_seen_;  ///< the weight's key on the previous call
+  std::shared_ptr<const Packed> packed_;
   int64_t packs_ = 0;
 };
+
+/// mm/addmm's B (see the file comment).
+using PackedBCache = PackedWeightCache<matrix::PackedB>;
 
 }  // namespace inductor_cpp::runtime

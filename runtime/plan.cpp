@@ -116,14 +116,18 @@ json matmul_to_json(const MatmulLaunch& m) {
   json epilogue = json::array();
   for (const MatmulEpilogue& e : m.epilogue)
     epilogue.push_back(json{{"kind", e.kind}, {"slot", e.slot}, {"a", e.a}, {"b", e.b}});
-  return json{{"op", m.op},          {"a", m.a},         {"b", m.b},          {"out", alloc_to_json(m.out)},
-              {"alpha", m.alpha},    {"epilogue", epilogue}, {"nodes", m.nodes}};
+  json j{{"op", m.op},       {"a", m.a},           {"b", m.b},        {"out", alloc_to_json(m.out)},
+         {"alpha", m.alpha}, {"epilogue", epilogue}, {"nodes", m.nodes}};
+  if (m.is_conv())
+    j["conv"] = json{{"stride", m.conv.stride}, {"padding", m.conv.padding}, {"dilation", m.conv.dilation}};
+  return j;
 }
 
 MatmulLaunch matmul_from_json(const json& j) {
   MatmulLaunch m;
   m.op = j.at("op").get<std::string>();
-  if (m.op != "mm" && m.op != "addmm" && m.op != "bmm") throw std::runtime_error("plan: unknown matmul op " + m.op);
+  if (m.op != "mm" && m.op != "addmm" && m.op != "bmm" && m.op != "conv2d")
+    throw std::runtime_error("plan: unknown matmul op " + m.op);
   m.a = j.at("a").get<int32_t>();
   m.b = j.at("b").get<int32_t>();
   m.out = alloc_from_json(j.at("out"));
@@ -132,6 +136,12 @@ MatmulLaunch matmul_from_json(const json& j) {
     m.epilogue.push_back({e.at("kind").get<std::string>(), e.at("slot").get<int32_t>(), e.at("a").get<float>(),
                           e.at("b").get<float>()});
   m.nodes = j.at("nodes").get<std::vector<int32_t>>();
+  if (m.is_conv()) {
+    const json& c = j.at("conv");
+    m.conv.stride = c.at("stride").get<std::array<int64_t, 2>>();
+    m.conv.padding = c.at("padding").get<std::array<int64_t, 2>>();
+    m.conv.dilation = c.at("dilation").get<std::array<int64_t, 2>>();
+  }
   return m;
 }
 
@@ -147,7 +157,15 @@ std::string plan_to_text(const Plan& p) {
     if (s.is_matmul()) {
       const MatmulLaunch& m = s.matmul;
       std::string line = "  %s" + std::to_string(m.out.slot) + " = matrix::" + m.op + "(%s" + std::to_string(m.a) +
-                         ", %s" + std::to_string(m.b) + (m.alpha != 1 ? ", alpha=" + std::to_string(m.alpha) : "") + ")";
+                         ", %s" + std::to_string(m.b) + (m.alpha != 1 ? ", alpha=" + std::to_string(m.alpha) : "");
+      if (m.is_conv()) {
+        const auto pair = [](const std::array<int64_t, 2>& v) {
+          return "[" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "]";
+        };
+        line += ", stride=" + pair(m.conv.stride) + ", padding=" + pair(m.conv.padding) +
+                ", dilation=" + pair(m.conv.dilation);
+      }
+      line += ")";
       for (const MatmulEpilogue& e : m.epilogue)
         line += " -> " + e.kind + (e.slot >= 0 ? "(%s" + std::to_string(e.slot) + ")" : "");
       if (!s.free_after.empty())

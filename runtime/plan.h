@@ -90,23 +90,36 @@ struct MatmulEpilogue {
   float a = 0, b = 0;
 };
 
-/// A float32 CPU matrix multiply run by our GEMM library (runtime/matrix/gemm.h):
-/// out = epilogue(alpha · a · b), "mm" and "addmm" 2-D, "bmm" 3-D (batched). Operand strides
-/// are read at run time (plain, transposed, or made contiguous). JSON key "matmul".
+/// Geometry of a "conv2d" MatmulLaunch (torch's [h, w] order).
+struct ConvGeometry {
+  std::array<int64_t, 2> stride = {1, 1};
+  std::array<int64_t, 2> padding = {0, 0};
+  std::array<int64_t, 2> dilation = {1, 1};
+};
+
+/// A float32 CPU matrix kernel run by our library (runtime/matrix): a matrix multiply
+/// (gemm.h) out = epilogue(alpha · a · b), "mm" and "addmm" 2-D, "bmm" 3-D (batched), whose
+/// operand strides are read at run time (plain, transposed, or made contiguous); or "conv2d"
+/// (conv.h, runtime/conv_step.h): out = epilogue(convolution(a, b)) with a the [N, C, H, W]
+/// input and out the [N, OC, OH, OW] output both channels-last (NHWC in memory), b the
+/// [OC, C, KH, KW] weight (groups 1); the conv's bias is the first epilogue op ("bias_col").
+/// JSON key "matmul" (conv2d adds "conv": its geometry).
 struct MatmulLaunch {
-  std::string op;  ///< "mm", "addmm" or "bmm"; empty: not a matmul step
+  std::string op;  ///< "mm", "addmm", "bmm" or "conv2d"; empty: not a matrix step
   int32_t a = -1, b = -1;
-  BufferAlloc out;  ///< the output (row-major, allocated before the call)
+  BufferAlloc out;  ///< the output (row-major / channels-last, allocated before the call)
   float alpha = 1;
-  std::vector<MatmulEpilogue> epilogue;  ///< addmm's bias is its first op
+  std::vector<MatmulEpilogue> epilogue;  ///< addmm's / conv's bias is its first op
   std::vector<int32_t> nodes;            ///< graph nodes it computes (for messages)
+  ConvGeometry conv;                     ///< "conv2d" only
+  bool is_conv() const { return op == "conv2d"; }
 };
 
 struct Step {
   int32_t node = -1;  ///< index of the graph node it came from (for messages)
   AtenCall call;      ///< an ATen step (when kernel.name and matmul.op are empty)
   KernelLaunch kernel;
-  MatmulLaunch matmul;
+  MatmulLaunch matmul;              ///< a matrix kernel step (matmul or convolution)
   std::vector<int32_t> free_after;  ///< slots whose last use is this step
   bool is_kernel() const { return !kernel.name.empty(); }
   bool is_matmul() const { return !matmul.op.empty(); }
@@ -120,7 +133,7 @@ struct Plan {
   std::vector<int32_t> free_at_start;  ///< input slots nothing reads
   std::vector<Step> steps;
   std::vector<PlanArg> outputs;
-  int64_t ops_generated = 0;  ///< graph nodes computed by generated kernels
+  int64_t ops_generated = 0;  ///< graph nodes computed by generated or matrix kernels
   int64_t ops_fallback = 0;   ///< graph nodes run as ATen calls
   /// File name of the kernel library in the plan's cache entry ("kernels.so"); empty when
   /// the plan has no kernel steps.

@@ -188,7 +188,10 @@ class CompiledGraph {
         ops_fallback_(compiled.plan.ops_fallback),
         kernel_steps_(std::count_if(compiled.plan.steps.begin(), compiled.plan.steps.end(),
                                     [](const runtime::Step& s) { return s.is_kernel(); })),
-        aten_steps_(static_cast<int64_t>(compiled.plan.steps.size()) - kernel_steps_),
+        matrix_steps_(std::count_if(compiled.plan.steps.begin(), compiled.plan.steps.end(),
+                                    [](const runtime::Step& s) { return s.is_matmul(); })),
+        aten_steps_(static_cast<int64_t>(compiled.plan.steps.size()) - kernel_steps_ -
+                    matrix_steps_),
         logs_(std::move(compiled.logs)),
         debug_(debug_info_of(compiled)),
         executable_(compiled.plan, std::move(constants), std::move(compiled.labels),
@@ -219,6 +222,7 @@ class CompiledGraph {
     d["ops_generated"] = ops_generated_;
     d["ops_fallback"] = ops_fallback_;
     d["kernels"] = kernel_steps_;
+    d["matrix_kernels"] = matrix_steps_;  // matmul / conv steps on our GEMM library
     d["aten_calls"] = aten_steps_;
     d["calls"] = calls_.load();
     d["cache"] = cache_outcome_;
@@ -256,6 +260,7 @@ class CompiledGraph {
   int64_t ops_generated_;
   int64_t ops_fallback_;
   int64_t kernel_steps_;
+  int64_t matrix_steps_;
   int64_t aten_steps_;
   std::vector<inductor::LogRecord> logs_;
   nlohmann::json debug_;  ///< debug_info(): texts as strings, structured parts as JSON
@@ -355,6 +360,10 @@ std::unique_ptr<CompiledGraph> compile(const std::string& description,
 }
 
 }  // namespace
+
+/// `_C.matrix` (matrix_bench.cpp): peaks and the bf16 GEMM for `bench matrix`.
+void register_matrix_bench_bindings(py::module_& parent);
+
 }  // namespace inductor_cpp::python
 
 PYBIND11_MODULE(_C, m) {
@@ -411,4 +420,5 @@ PYBIND11_MODULE(_C, m) {
     kernels_cache::Store store(kernels_cache::cache_config_from_env());
     return store.clear();
   });
+  python::register_matrix_bench_bindings(m);
 }

@@ -122,7 +122,8 @@ def graph_report(record: dict[str, Any]) -> GraphReport:
         report.ops.append(OpReport(d["node"], op, source, d["generated"], d["reason"],
                                    kernels_of.get(d["node"], [])))
     plan = json.loads(compiled.plan_json)
-    report.aten_calls = sum(1 for s in plan.get("steps", []) if not s.get("kernel"))
+    report.aten_calls = sum(1 for s in plan.get("steps", [])
+                            if not s.get("kernel") and not s.get("matmul"))
     return report
 
 

@@ -23,28 +23,23 @@ using xbyak::MicroKernelFn;
 
 constexpr int kMaxTaps = 64;
 
-/// A zero-padded copy of the input (only when the convolution pads), in a buffer owned by the
-/// calling thread and reused across calls (a fresh allocation would page-fault every call).
-const float* pad_input(const float* x, const Conv2dParams& q) {
-  thread_local std::vector<float> buffer;
-  const int64_t hp = q.h + 2 * q.pad_h, wp = q.w + 2 * q.pad_w;
-  const size_t size = size_t(q.n * hp * wp * q.c);
-  if (buffer.size() < size) buffer.resize(size);
-  float* out = buffer.data();
+/// Rows [first, first + count) of the zero-padded image `img` (padded row i is input row
+/// i - pad_h) into `out`, each wp·C floats (wp = W + 2·pad_w).
+void pad_rows(const float* x, const Conv2dParams& q, int64_t img, int64_t first, int64_t count,
+              float* out) {
+  const int64_t wp = q.w + 2 * q.pad_w;
   const int64_t row = wp * q.c, left = q.pad_w * q.c, body = q.w * q.c;
-  for (int64_t img = 0; img < q.n; ++img)
-    for (int64_t i = 0; i < hp; ++i) {
-      float* dst = out + (img * hp + i) * row;
-      const int64_t src_row = i - q.pad_h;
-      if (src_row < 0 || src_row >= q.h) {
-        std::fill(dst, dst + row, 0.0f);
-        continue;
-      }
-      std::fill(dst, dst + left, 0.0f);
-      std::memcpy(dst + left, x + (img * q.h + src_row) * body, body * sizeof(float));
-      std::fill(dst + left + body, dst + row, 0.0f);
+  for (int64_t i = 0; i < count; ++i) {
+    float* dst = out + i * row;
+    const int64_t src_row = first + i - q.pad_h;
+    if (src_row < 0 || src_row >= q.h) {
+      std::fill(dst, dst + row, 0.0f);
+      continue;
     }
-  return out;
+    std::fill(dst, dst + left, 0.0f);
+    std::memcpy(dst + left, x + (img * q.h + src_row) * body, body * sizeof(float));
+    std::fill(dst + left + body, dst + row, 0.0f);
+  }
 }
 
 void conv_as_gemm(const float* x, const PackedConvWeight& w, float* y, const Conv2dParams& q,
@@ -89,7 +84,7 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
   const GemmBlocking& blk = gemm_blocking();
   const int mr = blk.mr, nr = blk.nr;
   const int64_t oh = q.out_h(), ow = q.out_w(), hp = q.h + 2 * q.pad_h, wp = q.w + 2 * q.pad_w;
-  const float* xin = (q.pad_h || q.pad_w) ? pad_input(x, q) : x;
+  const bool padded = q.pad_h || q.pad_w;
 
   // Filter rows as batch entries with K = KW·C (contiguous when dilation_w = 1), else every tap.
   const bool merged = q.dilation_w == 1;
@@ -115,6 +110,9 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
   if (rows_total * ow * q.oc * q.kh * q.kw * q.c < blk.serial_macs) threads = 1;
   int tm = 1, tn = 1;
   choose_grid(rows_total, panels, threads, tm, tn);
+  // Output rows per cache block: the new input rows and the output row of each, ~512 KiB.
+  const int64_t bytes_per_row = int64_t(sizeof(float)) * (q.stride_h * wp * q.c + ow * q.oc);
+  const int64_t rows_per_block = std::max<int64_t>(1, (int64_t(512) << 10) / bytes_per_row);
 
   auto worker = [&](int t) {
     const unsigned saved_csr = _mm_getcsr();
@@ -123,38 +121,62 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
     const float* a_ptrs[kMaxTaps];
     const float* b_ptrs[kMaxTaps];
     const float* epilogue_data[16] = {};
-    for (int64_t pi = tj * panels / tn; pi < (tj + 1) * panels / tn; ++pi) {
-      const int64_t j = pi * nr;
-      const int cols = int(std::min<int64_t>(nr, q.oc - j));
-      const float* panel = w.packed.panel(pi);
-      for (int64_t e = 0; e < taps; ++e) b_ptrs[e] = panel + e * k_per_entry * nr;
-      for (int64_t r = ti * rows_total / tm; r < (ti + 1) * rows_total / tm; ++r) {
-        const int64_t img = r / oh, oy = r % oh;
-        for (int64_t ox = 0; ox < ow; ox += mr) {
-          const int rows = int(std::min<int64_t>(mr, ow - ox));
-          for (int64_t e = 0; e < taps; ++e) {
-            const int64_t fy = merged ? e : e / q.kw, fx = merged ? 0 : e % q.kw;
-            const int64_t iy = oy * q.stride_h + fy * q.dilation_h,
-                          ix = ox * q.stride_w + fx * q.dilation_w;
-            a_ptrs[e] = xin + ((img * hp + iy) * wp + ix) * q.c;
+    // Blocks of output rows (within one image) outer, column panels, rows of the block: a
+    // block's input rows and output stay in L2 across the panels, so activations are read /
+    // written from memory about once, and each weight panel is read once per block (all rows
+    // inside each panel streamed the whole input once per panel: 0.76x eager at batch 32,
+    // 64 channels @56²). With padding, the block's input rows are copied zero-padded into a
+    // per-thread buffer (a padded copy of the whole input cost a pass over memory).
+    thread_local std::vector<float> padded_rows;
+    const int64_t r_begin = ti * rows_total / tm, r_end = (ti + 1) * rows_total / tm;
+    for (int64_t block = r_begin; block < r_end;) {
+      const int64_t img = block / oh, oy0 = block % oh;
+      const int64_t block_end = std::min({block + rows_per_block, r_end, (img + 1) * oh});
+      // Input rows of the block (padded coordinates): [iy0, iy0 + in_rows).
+      const int64_t iy0 = oy0 * q.stride_h;
+      const int64_t in_rows = (block_end - 1 - block) * q.stride_h + (q.kh - 1) * q.dilation_h + 1;
+      const float* base = x + img * hp * wp * q.c;  // unpadded: hp = H, wp = W
+      if (padded) {
+        if (padded_rows.size() < size_t(in_rows * wp * q.c))
+          padded_rows.resize(size_t(in_rows * wp * q.c));
+        pad_rows(x, q, img, iy0, in_rows, padded_rows.data());
+        base = padded_rows.data() - iy0 * wp * q.c;  // indexed by padded row below
+      }
+      for (int64_t pi = tj * panels / tn; pi < (tj + 1) * panels / tn; ++pi) {
+        const int64_t j = pi * nr;
+        const int cols = int(std::min<int64_t>(nr, q.oc - j));
+        const float* panel = w.packed.panel(pi);
+        for (int64_t e = 0; e < taps; ++e) b_ptrs[e] = panel + e * k_per_entry * nr;
+        for (int64_t r = block; r < block_end; ++r) {
+          const int64_t oy = r % oh;
+          for (int64_t ox = 0; ox < ow; ox += mr) {
+            const int rows = int(std::min<int64_t>(mr, ow - ox));
+            for (int64_t e = 0; e < taps; ++e) {
+              const int64_t fy = merged ? e : e / q.kw, fx = merged ? 0 : e % q.kw;
+              const int64_t iy = oy * q.stride_h + fy * q.dilation_h,
+                            ix = ox * q.stride_w + fx * q.dilation_w;
+              a_ptrs[e] = base + (iy * wp + ix) * q.c;
+            }
+            const int64_t pixel = r * ow + ox;
+            float* c_ptr = y + pixel * q.oc + j;
+            for (size_t o = 0; o < jit_ops; ++o) {
+              const EpilogueOp& op = q.epilogue[o];
+              epilogue_data[o] = op.kind == EpilogueKind::BiasRow   ? op.data + pixel
+                                 : op.kind == EpilogueKind::BiasCol ? op.data + j
+                                 : op.kind == EpilogueKind::AddResidual
+                                     ? op.data + pixel * op.ld + j
+                                     : nullptr;
+            }
+            MicroKernelArgs args;
+            args.a = a_ptrs, args.b = b_ptrs, args.batch = taps, args.c = c_ptr;
+            args.epilogue_data = epilogue_data;
+            kernels[rows != mr][cols != nr](&args);
+            if (jit_ops < q.epilogue.size())
+              apply_epilogue_tile(c_ptr, q.oc, rows, cols, pixel, j, q.epilogue, jit_ops);
           }
-          const int64_t pixel = r * ow + ox;
-          float* c_ptr = y + pixel * q.oc + j;
-          for (size_t o = 0; o < jit_ops; ++o) {
-            const EpilogueOp& op = q.epilogue[o];
-            epilogue_data[o] = op.kind == EpilogueKind::BiasRow       ? op.data + pixel
-                               : op.kind == EpilogueKind::BiasCol     ? op.data + j
-                               : op.kind == EpilogueKind::AddResidual ? op.data + pixel * op.ld + j
-                                                                      : nullptr;
-          }
-          MicroKernelArgs args;
-          args.a = a_ptrs, args.b = b_ptrs, args.batch = taps, args.c = c_ptr;
-          args.epilogue_data = epilogue_data;
-          kernels[rows != mr][cols != nr](&args);
-          if (jit_ops < q.epilogue.size())
-            apply_epilogue_tile(c_ptr, q.oc, rows, cols, pixel, j, q.epilogue, jit_ops);
         }
       }
+      block = block_end;
     }
     _mm_setcsr(saved_csr);
   };

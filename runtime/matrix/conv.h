@@ -4,7 +4,8 @@
 /// Direct method: an output tile is mr consecutive output pixels of one output row × nr output
 /// channels; the micro-kernel batch-reduces over the filter rows kh (each a K = KW·C contiguous
 /// run of the input row when dilation_w = 1, else over all KH·KW taps with K = C). Padding is
-/// handled by a zero-padded copy of the input made per call. 1×1 / stride 1 / no padding runs as
+/// handled by zero-padded copies of the input rows each block of output rows reads, made per
+/// call by the thread computing the block (L2-sized). 1×1 / stride 1 / no padding runs as
 /// one GEMM (M = N·H·W). groups > 1 is not supported: conv2d_nhwc_f32 throws
 /// std::invalid_argument (callers should check conv2d_supported first and fall back).
 ///

@@ -45,6 +45,7 @@ def test_mm():
     plan, c = run_one_graph(torch.mm, torch.randn(33, 70), torch.randn(70, 45))
     assert len(matmul_steps(plan)) == 1 and "aten::mm" not in plan, plan
     assert c["ops_fallback"] == 0 and c["kernels"] == 0, c
+    assert c["matrix_kernels"] == 1 and c["aten_calls"] == 0, c  # a matrix kernel, not ATen
 
 
 @pytest.mark.parametrize("bias_shape, kind", [((45,), "bias_col"), ((1, 45), "bias_col"),
@@ -107,6 +108,15 @@ def test_residual_add_is_absorbed():
     x, w, r = torch.randn(20, 64), torch.randn(64, 48), torch.randn(20, 48)
     plan, c = run_one_graph(lambda x, w, r: r + x @ w, x, w, r)
     assert "-> residual(" in plan and c["kernels"] == 0, plan
+
+
+def test_residual_add_then_relu_is_absorbed():
+    """A fused kernel of two nodes, relu(x @ w + r), is a chain of two epilogue ops."""
+    x, w, r = torch.randn(20, 64), torch.randn(64, 48), torch.randn(20, 48)
+    plan, c = run_one_graph(lambda x, w, r: F.relu(x @ w + r), x, w, r)
+    steps = matmul_steps(plan)
+    assert len(steps) == 1 and "-> residual(" in steps[0] and "-> relu" in steps[0], plan
+    assert c["kernels"] == 0 and c["aten_calls"] == 0, (plan, c)
 
 
 def test_activation_with_a_second_reader_is_not_absorbed():

@@ -1,0 +1,196 @@
+/// \file
+/// `inductor_cpp._C.matrix`: what `python -m inductor_cpp.bench matrix` needs from the matrix
+/// library (runtime/matrix, codegen/xbyak) and torch cannot tell it.
+///
+///   * cpu_features(): which matrix ISAs the library will use here (AVX-512 / AVX2 / AMX);
+///   * fma_peak_gflops(threads): the float32 FMA peak, measured with a register-only JIT loop
+///     (independent FMA chains, no memory traffic) on `threads` OpenMP threads at once — the
+///     same measurement as tests/cpp/matrix_bench.cpp, plus an AVX2 (ymm) variant;
+///   * amx_peak_gflops(threads): the bf16 AMX peak, a register-only TDPBF16PS loop on the
+///     library's tile configuration (raises without usable AMX);
+///   * gemm_bf16(a, b, threads): the library's bf16 GEMM (fp32 result) called on
+///     torch tensors, for the AMX row (compiled graphs do not route bf16 matmuls to it).
+///
+/// Benchmark support only: nothing in the compiler or runtime calls these.
+#include <ATen/ATen.h>
+#include <omp.h>
+#include <torch/csrc/utils/pybind.h>
+#include <xbyak/xbyak.h>
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+#include <vector>
+
+#include "codegen/xbyak/amx_kernel.h"
+#include "codegen/xbyak/cpu_features.h"
+#include "runtime/matrix/gemm_bf16.h"
+
+namespace py = pybind11;
+
+namespace inductor_cpp::python {
+namespace {
+
+/// rdi = iterations; kChains independent FMA chains (zmm: 16 lanes, ymm: 8) per iteration, so
+/// the loop is bound by FMA throughput, not latency (latency 4 × 2 ports = 8 chains needed).
+class FmaPeakLoop : public Xbyak::CodeGenerator {
+ public:
+  explicit FmaPeakLoop(bool zmm) : CodeGenerator(4096, Xbyak::DontSetProtectRWE) {
+    using namespace Xbyak;
+    chains_ = zmm ? 24 : 12;
+    lanes_ = zmm ? 16 : 8;
+    for (int i = 0; i < chains_; ++i) {
+      if (zmm)
+        vxorps(Zmm(i), Zmm(i), Zmm(i));
+      else
+        vxorps(Ymm(i), Ymm(i), Ymm(i));
+    }
+    Label loop;
+    L(loop);
+    for (int i = 0; i < chains_; ++i) {
+      if (zmm)
+        vfmadd231ps(Zmm(i), Zmm(30), Zmm(31));
+      else
+        vfmadd231ps(Ymm(i), Ymm(14), Ymm(15));
+    }
+    dec(rdi);
+    jnz(loop);
+    vzeroupper();
+    ret();
+    ready();
+    setProtectModeRE();
+  }
+  double flops_per_iteration() const { return double(chains_) * lanes_ * 2; }
+
+ private:
+  int chains_ = 0, lanes_ = 0;
+};
+
+/// rdi = iterations; four independent TDPBF16PS per iteration on zeroed tiles (tmm0–3 the
+/// 16×16 fp32 accumulators, tmm4–5 A, tmm6–7 B, as amx_configure_tiles sets them up): each
+/// is 16×16 outputs × 32 products = 16384 flops. No tile loads or stores inside the loop.
+class AmxPeakLoop : public Xbyak::CodeGenerator {
+ public:
+  AmxPeakLoop() : CodeGenerator(4096, Xbyak::DontSetProtectRWE) {
+    using namespace Xbyak;
+    for (const Tmm& t : {tmm0, tmm1, tmm2, tmm3, tmm4, tmm5, tmm6, tmm7}) tilezero(t);
+    Label loop;
+    L(loop);
+    tdpbf16ps(tmm0, tmm4, tmm6);
+    tdpbf16ps(tmm1, tmm4, tmm7);
+    tdpbf16ps(tmm2, tmm5, tmm6);
+    tdpbf16ps(tmm3, tmm5, tmm7);
+    dec(rdi);
+    jnz(loop);
+    ret();
+    ready();
+    setProtectModeRE();
+  }
+  static constexpr double kFlopsPerIteration = 4 * 16.0 * 16 * 32 * 2;
+};
+
+/// Best of `reps` timed runs of body() (after one warm-up run), in seconds.
+template <typename Body>
+double best_seconds(Body&& body, int reps) {
+  body();
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    body();
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
+}
+
+void check_threads(int threads) {
+  if (threads < 1) throw std::invalid_argument("threads must be >= 1");
+}
+
+double fma_peak_gflops(int threads, int64_t iterations, int reps) {
+  check_threads(threads);
+  const auto& features = xbyak::cpu_features();
+  if (!features.avx2) throw std::runtime_error("FMA peak: the CPU has neither AVX-512 nor AVX2");
+  static const FmaPeakLoop zmm_loop(true);
+  static const FmaPeakLoop ymm_loop(false);
+  const FmaPeakLoop& loop = features.avx512 ? zmm_loop : ymm_loop;
+  const auto fn = loop.getCode<void (*)(int64_t)>();
+  py::gil_scoped_release no_gil;
+  const double seconds = best_seconds(
+      [&] {
+#pragma omp parallel num_threads(threads)
+        fn(iterations);
+      },
+      reps);
+  return double(iterations) * loop.flops_per_iteration() * threads / seconds / 1e9;
+}
+
+double amx_peak_gflops(int threads, int64_t iterations, int reps) {
+  check_threads(threads);
+  if (!xbyak::cpu_features().amx_usable)
+    throw std::runtime_error("AMX peak: AMX bf16 is not usable on this machine (" +
+                             xbyak::cpu_features().describe() + ")");
+  static const AmxPeakLoop loop;
+  const auto fn = loop.getCode<void (*)(int64_t)>();
+  py::gil_scoped_release no_gil;
+  const double seconds = best_seconds(
+      [&] {
+#pragma omp parallel num_threads(threads)
+        {
+          xbyak::amx_configure_tiles();
+          fn(iterations);
+          xbyak::amx_release_tiles();
+        }
+      },
+      reps);
+  return double(iterations) * AmxPeakLoop::kFlopsPerIteration * threads / seconds / 1e9;
+}
+
+/// C (fp32, m×n) = A (bf16, m×k) · B (bf16, k×n), both row-major contiguous.
+at::Tensor gemm_bf16(const at::Tensor& a, const at::Tensor& b, int threads) {
+  check_threads(threads);
+  if (a.scalar_type() != at::kBFloat16 || b.scalar_type() != at::kBFloat16 || a.dim() != 2 ||
+      b.dim() != 2 || a.size(1) != b.size(0) || !a.device().is_cpu() || !b.device().is_cpu())
+    throw std::invalid_argument("gemm_bf16: expects CPU bfloat16 matrices A (m×k) and B (k×n)");
+  const at::Tensor ac = a.contiguous(), bc = b.contiguous();
+  at::Tensor c = at::empty({a.size(0), b.size(1)}, a.options().dtype(at::kFloat));
+  matrix::GemmBf16Problem p;
+  p.m = a.size(0), p.n = b.size(1), p.k = a.size(1);
+  p.a = reinterpret_cast<const uint16_t*>(ac.data_ptr()), p.lda = p.k;
+  p.b = reinterpret_cast<const uint16_t*>(bc.data_ptr()), p.ldb = p.n;
+  p.c = c.data_ptr<float>(), p.ldc = p.n;
+  py::gil_scoped_release no_gil;
+  matrix::gemm_bf16(p, threads);
+  return c;
+}
+
+py::dict cpu_features_dict() {
+  const auto& f = xbyak::cpu_features();
+  py::dict d;
+  d["avx2"] = f.avx2;
+  d["avx512"] = f.avx512;
+  d["avx512_bf16"] = f.avx512_bf16;
+  d["amx_bf16"] = f.amx_bf16;
+  d["amx_usable"] = f.amx_usable;
+  d["describe"] = f.describe();
+  return d;
+}
+
+}  // namespace
+
+void register_matrix_bench_bindings(py::module_& parent) {
+  py::module_ m = parent.def_submodule(
+      "matrix", "Matrix-library measurements for `python -m inductor_cpp.bench matrix`");
+  m.def("cpu_features", &cpu_features_dict,
+        "Matrix ISAs the library uses here: avx2, avx512, avx512_bf16, amx_bf16, amx_usable");
+  m.def("fma_peak_gflops", &fma_peak_gflops, py::arg("threads"), py::arg("iterations") = 20'000'000,
+        py::arg("reps") = 5,
+        "float32 FMA peak (register-only JIT loop, zmm or ymm), best of reps, GFLOP/s");
+  m.def("amx_peak_gflops", &amx_peak_gflops, py::arg("threads"), py::arg("iterations") = 4'000'000,
+        py::arg("reps") = 5,
+        "bf16 AMX peak (register-only TDPBF16PS loop), best of reps, GFLOP/s; raises without AMX");
+  m.def("gemm_bf16", &gemm_bf16, py::arg("a"), py::arg("b"), py::arg("threads"),
+        "float32 A·B of bfloat16 matrices on the library's gemm_bf16 (AMX where usable)");
+}
+
+}  // namespace inductor_cpp::python

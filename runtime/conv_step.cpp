@@ -1,0 +1,124 @@
+/// \file
+/// ConvStep: operand layout checks, the packed-weight cache and the call of conv2d_nhwc_f32
+/// (see the header).
+#include "runtime/conv_step.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/util/Exception.h>
+
+#include <optional>
+#include <stdexcept>
+
+namespace inductor_cpp::runtime {
+
+namespace {
+
+/// Dense NHWC strides of an [N, C, H, W] tensor.
+std::vector<int64_t> nhwc_strides(at::IntArrayRef sizes) {
+  const int64_t c = sizes[1], h = sizes[2], w = sizes[3];
+  return {h * w * c, 1, w * c, c};
+}
+
+/// `t` itself when it is dense NHWC, else a dense NHWC copy.
+at::Tensor as_dense_nhwc(const at::Tensor& t) {
+  if (is_dense_nhwc(t.sizes(), t.strides())) return t;
+  at::Tensor copy = at::empty_strided(t.sizes(), nhwc_strides(t.sizes()), t.options());
+  copy.copy_(t);
+  return copy;
+}
+
+at::Tensor checked_f32(const c10::IValue& v, const std::string& label, const char* what) {
+  TORCH_CHECK(v.isTensor(), "inductor_cpp: ", label, ": ", what, " is not a tensor");
+  at::Tensor t = v.toTensor();
+  TORCH_CHECK(t.scalar_type() == at::kFloat && t.device().is_cpu(), "inductor_cpp: ", label, ": ",
+              what, " must be a float32 CPU tensor, got ", t.scalar_type(), " on ", t.device());
+  return t;
+}
+
+}  // namespace
+
+bool is_dense_nhwc(at::IntArrayRef sizes, at::IntArrayRef strides) {
+  if (sizes.size() != 4 || strides.size() != 4) return false;
+  int64_t expected = 1;
+  for (const size_t d : {1, 3, 2, 0}) {  // C innermost, then W, H, N
+    if (sizes[d] != 1 && strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+ConvStep::ConvStep(MatmulLaunch launch, std::vector<matrix::EpilogueKind> kinds, std::string label)
+    : launch_(std::move(launch)), kinds_(std::move(kinds)), label_(std::move(label)) {
+  const BufferAlloc& out = launch_.out;
+  if (!launch_.is_conv()) throw std::runtime_error("not a conv2d step: " + launch_.op);
+  if (out.dtype != "float32" || out.device != "cpu")
+    throw std::runtime_error("conv2d output must be float32 on the CPU");
+  if (!is_dense_nhwc(out.sizes, out.strides))
+    throw std::runtime_error("conv2d output must be a channels-last (dense NHWC) 4-D tensor");
+  for (size_t i = 0; i < launch_.epilogue.size(); ++i) {
+    const std::string& kind = launch_.epilogue[i].kind;
+    if (kind == "bias_row") throw std::runtime_error("conv2d epilogue: no per-pixel bias");
+  }
+}
+
+void ConvStep::run(std::vector<c10::IValue>& slots) const {
+  const MatmulLaunch& m = launch_;
+  const at::Tensor x = as_dense_nhwc(checked_f32(slots[m.a], label_, "input"));
+  const at::Tensor w = checked_f32(slots[m.b], label_, "weight");
+  TORCH_CHECK(x.dim() == 4 && w.dim() == 4, "inductor_cpp: ", label_, ": input of rank ", x.dim(),
+              " and weight of rank ", w.dim(), ", expected 4 and 4");
+  matrix::Conv2dParams q;
+  q.n = x.size(0), q.c = x.size(1), q.h = x.size(2), q.w = x.size(3);
+  q.oc = w.size(0), q.kh = w.size(2), q.kw = w.size(3);
+  q.stride_h = m.conv.stride[0], q.stride_w = m.conv.stride[1];
+  q.pad_h = m.conv.padding[0], q.pad_w = m.conv.padding[1];
+  q.dilation_h = m.conv.dilation[0], q.dilation_w = m.conv.dilation[1];
+  const std::vector<int64_t>& out_sizes = m.out.sizes;
+  TORCH_CHECK(w.size(1) == q.c && out_sizes[0] == q.n && out_sizes[1] == q.oc &&
+                  out_sizes[2] == q.out_h() && out_sizes[3] == q.out_w(),
+              "inductor_cpp: ", label_, ": input ", x.sizes(), " and weight ", w.sizes(),
+              " do not give ", c10::IntArrayRef(out_sizes));
+  TORCH_CHECK(matrix::conv2d_supported(q), "inductor_cpp: ", label_,
+              ": convolution parameters not supported");
+
+  at::Tensor y = at::empty_strided(out_sizes, m.out.strides, x.options());
+  std::vector<at::Tensor> keep;  // epilogue operands, alive through the call
+  for (size_t i = 0; i < m.epilogue.size(); ++i) {
+    const MatmulEpilogue& e = m.epilogue[i];
+    matrix::EpilogueOp op;
+    op.kind = kinds_[i];
+    op.a = e.a;
+    op.b = e.b;
+    if (e.slot >= 0) {
+      at::Tensor t = checked_f32(slots[e.slot], label_, "epilogue operand");
+      if (e.kind == "residual") {
+        TORCH_CHECK(t.sizes() == y.sizes(), "inductor_cpp: ", label_, ": residual of sizes ",
+                    t.sizes(), ", expected ", y.sizes());
+        t = as_dense_nhwc(t);
+        op.ld = q.oc;  // one output pixel per row
+      } else {
+        TORCH_CHECK(t.numel() == q.oc, "inductor_cpp: ", label_, ": bias of ", t.numel(),
+                    " elements, expected ", q.oc);
+        t = t.reshape({q.oc}).contiguous();
+      }
+      op.data = t.data_ptr<float>();
+      keep.push_back(std::move(t));
+    }
+    q.epilogue.push_back(op);
+  }
+
+  const auto pack = [&] {
+    const at::Tensor oihw = w.contiguous();
+    return matrix::pack_conv_weight_f32(oihw.data_ptr<float>(), q);
+  };
+  std::shared_ptr<const matrix::PackedConvWeight> packed = packed_->lookup(w, pack);
+  std::optional<matrix::PackedConvWeight> per_call;
+  if (!packed) per_call.emplace(pack());
+  const matrix::PackedConvWeight& weights = packed ? *packed : *per_call;
+  matrix::conv2d_nhwc_f32(x.data_ptr<float>(), weights, y.data_ptr<float>(), q,
+                          static_cast<int>(at::get_num_threads()));
+  slots[m.out.slot] = std::move(y);
+}
+
+}  // namespace inductor_cpp::runtime

@@ -1,0 +1,307 @@
+"""With options={"matrix_kernels": True}, float32 CPU 2-D convolutions (groups 1) whose input
+and output are channels-last run on our NHWC direct convolution (conv2d plan steps,
+runtime/conv_step.h), the conv's bias and a following activation / residual add in its
+epilogue, the packed weight cached while it does not change. NCHW convolutions, other dtypes
+and groups > 1 stay ATen calls; the option is off by default. Results are compared with eager
+F.conv2d and with a float64 reference (our error must be of the order of eager's)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import inductor_cpp
+from conftest import assert_same, test_graphs
+
+RTOL, ATOL = 1e-4, 1e-5
+NHWC = torch.channels_last
+
+
+def compile_cpp(fn, **options):
+    return torch.compile(fn, backend="inductor_cpp", dynamic=False,
+                         options={"matrix_kernels": True, **options})
+
+
+def channels_last(*sizes):
+    return torch.randn(*sizes).contiguous(memory_format=NHWC)
+
+
+def conv_steps(plan_text: str) -> list[str]:
+    return [line.strip() for line in plan_text.splitlines() if "matrix::conv2d" in line]
+
+
+def the_graph():
+    graphs = test_graphs()
+    assert len(graphs) == 1, f"expected one graph, got {len(graphs)}"
+    return graphs[0]
+
+
+def check_against_references(actual, fn, *args):
+    """actual vs eager (same strides, GEMM tolerance) and vs float64: our error is at most a
+    few times eager's (both sum K products in float32)."""
+    expected = fn(*args)
+    assert actual.stride() == expected.stride(), (actual.stride(), expected.stride())
+    assert_same(actual, expected, rtol=RTOL, atol=ATOL)
+    reference = fn(*(a.double() if isinstance(a, torch.Tensor) else a for a in args))
+    ours = (actual.double() - reference).abs().max().item()
+    eagers = (expected.double() - reference).abs().max().item()
+    assert ours <= 4 * eagers + 1e-6, (ours, eagers)
+
+
+# (in channels, out channels, spatial size, kernel, stride, padding): resnet's convolutions,
+# scaled down; out channels not a multiple of the 32-column panel, widths not of 14-row tiles.
+GEOMETRIES = {
+    "stem7x7s2": (3, 16, 23, 7, 2, 3),
+    "3x3s1": (16, 40, 15, 3, 1, 1),
+    "3x3s2": (16, 40, 17, 3, 2, 1),
+    "1x1s1": (24, 72, 11, 1, 1, 0),
+    "1x1s2": (24, 40, 13, 1, 2, 0),
+}
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=list(GEOMETRIES))
+@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "nobias"])
+def test_resnet_geometries(geometry, batch, bias):
+    c, oc, hw, k, stride, padding = GEOMETRIES[geometry]
+    x, w = channels_last(batch, c, hw, hw), torch.randn(oc, c, k, k)
+    b = torch.randn(oc) if bias else None
+    fn = lambda x, w, b: F.conv2d(x, w, b, stride=stride, padding=padding)
+    with torch.no_grad():
+        check_against_references(compile_cpp(fn)(x, w, b), fn, x, w, b)
+    graph = the_graph()
+    (step,) = conv_steps(graph.plan_text)
+    assert f"stride=[{stride},{stride}], padding=[{padding},{padding}]" in step, step
+    assert ("-> bias_col(" in step) == bias, step
+    c = graph.counters()
+    assert c["matrix_kernels"] == 1 and c["aten_calls"] == 0 and c["kernels"] == 0, c
+    assert c["ops_fallback"] == 0, c
+
+
+def test_large_input_row_blocks_and_padding():
+    """Output rows in several cache blocks per image (uneven last one), each with its own
+    zero-padded copy of the input rows it reads (runtime/matrix/conv.cpp)."""
+    x, w, b = channels_last(2, 64, 90, 90), torch.randn(48, 64, 3, 3), torch.randn(48)
+    r = channels_last(2, 48, 90, 90)
+    fn = lambda x, w, b, r: F.relu(F.conv2d(x, w, b, padding=1) + r)
+    with torch.no_grad():
+        check_against_references(compile_cpp(fn)(x, w, b, r), fn, x, w, b, r)
+    assert "-> residual(" in conv_steps(the_graph().plan_text)[0]
+
+
+def test_dilation():
+    x, w = channels_last(2, 8, 19, 19), torch.randn(24, 8, 3, 3)
+    fn = lambda x, w: F.conv2d(x, w, padding=2, dilation=2)
+    with torch.no_grad():
+        check_against_references(compile_cpp(fn)(x, w), fn, x, w)
+    assert "dilation=[2,2]" in conv_steps(the_graph().plan_text)[0]
+
+
+@pytest.mark.parametrize("act, kind", [(F.relu, "relu"), (F.hardtanh, "clamp"),
+                                       (lambda t: t.clamp(min=0.0, max=6.0), "clamp"),
+                                       (F.silu, "silu")])
+def test_activation_is_absorbed(act, kind):
+    x, w, b = channels_last(2, 16, 12, 12), torch.randn(32, 16, 3, 3), torch.randn(32)
+    fn = lambda x, w, b: act(F.conv2d(x, w, b, padding=1))
+    with torch.no_grad():
+        check_against_references(compile_cpp(fn)(x, w, b), fn, x, w, b)
+    graph = the_graph()
+    (step,) = conv_steps(graph.plan_text)
+    assert step.split(" free ")[0].rstrip().endswith(f"-> bias_col(%s2) -> {kind}"), step
+    c = graph.counters()
+    assert c["kernels"] == 0 and c["aten_calls"] == 0 and c["ops_fallback"] == 0, c
+
+
+def test_residual_add_and_relu_are_absorbed():
+    """resnet's block end: relu(conv(x) + b + identity), one fused kernel of two nodes."""
+    x, w, b = channels_last(3, 16, 10, 10), torch.randn(16, 16, 3, 3), torch.randn(16)
+    r = channels_last(3, 16, 10, 10)
+    fn = lambda x, w, b, r: F.relu(F.conv2d(x, w, b, padding=1) + r)
+    with torch.no_grad():
+        check_against_references(compile_cpp(fn)(x, w, b, r), fn, x, w, b, r)
+    graph = the_graph()
+    (step,) = conv_steps(graph.plan_text)
+    assert "-> bias_col(%s2) -> residual(%s3) -> relu" in step, step
+    assert graph.counters()["kernels"] == 0, graph.plan_text
+
+
+def test_residual_from_another_conv_is_absorbed_only_when_ready():
+    """relu(conv_a(x) + conv_b(x)): the add goes into the later conv's epilogue (the other
+    conv's output must exist when it runs)."""
+    x = channels_last(1, 8, 9, 9)
+    wa, wb = torch.randn(16, 8, 3, 3), torch.randn(16, 8, 1, 1)
+    fn = lambda x, wa, wb: F.relu(F.conv2d(x, wa, padding=1) + F.conv2d(x, wb))
+    with torch.no_grad():
+        check_against_references(compile_cpp(fn)(x, wa, wb), fn, x, wa, wb)
+    graph = the_graph()
+    steps = conv_steps(graph.plan_text)
+    assert len(steps) == 2 and graph.counters()["kernels"] == 0, graph.plan_text
+    assert "-> residual(" in steps[1] and "-> residual(" not in steps[0], graph.plan_text
+
+
+def test_conv_output_with_a_second_reader_is_not_absorbed():
+    x, w = channels_last(1, 8, 9, 9), torch.randn(16, 8, 3, 3)
+
+    def fn(x, w):
+        y = F.conv2d(x, w, padding=1)
+        return F.relu(y), y.sum()
+
+    with torch.no_grad():
+        out = compile_cpp(fn)(x, w)
+        expected = fn(x, w)
+    for a, e in zip(out, expected):
+        assert_same(a, e, rtol=RTOL, atol=1e-4)
+    graph = the_graph()
+    (step,) = conv_steps(graph.plan_text)
+    assert "-> relu" not in step and graph.counters()["kernels"] >= 1, graph.plan_text
+
+
+def test_weight_updated_in_place_is_repacked():
+    x, w = channels_last(2, 8, 11, 11), torch.randn(16, 8, 3, 3)
+    fn = lambda x, w: F.conv2d(x, w, padding=1)
+    compiled = compile_cpp(fn)
+    with torch.no_grad():
+        for _ in range(3):  # the second call caches the packed weight, the third reuses it
+            assert_same(compiled(x, w), fn(x, w), rtol=RTOL, atol=ATOL)
+        w.add_(1)  # bumps the version counter: repacked
+        assert_same(compiled(x, w), fn(x, w), rtol=RTOL, atol=ATOL)
+        assert_same(compiled(x, w), fn(x, w), rtol=RTOL, atol=ATOL)
+        w.mul_(-0.5)
+        assert_same(compiled(x, w), fn(x, w), rtol=RTOL, atol=ATOL)
+
+
+def test_cached_weight_ignores_writes_that_bypass_the_version_counter():
+    """The packed-weight cache's documented hazard (runtime/matmul_step.h); proves it is used."""
+    x, w = channels_last(2, 8, 11, 11), torch.randn(16, 8, 3, 3)
+    fn = lambda x, w: F.conv2d(x, w, padding=1)
+    compiled = compile_cpp(fn)
+    with torch.no_grad():
+        for _ in range(3):
+            stale = compiled(x, w)
+        w.data.add_(1)
+        assert torch.equal(compiled(x, w), stale)
+
+
+def test_weight_behind_a_layout_copy_is_read_in_place():
+    """The channels-last FX pass copies each weight to channels-last before its convolution;
+    the conv step packs the source instead (the copy is dropped), so the packed weight is
+    cached across calls (a write through .data is not seen: the cache is in use)."""
+    x, w = channels_last(2, 8, 11, 11), torch.randn(16, 8, 3, 3)
+    fn = lambda x, w: F.conv2d(x, w.contiguous(memory_format=NHWC), padding=1)
+    compiled = compile_cpp(fn, layout_optimization=False)
+    with torch.no_grad():
+        for _ in range(3):
+            out = compiled(x, w)
+        check_against_references(out, fn, x, w)
+        w.data.add_(1)
+        assert torch.equal(compiled(x, w), out)
+    graph = the_graph()
+    assert graph.counters()["kernels"] == 0, graph.plan_text
+    step = conv_steps(graph.plan_text)[0]  # reads both graph inputs (%s0, %s1) directly
+    assert re.match(r"%s2 = matrix::conv2d\(%s[01], %s[01],", step), graph.plan_text
+
+
+def test_weight_copy_taken_before_the_graph_writes_the_weight_is_kept():
+    x, w = channels_last(2, 8, 11, 11), torch.randn(16, 8, 3, 3)
+
+    def fn(x, w):
+        before = w.contiguous(memory_format=NHWC)
+        w.add_(1)
+        return F.conv2d(x, before, padding=1)
+
+    with torch.no_grad():
+        expected = fn(x, w.clone())
+        actual = compile_cpp(fn, layout_optimization=False)(x, w)
+    assert_same(actual, expected, rtol=RTOL, atol=ATOL)
+    assert conv_steps(the_graph().plan_text), the_graph().plan_text
+
+
+def decision_reasons(graph) -> list[str]:
+    return [d["reason"] for d in json.loads(graph.debug_info()["decisions"]) if not d["generated"]]
+
+
+def test_nchw_input_stays_aten_and_says_why():
+    x, w = torch.randn(2, 8, 11, 11), torch.randn(16, 8, 3, 3)
+    fn = lambda x, w: F.conv2d(x, w, padding=1)
+    with torch.no_grad():
+        assert_same(compile_cpp(fn, layout_optimization=False)(x, w), fn(x, w), rtol=RTOL, atol=ATOL)
+    graph = the_graph()
+    assert not conv_steps(graph.plan_text) and "aten::convolution" in graph.plan_text
+    assert graph.counters()["aten_calls"] == 1 and graph.counters()["matrix_kernels"] == 0
+    (reason,) = decision_reasons(graph)
+    assert "matrix kernels: input is not channels-last" in reason, reason
+
+
+def test_groups_stay_aten():
+    x, w = channels_last(2, 8, 11, 11), torch.randn(16, 4, 3, 3)
+    fn = lambda x, w: F.conv2d(x, w, padding=1, groups=2)
+    with torch.no_grad():
+        assert_same(compile_cpp(fn)(x, w), fn(x, w), rtol=RTOL, atol=ATOL)
+    graph = the_graph()
+    assert not conv_steps(graph.plan_text)
+    (reason,) = decision_reasons(graph)
+    assert "groups != 1" in reason, reason
+
+
+def test_float64_stays_aten():
+    x, w = channels_last(2, 8, 11, 11).double(), torch.randn(16, 8, 3, 3).double()
+    fn = lambda x, w: F.relu(F.conv2d(x, w, padding=1))
+    with torch.no_grad():
+        assert_same(compile_cpp(fn)(x, w), fn(x, w))
+    assert not conv_steps(the_graph().plan_text)
+
+
+def test_matrix_kernels_are_off_by_default():
+    x, w = channels_last(2, 8, 11, 11), torch.randn(16, 8, 3, 3)
+    fn = lambda x, w: F.conv2d(x, w, padding=1)
+    with torch.no_grad():
+        assert_same(torch.compile(fn, backend="inductor_cpp")(x, w), fn(x, w), rtol=RTOL, atol=ATOL)
+    graph = the_graph()
+    assert not conv_steps(graph.plan_text) and "aten::convolution" in graph.plan_text
+    assert graph.counters()["aten_calls"] == 1
+
+
+def test_plan_round_trips_through_the_cache():
+    x, w, b = channels_last(1, 8, 11, 11), torch.randn(16, 8, 3, 3), torch.randn(16)
+    fn = lambda x, w, b: F.relu(F.conv2d(x, w, b, stride=2, padding=1, dilation=1))
+    with torch.no_grad():
+        compile_cpp(fn)(x, w, b)
+        torch._dynamo.reset()
+        actual = compile_cpp(fn)(x, w, b)  # plan.json read back from the cache entry
+    check_against_references(actual, fn, x, w, b)
+    assert test_graphs()[-1].counters()["cache"] == "hit"
+    assert all("stride=[2,2], padding=[1,1]" in g.plan_text and "-> relu" in g.plan_text
+               for g in test_graphs())
+
+
+def test_resnet_block_module_through_the_layout_pass():
+    """A module on an NCHW input: the channels-last pass makes its convolutions NHWC, they run
+    on our kernel, and the caller gets eager's (NCHW) strides back."""
+    torch.manual_seed(3)
+    conv1 = torch.nn.Conv2d(16, 16, 3, padding=1)
+    conv2 = torch.nn.Conv2d(16, 16, 3, padding=1)
+    block = lambda x: F.relu(conv2(F.relu(conv1(x))) + x)
+    x = torch.randn(2, 16, 12, 12)
+    with torch.no_grad():
+        compiled = compile_cpp(block)
+        for _ in range(3):
+            out = compiled(x)
+        expected = block(x)
+    assert out.stride() == expected.stride()
+    assert_same(out, expected, rtol=RTOL, atol=ATOL)
+    graph = the_graph()
+    assert len(conv_steps(graph.plan_text)) == 2, graph.plan_text
+    assert graph.counters()["aten_calls"] == 0, graph.plan_text
+
+
+def test_explain_does_not_count_matrix_steps_as_aten_calls():
+    x, w = channels_last(1, 8, 9, 9), torch.randn(16, 8, 3, 3)
+    fn = lambda x, w: F.relu(F.conv2d(x, w, padding=1))
+    with torch.no_grad():
+        report = inductor_cpp.explain(fn, options={"matrix_kernels": True})(x, w)
+    (g,) = [g for g in report.graphs if g.eager_reason is None]
+    assert g.aten_calls == 0 and not g.fallbacks, g
