@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, str] = {
     "suite": ".suite",
     "train": ".train",
     "gpu": ".gpu_micro",
+    "matrix": ".matrix",
 }
 
 

@@ -1,0 +1,617 @@
+"""The CPU matrix benchmark (issue 7): `python -m inductor_cpp.bench matrix`.
+
+Eager torch.mm/addmm/conv vs stock torch.compile(backend="inductor") vs ours
+(backend="inductor_cpp", options={"matrix_kernels": True}: float32 matmuls on our xbyak GEMM;
+"ours mk=off" is the same backend with ATen matmuls), one process, one thread count. Groups
+(--rows):
+
+  gemm    float32 mm, 1024^3 and 4096^3 (targets: >= 80% of the FMA peak at 2 threads, >= 70%
+          at 16, >= 0.9x eager)
+  addmm   relu(addmm(bias, a, b)) and relu(Linear(x)) at 1024^3 (target >= 1.1x eager)
+  small   skinny and small shapes as nn.Linear (weight a parameter, reused call to call) and as
+          plain mm: M in {1, 8, 32} x (N, K) in {768x768, 3072x768, 768x3072, 4096x4096} (mm:
+          768x768 and 4096x4096), and 64^3 / 128^3 / 256^3 (target >= 1.0x eager)
+  conv    resnet50 layers, channels-last, batch 1 and 32, conv alone and relu(conv+bias+residual)
+  amx     bf16 2048^3 mm (eager, stock, ours, and the library's gemm_bf16 called directly), as %
+          of the measured AMX peak; skipped with a line where AMX is not usable
+  models  resnet18 (batch 8, 224^2) and a 4-layer BERT-style encoder (d 768, 12 heads, ffn 3072,
+          batch 8 x seq 128; plain Linear/SDPA/LayerNorm/GELU layers), eval, no_grad; ours
+          with matrix_kernels off and on
+
+Protocol (docs/benchmarks.md): every case starts from torch._dynamo.reset() and compiles with
+dynamic=False under no_grad. The first call of each variant is timed (for compiled variants:
+Dynamo + compile + one run). Then warm-up and timed rounds call every variant in turn, the
+order rotating per round, so a burst of load from elsewhere hits them alike; one sample is the
+mean of a batch of calls sized to ~5 ms (small shapes take microseconds), and the report is the
+median sample. Every output is checked against eager's: |out - eager| <= tol |eager| +
+tol max|eager| with tol growing with the reduction length K (float32 summation error grows
+like sqrt(K)); a miss gets micro's second chance against float64 (error at most 3x eager's).
+GFLOP/s count 2 M N K per matmul (the epilogue is not counted); % peak is against the FMA peak
+(register-only JIT loop, _C.matrix.fma_peak_gflops) measured in the same process at the same
+thread count, or the AMX peak for the bf16 row. The 1-minute load average is printed: on a
+shared machine the numbers are indicative.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from . import timing
+from .micro import _count_flops
+from .micro_checks import compare, fp64_verdict, reference64
+
+HELP = "GEMM/addmm/skinny/conv/AMX/model matrix benchmark: eager vs Inductor vs inductor_cpp"
+
+GROUPS = ("gemm", "addmm", "small", "conv", "amx", "models")
+EAGER, STOCK, OURS, OURS_OFF, LIBRARY = "eager", "inductor", "ours mk=on", "ours mk=off", "library"
+SAMPLE_TARGET_S = 0.005  # one timing sample: a batch of calls lasting about this long
+MAX_CALLS_PER_SAMPLE = 200
+MODEL_TOL = 1e-3  # resnet18 / transformer: rtol and atol, as the micro suite's resnet18
+PEAK_REPS = 30  # short peak-loop runs; the best counts (see measure_peaks)
+
+
+def log(message: str) -> None:
+    print(f"[matrix] {message}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------- cases
+
+@dataclass
+class Workload:
+    """What one case runs: fn(*inputs) in eager, compiled by each backend."""
+
+    fn: Callable
+    inputs: tuple
+    flops: float | None  # None: counted with torch.utils.flop_counter
+    k: int | None = None  # reduction length (tolerance); None: model tolerance
+    extra: dict[str, Callable[[], Any]] = field(default_factory=dict)  # e.g. the library call
+    compare_as_float: bool = False  # outputs of other dtypes (bf16 eager vs fp32 library)
+
+
+@dataclass
+class Case:
+    group: str
+    name: str
+    make: Callable[[], Workload]
+    reps: tuple[int, int]  # (timed rounds, warm-up rounds) by default
+    peak: str = "fma"  # which measured peak "% peak" refers to
+    ours_off: bool = False  # also run inductor_cpp with matrix_kernels off
+    skipped: str | None = None
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    flops: float | None = None
+
+    def median_s(self, variant: str) -> float | None:
+        t = self.results.get(variant, {}).get("timing")
+        return t.median_s if t is not None else None
+
+    def ratio(self, baseline: str, variant: str) -> float | None:
+        base, mine = self.median_s(baseline), self.median_s(variant)
+        return timing.speedup(base, mine) if base and mine else None
+
+    def gflops(self, variant: str) -> float | None:
+        seconds = self.median_s(variant)
+        return self.flops / seconds / 1e9 if seconds and self.flops else None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"group": self.group, "name": self.name, "peak": self.peak, "flops": self.flops,
+               "skipped": self.skipped, "variants": {}}
+        for name, r in self.results.items():
+            out["variants"][name] = {**r, "gflops": self.gflops(name),
+                                     "vs_eager": self.ratio(EAGER, name),
+                                     "vs_stock": self.ratio(STOCK, name)}
+        return out
+
+
+def _mm(a, b):
+    return torch.mm(a, b)
+
+
+def _addmm_relu(bias, a, b):
+    return torch.relu(torch.addmm(bias, a, b))
+
+
+class _LinearRelu(torch.nn.Module):
+    def __init__(self, k: int, n: int):
+        super().__init__()
+        self.linear = torch.nn.Linear(k, n)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x))
+
+
+def _gemm(m: int, n: int, k: int) -> Callable[[], Workload]:
+    return lambda: Workload(_mm, (torch.randn(m, k), torch.randn(k, n)), 2.0 * m * n * k, k)
+
+
+def _addmm(m: int, n: int, k: int) -> Callable[[], Workload]:
+    return lambda: Workload(_addmm_relu, (torch.randn(n), torch.randn(m, k), torch.randn(k, n)),
+                            2.0 * m * n * k, k)
+
+
+def _linear(m: int, n: int, k: int, relu: bool = False) -> Callable[[], Workload]:
+    def make() -> Workload:
+        module = (_LinearRelu(k, n) if relu else torch.nn.Linear(k, n)).eval()
+        return Workload(module, (torch.randn(m, k),), 2.0 * m * n * k, k)
+    return make
+
+
+def _conv(batch: int, c: int, hw: int, oc: int, kernel: int, stride: int, pad: int,
+          fused: bool) -> Callable[[], Workload]:
+    def make() -> Workload:
+        cl = torch.channels_last
+        x = torch.randn(batch, c, hw, hw).to(memory_format=cl)
+        w = torch.randn(oc, c, kernel, kernel).to(memory_format=cl) / math.sqrt(c * kernel**2)
+        out_hw = (hw + 2 * pad - kernel) // stride + 1
+        flops = 2.0 * batch * out_hw * out_hw * oc * c * kernel * kernel
+        if not fused:
+            return Workload(lambda x, w: F.conv2d(x, w, None, stride, pad), (x, w), flops,
+                            c * kernel * kernel)
+        bias = torch.randn(oc)
+        residual = torch.randn(batch, oc, out_hw, out_hw).to(memory_format=cl)
+        return Workload(lambda x, w, b, r: torch.relu(F.conv2d(x, w, b, stride, pad) + r),
+                        (x, w, bias, residual), flops, c * kernel * kernel)
+    return make
+
+
+def _amx(n: int, threads: int) -> Callable[[], Workload]:
+    def make() -> Workload:
+        from .. import _C
+
+        a, b = torch.randn(n, n).bfloat16(), torch.randn(n, n).bfloat16()
+        library = lambda: _C.matrix.gemm_bf16(a, b, threads)  # noqa: E731
+        return Workload(_mm, (a, b), 2.0 * n**3, n, extra={LIBRARY: library},
+                        compare_as_float=True)
+    return make
+
+
+def _resnet18(batch: int, image: int) -> Callable[[], Workload]:
+    def make() -> Workload:
+        import torchvision
+
+        model = torchvision.models.resnet18(weights=None).eval()
+        return Workload(model, (torch.randn(batch, 3, image, image),), None)
+    return make
+
+
+class _BertLayer(torch.nn.Module):
+    """A BERT encoder layer (post-norm, GELU FFN) from plain ops, as Hugging Face's BERT is.
+    nn.TransformerEncoderLayer in eval + no_grad would take its fused fast path (one
+    _transformer_encoder_layer_fwd op), which no matmul kernel of a backend ever sees."""
+
+    def __init__(self, d: int, heads: int, ffn: int):
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.out = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.up, self.down = torch.nn.Linear(d, ffn), torch.nn.Linear(ffn, d)
+        self.norm1, self.norm2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        qkv = self.qkv(x).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        attn = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2])
+        x = self.norm1(x + self.out(attn.transpose(1, 2).reshape(b, s, d)))
+        return self.norm2(x + self.down(F.gelu(self.up(x))))
+
+
+def _encoder(batch: int, seq: int, d: int, heads: int, ffn: int, layers: int):
+    def make() -> Workload:
+        model = torch.nn.Sequential(*[_BertLayer(d, heads, ffn) for _ in range(layers)]).eval()
+        # per token and layer: q, k, v, out projections 4 d^2, FFN 2 d ffn, attention 2 seq d
+        # multiply-adds
+        flops = 2.0 * batch * seq * layers * (4 * d * d + 2 * d * ffn + 2 * seq * d)
+        return Workload(model, (torch.randn(batch, seq, d),), flops)
+    return make
+
+
+def build_cases(args: argparse.Namespace, amx_usable: bool, amx_why: str) -> list[Case]:
+    """The cases of the selected groups; --smoke swaps in tiny shapes with the same code."""
+    smoke, t = args.smoke, args.threads_used
+    cases: list[Case] = []
+    gemm_sizes = [64] if smoke else [1024, 4096]
+    for s in gemm_sizes:
+        cases.append(Case("gemm", f"mm {s}^3", _gemm(s, s, s), (4, 1) if s >= 4096 else (15, 2)))
+    s = 48 if smoke else 1024
+    cases.append(Case("addmm", f"relu(addmm) {s}^3", _addmm(s, s, s), (15, 2)))
+    cases.append(Case("addmm", f"relu(Linear) {s}^3", _linear(s, s, s, relu=True), (15, 2)))
+    ms = [1, 8] if smoke else [1, 8, 32]
+    linear_nk = [(24, 40)] if smoke else [(768, 768), (3072, 768), (768, 3072), (4096, 4096)]
+    mm_nk = [(24, 40)] if smoke else [(768, 768), (4096, 4096)]
+    for n, k in linear_nk:
+        for m in ms:
+            cases.append(Case("small", f"Linear {m}x{n}x{k}", _linear(m, n, k), (15, 3)))
+    for n, k in mm_nk:
+        for m in ms:
+            cases.append(Case("small", f"mm {m}x{n}x{k}", _gemm(m, n, k), (15, 3)))
+    for s in [16] if smoke else [64, 128, 256]:
+        cases.append(Case("small", f"Linear {s}^3", _linear(s, s, s), (15, 3)))
+        cases.append(Case("small", f"mm {s}^3", _gemm(s, s, s), (15, 3)))
+    layers = ([("3x3 8->16 @10", 8, 10, 16, 3, 1, 1)] if smoke else
+              [("3x3 64->64 @56", 64, 56, 64, 3, 1, 1), ("1x1 64->256 @56", 64, 56, 256, 1, 1, 0),
+               ("3x3 256->256 @14", 256, 14, 256, 3, 1, 1),
+               ("7x7/2 3->64 @224", 3, 224, 64, 7, 2, 3)])
+    for batch in [1, 2] if smoke else [1, 32]:
+        for label, c, hw, oc, kernel, stride, pad in layers:
+            for fused in (False, True):
+                name = f"conv b{batch} {label}" + (" +b+res+relu" if fused else "")
+                cases.append(Case("conv", name, _conv(batch, c, hw, oc, kernel, stride, pad, fused),
+                                  (4, 1) if batch >= 32 else (15, 2)))
+    n = 64 if smoke else 2048
+    amx = Case("amx", f"bf16 mm {n}^3", _amx(n, t), (10, 2), peak="amx")
+    amx.skipped = None if amx_usable else f"no usable AMX bf16 on this CPU ({amx_why})"
+    cases.append(amx)
+    if smoke:
+        cases.append(Case("models", "resnet18 b1 32^2", _resnet18(1, 32), (2, 1), ours_off=True))
+        cases.append(Case("models", "encoder 1L d32 b2x8", _encoder(2, 8, 32, 2, 64, 1), (2, 1),
+                          ours_off=True))
+    else:
+        cases.append(Case("models", "resnet18 b8 224^2", _resnet18(8, 224), (5, 1), ours_off=True))
+        cases.append(Case("models", "encoder 4L d768 b8x128", _encoder(8, 128, 768, 12, 3072, 4),
+                          (5, 1), ours_off=True))
+    return [c for c in cases if c.group in args.groups]
+
+
+# ----------------------------------------------------------------------------- running
+
+def _matmul_path(plan_texts: list[str]) -> str:
+    """'lib a/b': of the b matmul/conv steps in the plans, a run on our matrix library."""
+    ours = aten = 0
+    for text in plan_texts:
+        for line in text.splitlines():
+            if "matrix::" in line:
+                ours += 1
+            elif any(f"aten::{op}(" in line for op in ("mm", "addmm", "bmm", "convolution",
+                                                       "linear", "baddbmm", "addmv", "mv")):
+                aten += 1
+    return f"lib {ours}/{ours + aten}"
+
+
+def _compiled_variants(case: Case, args: argparse.Namespace) -> dict[str, tuple[str, dict]]:
+    """variant name -> (backend, options)."""
+    out: dict[str, tuple[str, dict]] = {}
+    if not args.no_stock:
+        out[STOCK] = ("inductor", {})
+    out[OURS] = ("inductor_cpp", {"matrix_kernels": True})
+    if case.ours_off or args.mk_off:
+        out[OURS_OFF] = ("inductor_cpp", {"matrix_kernels": False})
+    return out
+
+
+def _tolerance(work: Workload) -> tuple[float, float]:
+    """(rtol, atol-as-a-fraction-of-max|eager|) for the case's reduction length K."""
+    if work.k is None:
+        return MODEL_TOL, MODEL_TOL
+    if work.compare_as_float:  # bf16 outputs: rounding to 8 bits dominates
+        return 1e-2, 1e-2
+    tol = 1e-5 * max(1.0, math.sqrt(work.k / 64))
+    return tol, tol
+
+
+def _check(out: Any, ref: torch.Tensor, work: Workload, ref64: list) -> dict[str, Any]:
+    rtol, atol_frac = _tolerance(work)
+    if isinstance(out, torch.Tensor) and work.compare_as_float:
+        out, ref = out.float(), ref.float()
+    scale = float(ref.detach().abs().max()) if ref.numel() else 0.0
+    atol = MODEL_TOL if work.k is None else atol_frac * scale
+    check = compare(out, ref, rtol=rtol, atol=atol)
+    if not check["ok"] and "error" not in check and not work.compare_as_float:
+        if not ref64:
+            ref64.append(reference64(work.fn, work.inputs))
+        fp64_verdict(check, out, ref, ref64[0], atol)
+    return check
+
+
+def _first_call(case: Case, name: str, call: Callable[[], Any]) -> Any:
+    """Times the first (compiling) call; records an exception instead of raising."""
+    import inductor_cpp
+
+    before = {id(g) for g in inductor_cpp.live_graphs()}
+    try:
+        seconds, out = timing.time_once(call)
+    except Exception as e:  # noqa: BLE001  (report it; the other variants still count)
+        case.results[name] = {"error": f"{type(e).__name__}: {e}"}
+        log(f"{case.name}: {name} failed: {str(e)[:200]}")
+        return None
+    case.results[name] = {"first_call_s": seconds, "error": None}
+    if name in (OURS, OURS_OFF):
+        plans = [g.plan_text for g in inductor_cpp.live_graphs() if id(g) not in before]
+        case.results[name]["graphs"] = len(plans)
+        case.results[name]["path"] = _matmul_path(plans)
+    return out
+
+
+def _calls_per_sample(call: Callable[[], Any]) -> int:
+    seconds = min(timing.time_once(call)[0] for _ in range(3))  # min: a stalled call misleads
+    return max(1, min(MAX_CALLS_PER_SAMPLE, round(SAMPLE_TARGET_S / max(seconds, 1e-9))))
+
+
+def _repeat(fn: Callable[[], Any], times: int) -> None:
+    for _ in range(times):
+        fn()  # each result is dropped before the next call, as in a real loop
+
+
+def _time_rounds(case: Case, calls: dict[str, Callable[[], Any]], iters: int,
+                 warmup: int) -> None:
+    """Warm-up then timed rounds; each round calls every variant once (a batch of calls), in
+    an order rotated by one per round. A variant that raises is recorded and dropped."""
+    batch = _calls_per_sample(calls[EAGER])
+    names = list(calls)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for round_index in range(warmup + iters):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            if name not in calls:
+                continue
+            fn = calls[name]
+            try:
+                seconds, _ = timing.time_once(lambda: _repeat(fn, batch))
+            except Exception as e:  # noqa: BLE001
+                case.results[name]["error"] = f"{type(e).__name__}: {e}"
+                log(f"{case.name}: {name} failed while timed: {str(e)[:200]}")
+                del calls[name]
+                continue
+            if round_index >= warmup:
+                samples[name].append(seconds / batch)
+    for name, s in samples.items():
+        if s and name in calls:
+            case.results[name]["timing"] = timing.summarize(s)
+            case.results[name]["calls_per_sample"] = batch
+
+
+@torch.no_grad()
+def run_case(case: Case, args: argparse.Namespace) -> None:
+    torch._dynamo.reset()
+    gc.collect()
+    timing.seed_all(args.seed)
+    try:
+        work = case.make()
+    except Exception as e:  # noqa: BLE001  (e.g. no torchvision: the other cases still run)
+        case.skipped = f"could not build the workload: {type(e).__name__}: {e}"
+        log(f"{case.name}: {case.skipped}")
+        return
+    fn, inputs = work.fn, work.inputs
+    case.flops = work.flops if work.flops is not None else _count_flops(fn, inputs)
+    iters, warmup = case.reps
+    iters = args.iters if args.iters is not None else iters
+    warmup = args.warmup if args.warmup is not None else warmup
+    log(f"{case.name}: eager")
+    ref = _first_call(case, EAGER, lambda: fn(*inputs))
+    if ref is None:
+        return
+    calls: dict[str, Callable[[], Any]] = {EAGER: lambda: fn(*inputs)}
+    ref64: list = []
+    compiled_specs = _compiled_variants(case, args)
+    for name in [*compiled_specs, *work.extra]:
+        if name in compiled_specs:
+            backend, options = compiled_specs[name]
+            log(f"{case.name}: {name} ({backend}) first call")
+            compiled = torch.compile(fn, backend=backend, dynamic=False,
+                                     options=options or None)
+            call = lambda c=compiled: c(*inputs)  # noqa: E731
+        else:
+            call = work.extra[name]
+        out = _first_call(case, name, call)
+        if out is None:
+            continue
+        case.results[name]["check"] = _check(out, ref, work, ref64)
+        calls[name] = call
+        del out
+    del ref, ref64
+    log(f"{case.name}: timing {', '.join(calls)} ({warmup} warm-up + {iters} timed rounds)")
+    case.results[EAGER]["load_average_1m"] = timing.load_average()
+    _time_rounds(case, calls, iters, warmup)
+
+
+def variant_ok(result: dict[str, Any]) -> bool:
+    return result.get("error") is None and (result.get("check") or {"ok": True})["ok"]
+
+
+# ---------------------------------------------------------------------------- reporting
+
+def _check_cell(result: dict[str, Any]) -> str:
+    if result.get("error"):
+        return f"ERROR {result['error'][:60]}"
+    check = result.get("check")
+    if check is None:
+        return "reference"
+    if check["ok"]:
+        return "PASS~fp64" if check.get("passed_by") == "fp64" else "PASS"
+    return f"FAIL (max err {check.get('max_abs_err') or 0:.2g}, {check['criterion']})"
+
+
+def results_table(cases: list[Case], peaks: dict[str, float | None]) -> str:
+    headers = ["group", "case", "variant", "median ms", "GFLOP/s", "% peak", "x eager",
+               "x stock", "first call s", "path", "check"]
+    rows = []
+    for case in cases:
+        if case.skipped:
+            rows.append([case.group, case.name, "-"] + [""] * 7 + [f"skipped: {case.skipped}"])
+            continue
+        for name, r in case.results.items():
+            rate, peak = case.gflops(name), peaks.get(case.peak)
+            share = f"{100 * rate / peak:.0f}%" if rate and peak else "-"
+            median = case.median_s(name)
+            rows.append([case.group, case.name, name,
+                         "-" if median is None else f"{median * 1e3:.4g}",
+                         "-" if rate is None else f"{rate:.1f}", share,
+                         timing.format_ratio(case.ratio(EAGER, name)),
+                         timing.format_ratio(case.ratio(STOCK, name)),
+                         timing.format_s(r.get("first_call_s")), r.get("path", "-"),
+                         _check_cell(r)])
+    return timing.format_table(headers, rows)
+
+
+def geomeans(cases: list[Case]) -> dict[str, dict[str, float | None]]:
+    """Per group, the geometric mean over cases of each variant's speed-up over eager."""
+    out: dict[str, dict[str, float | None]] = {}
+    for group in dict.fromkeys(c.group for c in cases):
+        out[group] = {}
+        for name in (STOCK, OURS, OURS_OFF, LIBRARY):
+            ratios = [r for c in cases if c.group == group for r in [c.ratio(EAGER, name)] if r]
+            if ratios:
+                out[group][name] = math.exp(sum(map(math.log, ratios)) / len(ratios))
+    return out
+
+
+def measure_peaks(threads: int) -> tuple[dict[str, float | None], dict[str, Any]]:
+    """FMA (and AMX where usable) peaks at `threads` threads from _C.matrix, and the CPU's
+    matrix features; None where they cannot be measured (an older _C without the bindings).
+    Each peak is the best of PEAK_REPS short runs (~15-20 ms each): on a shared machine the
+    best run is the one that had the cores to itself, which is what a peak means."""
+    from .. import _C
+
+    if not hasattr(_C, "matrix"):
+        log("this inductor_cpp._C has no matrix bindings: % peak is not shown")
+        return ({"fma": None, "amx": None},
+                {"describe": "unknown (no _C.matrix)", "amx_usable": False})
+    features = dict(_C.matrix.cpu_features())
+    peaks: dict[str, float | None] = {
+        "fma": _C.matrix.fma_peak_gflops(threads, iterations=4_000_000, reps=PEAK_REPS),
+        "amx": None}
+    if features["amx_usable"]:
+        peaks["amx"] = _C.matrix.amx_peak_gflops(threads, iterations=1_000_000, reps=PEAK_REPS)
+    return peaks, features
+
+
+def best_peaks(before: dict[str, float | None],
+               after: dict[str, float | None]) -> dict[str, float | None]:
+    """The larger of two measurements of each peak (None stays None)."""
+    return {k: max((v for v in (before[k], after.get(k)) if v is not None), default=None)
+            for k in before}
+
+
+def peak_warnings(cases: list[Case], peaks: dict[str, float | None]) -> list[str]:
+    """Rows faster than the measured peak: the peak loop was disturbed (seen on a VM whose
+    16-thread peak measured half of its usual value twice in one process)."""
+    out = []
+    for case in cases:
+        peak = peaks.get(case.peak)
+        for name in case.results:
+            rate = case.gflops(name)
+            if peak and rate and rate > 1.02 * peak:
+                out.append(f"{case.name} / {name} ran at {100 * rate / peak:.0f}% of the "
+                           f"{case.peak.upper()} peak: the peak is too low (a disturbed "
+                           f"measurement: run again, or give --{case.peak}-peak)")
+    return out
+
+
+def print_report(cases: list[Case], info: dict[str, Any], peaks: dict[str, float | None],
+                 features: dict[str, Any], measured: dict[str, dict[str, float | None]]) -> None:
+    def load_text(load: float | None) -> str:
+        return "-" if load is None else f"{load:.2f}"
+
+    print(f"\ninductor_cpp matrix benchmark: torch {info['torch']}, {info['threads']} thread(s) "
+          f"of {info['cpu_count']} CPU(s), load average (1 min) "
+          f"{load_text(info['load_average_1m'])} before, {load_text(timing.load_average())} "
+          f"after (the run's own threads count too; more than that: other work shares the "
+          f"cores and the numbers are indicative)")
+    print(f"CPU matrix features: {features.get('describe')}")
+    def peak_text(kind: str, missing: str) -> str:
+        if peaks.get(kind) is None:
+            return missing
+        before, after = measured["before"][kind], measured["after"][kind]
+        if before is None or after is None:
+            return f"{peaks[kind]:.1f} GFLOP/s (given)"
+        given = "" if peaks[kind] == max(before, after) else "given; measured "
+        return f"{peaks[kind]:.1f} GFLOP/s ({given}before {before:.1f}, after {after:.1f})"
+
+    print(f"FMA peak (register-only JIT loop, best of {PEAK_REPS} short runs, the larger of "
+          f"before and after the cases): {peak_text('fma', 'unavailable')}; AMX bf16 peak: "
+          f"{peak_text('amx', 'not usable here')}")
+    print(f"variants: {EAGER}; {STOCK} = torch.compile(backend='inductor'); {OURS} / {OURS_OFF} "
+          "= backend='inductor_cpp' with matrix_kernels on / off; library = _C.matrix.gemm_bf16 "
+          "called directly. median of interleaved rounds; path: matmul/conv steps on our library")
+    print()
+    print(results_table(cases, peaks))
+    for warning in peak_warnings(cases, peaks):
+        print(f"warning: {warning}")
+    print()
+    for group, means in geomeans(cases).items():
+        if not means:
+            continue
+        cells = ", ".join(f"{k} {timing.format_ratio(v)}" for k, v in means.items())
+        print(f"geomean x vs eager [{group}]: {cells}")
+
+
+# ------------------------------------------------------------------------------- command
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch intra-op threads (default: torch.get_num_threads())")
+    p.add_argument("--rows", default=",".join(GROUPS), metavar="GROUP,GROUP",
+                   help=f"groups to run, of: {','.join(GROUPS)}")
+    p.add_argument("--iters", type=int, default=None,
+                   help="timed rounds for every case (default per case: 15; 4096^3 and conv "
+                        "batch 32: 4; models: 5; amx: 10)")
+    p.add_argument("--warmup", type=int, default=None,
+                   help="untimed rounds after the first call (default per case: 1-3)")
+    p.add_argument("--no-stock", action="store_true", help="skip stock Inductor")
+    p.add_argument("--mk-off", action="store_true",
+                   help="also run inductor_cpp with matrix_kernels off on every case (models "
+                        "always do)")
+    p.add_argument("--smoke", action="store_true",
+                   help="tiny shapes (the CI test): every group's code path in seconds")
+    p.add_argument("--fma-peak", type=float, default=None, metavar="GFLOPS",
+                   help="use this FMA peak for %% peak instead of the measured one")
+    p.add_argument("--amx-peak", type=float, default=None, metavar="GFLOPS",
+                   help="use this AMX bf16 peak for %% peak instead of the measured one")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", metavar="PATH", default=None, help="write all results as JSON")
+
+
+def _parse_groups(text: str) -> list[str]:
+    groups = [g.strip() for g in text.split(",") if g.strip()]
+    unknown = [g for g in groups if g not in GROUPS]
+    if unknown or not groups:
+        raise SystemExit(f"--rows: unknown group(s) {unknown}; choose from {list(GROUPS)}")
+    return groups
+
+
+def run(args: argparse.Namespace) -> int:
+    args.groups = _parse_groups(args.rows)
+    if args.iters is not None and args.iters < 1:
+        raise SystemExit("--iters must be >= 1")
+    if args.warmup is not None and args.warmup < 0:
+        raise SystemExit("--warmup must be >= 0")
+    args.threads_used = timing.set_threads(args.threads)
+    import inductor_cpp  # noqa: F401  (fail early if the package is broken)
+
+    info = timing.environment_info()
+    log(f"measuring the FMA peak at {args.threads_used} thread(s)")
+    peaks, features = measure_peaks(args.threads_used)
+    cases = build_cases(args, bool(features.get("amx_usable")),
+                        f"features: {features.get('describe')}")
+    for case in cases:
+        if not case.skipped:
+            run_case(case, args)
+    torch._dynamo.reset()
+    log("measuring the peaks again (the larger of the two counts)")
+    peaks_after, _ = measure_peaks(args.threads_used)
+    measured = {"before": peaks, "after": peaks_after}
+    peaks = best_peaks(peaks, peaks_after)
+    for kind in ("fma", "amx"):
+        given = getattr(args, f"{kind}_peak")
+        if given is not None:
+            peaks[kind] = given
+    print_report(cases, info, peaks, features, measured)
+    ours = [r for c in cases for n, r in c.results.items() if n in (OURS, OURS_OFF)]
+    ok = all(variant_ok(r) for r in ours) and all(variant_ok(c.results[EAGER]) for c in cases
+                                                  if EAGER in c.results)
+    print(f"\ninductor_cpp correctness: {'PASS' if ok else 'FAIL'}")
+    if args.json:
+        config = {k: v for k, v in vars(args).items() if k != "func"}
+        timing.write_json(args.json, {"environment": info, "config": config, "peaks": peaks,
+                                      "peaks_measured": measured, "cpu_features": features,
+                                      "ok": ok,
+                                      "geomeans": geomeans(cases),
+                                      "cases": [c.to_dict() for c in cases]})
+        print(f"results written to {args.json}")
+    return 0 if ok else 1
