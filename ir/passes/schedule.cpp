@@ -332,6 +332,23 @@ ScheduledStep GroupScheduler::run() {
   std::vector<LoopDim> outer, inner;
   for (size_t k = 0; k < shape_.outer.size(); ++k) outer.push_back({outer_var(k), shape_.outer[k]});
   for (size_t k = 0; k < shape_.inner.size(); ++k) inner.push_back({inner_var(k), shape_.inner[k]});
+  // Dims of extent 1 (a batch of one) iterate once: they are dropped (their variable is 0),
+  // so they neither hide the layout from the ordering below (the lowering indexes them with 0)
+  // nor stand as a one-iteration parallel loop in front of the real work.
+  std::map<std::string, Expr> merged;
+  auto drop_unit_dims = [&](std::vector<LoopDim>& dims) {
+    std::vector<LoopDim> kept;
+    for (const LoopDim& d : dims) {
+      if (d.extent.is_const() && d.extent.value() == 1) continue;
+      kept.push_back(d);
+    }
+    if (kept.empty() || kept.size() == dims.size()) return;
+    for (const LoopDim& d : dims)
+      if (d.extent.is_const() && d.extent.value() == 1) merged[d.var] = Expr(0);
+    dims = std::move(kept);
+  };
+  drop_unit_dims(outer);
+  drop_unit_dims(inner);
   Expr outer_ref(0), inner_ref(0);
   for (const Expr& e : exprs) {
     // The first access touching all outer (inner) dims sets their order.
@@ -341,7 +358,6 @@ ScheduledStep GroupScheduler::run() {
     if (all_outer && outer_ref == Expr(0)) outer_ref = e;
     if (all_inner && inner_ref == Expr(0)) inner_ref = e;
   }
-  std::map<std::string, Expr> merged;
   outer = merge_dims(order_by_stride(outer, outer_ref), exprs, merged);
   inner = merge_dims(order_by_stride(inner, inner_ref), exprs, merged);
   if (options_.target == Target::Gpu) flatten_for_gpu(outer, inner, merged);

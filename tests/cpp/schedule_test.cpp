@@ -70,6 +70,27 @@ TEST(Schedule, TransposeOrdersLoopsByOutputStrides) {
 )");
 }
 
+// A batch of one does not hide the layout: channels-last [1, C, H, W] (indexed with 0 in dim
+// 0) is one contiguous blocked loop, not channels outside 256-strided gathers.
+TEST(Schedule, ChannelsLastBatchOfOneIsOneContiguousLoop) {
+  const std::string in = program(R"(  buffer %in0: float32[1, 256, 56, 56]{802816, 1, 14336, 256} input 0 cpu
+  buffer %in1: float32[1, 256, 56, 56]{802816, 1, 14336, 256} input 1 cpu
+  buffer %1: float32[1, 256, 56, 56]{802816, 1, 14336, 256} computed cpu
+  compute %1 (node 1) pointwise[1, 256, 56, 56] = maximum(add(load(%in0, [0, i1, i2, i3]), load(%in1, [0, i1, i2, i3])), 0.0:float32)
+  kernel %1
+  output %1
+)");
+  EXPECT_EQ(scheduled(in), R"(kernel kernel0(%in0: float32 in, %in1: float32 in, %1: float32 out) {
+  for x1_blk in 0..196 parallel {
+    for x1_in in 0..4096 vector(16) {
+      let t0 = maximum(add(load(%in0, [x1_blk*4096 + x1_in]), load(%in1, [x1_blk*4096 + x1_in])), 0.0:float32)
+      %1[x1_blk*4096 + x1_in] = local(t0, float32)
+    }
+  }
+}
+)");
+}
+
 // The outer-dim strategy: lanes are output columns, rows reduce inside, summed in blocks of
 // 64 rows (a single running sum over 4096 rows would lose accuracy).
 TEST(Schedule, SumOverDimZeroVectorizesAcrossOutputs) {

@@ -326,6 +326,14 @@ def test_resnet18_training_step_gradients_vs_float64():
         eager_err = (p32.grad.double() - p64.grad).abs().max().item()
         ours_err = (p_ours.grad.double() - p64.grad).abs().max().item()
         assert ours_err <= 3 * eager_err + 1e-6 * scale, (name, ours_err, eager_err)
-    for b_eager, b_ours in zip(model.buffers(), ours.buffers()):
-        torch.testing.assert_close(b_ours, b_eager, rtol=1e-3, atol=1e-4)
+    # Running statistics: as close to float64's as eager's are (cuDNN's TF32 convolutions make
+    # float32 eager itself differ from float64 by ~1e-3 relative in deep layers).
+    for (name, b_eager), b_ours, b64 in zip(model.named_buffers(), ours.buffers(), reference.buffers()):
+        if not b_eager.is_floating_point():
+            assert torch.equal(b_ours, b_eager), name
+            continue
+        scale = b64.abs().max().item() or 1.0
+        eager_err = (b_eager.double() - b64).abs().max().item()
+        ours_err = (b_ours.double() - b64).abs().max().item()
+        assert ours_err <= 3 * eager_err + 1e-6 * scale, (name, ours_err, eager_err)
     assert generated_ops()[0] > 0
