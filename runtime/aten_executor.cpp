@@ -364,6 +364,9 @@ struct GpuRun {
   const std::vector<cuda::GpuKernel>& kernels;
   std::optional<cuda::GpuRunStatus> status;
   std::optional<c10::Device> device;
+  /// Set when no kernel of the plan can write its status word: then every run shares one
+  /// zeroed set per device (no fill kernel launched per run).
+  cuda::SharedRunStatus* shared_status = nullptr;
 };
 
 /// Allocates the kernel's outputs, checks its inputs' layouts, calls it.
@@ -408,7 +411,12 @@ void run_kernel(const BoundKernel& k, std::vector<c10::IValue>& slots, GpuRun& g
     ptrs[i] = static_cast<char*>(t.data_ptr());
   }
   if (k.gpu_index >= 0) {
-    if (!gpu.status) gpu.status.emplace(static_cast<int32_t>(gpu.kernels.size()), *gpu.device);
+    if (!gpu.status) {
+      if (gpu.shared_status)
+        gpu.status.emplace(gpu.shared_status->get(static_cast<int32_t>(gpu.kernels.size()), *gpu.device));
+      else
+        gpu.status.emplace(static_cast<int32_t>(gpu.kernels.size()), *gpu.device);
+    }
     cuda::launch_gpu_kernel(gpu.kernels.at(k.gpu_index), ptrs, *gpu.device, *gpu.status);
   } else {
     const int32_t status = k.fn(ptrs.data(), nullptr, static_cast<int32_t>(at::get_num_threads()));
@@ -573,6 +581,7 @@ struct AtenExecutable::Bound {
   std::shared_ptr<KernelLibrary> library;
   std::vector<cuda::GpuKernel> gpu_kernels;  ///< GPU plans: every kernel step, in plan order
   bool gpu_checks_bounds = false;            ///< some GPU kernel may set its status word
+  mutable cuda::SharedRunStatus shared_status;  ///< the never-written words when none can
 };
 
 AtenExecutable::AtenExecutable(const Plan& plan, std::vector<at::Tensor> constants,
@@ -636,7 +645,8 @@ std::vector<c10::IValue> AtenExecutable::run(std::vector<c10::IValue> inputs) co
   for (int32_t s : b.free_at_start) slots[s] = c10::IValue();
 
   torch::jit::Stack stack;
-  GpuRun gpu{b.gpu_kernels, std::nullopt, std::nullopt};
+  GpuRun gpu{b.gpu_kernels, std::nullopt, std::nullopt,
+             b.gpu_checks_bounds ? nullptr : &b.shared_status};
   for (const BoundStep& step : b.steps) {
     if (step.matmul) {
       try {

@@ -88,12 +88,28 @@ def tensor_meta(t: torch.Tensor, node: torch.fx.Node | None) -> dict[str, Any]:
     }
 
 
+# Ops whose fake (meta) outputs have another dtype than the real kernel returns: output index
+# -> the argument whose dtype the real output has. Our plan trusts the metadata, so a wrong
+# dtype would make the next kernel read the buffer as the wrong type. torch 2.11's
+# `_batch_norm_with_update_functional` claims float32 updated running statistics for float16
+# and bfloat16 inputs, while the CPU and CUDA kernels return them in the running stats' dtype.
+_REAL_OUTPUT_DTYPES: dict[Any, dict[int, int]] = {
+    torch.ops.aten._batch_norm_with_update_functional.default: {4: 3, 5: 4},
+}
+
+
 def _output_metas(node: torch.fx.Node) -> list[dict[str, Any] | None]:
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor):
         return [tensor_meta(val, node)]
     if isinstance(val, (tuple, list)):
-        return [tensor_meta(v, node) if isinstance(v, torch.Tensor) else None for v in val]
+        metas = [tensor_meta(v, node) if isinstance(v, torch.Tensor) else None for v in val]
+        for out, arg in _REAL_OUTPUT_DTYPES.get(node.target, {}).items():
+            source = node.args[arg] if arg < len(node.args) else None
+            source_val = source.meta.get("val") if isinstance(source, torch.fx.Node) else None
+            if metas[out] is not None and isinstance(source_val, torch.Tensor):
+                metas[out]["dtype"] = str(source_val.dtype).removeprefix("torch.")
+        return metas
     return [None]  # a number (a size, in dynamic-shape graphs), None, or unknown
 
 

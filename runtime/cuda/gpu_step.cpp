@@ -43,6 +43,13 @@ std::vector<GpuKernel> bind_gpu_kernels(const Plan& plan,
 GpuRunStatus::GpuRunStatus(int32_t count, c10::Device device)
     : words_(at::zeros({count}, at::TensorOptions().dtype(at::kInt).device(device))) {}
 
+GpuRunStatus SharedRunStatus::get(int32_t count, c10::Device device) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = by_device_.find(device.index());
+  if (it == by_device_.end()) it = by_device_.emplace(device.index(), GpuRunStatus(count, device)).first;
+  return it->second;
+}
+
 int32_t* GpuRunStatus::word(int32_t index) const {
   return words_.data_ptr<int32_t>() + index;
 }

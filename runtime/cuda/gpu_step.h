@@ -10,7 +10,9 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,18 @@ class GpuRunStatus {
 
  private:
   at::Tensor words_;
+};
+
+/// Status words for plans whose kernels never write them (no bounds-checked loads): zeroed
+/// once per device and shared by every run, so a run launches no fill kernel for them.
+/// Thread-safe.
+class SharedRunStatus {
+ public:
+  GpuRunStatus get(int32_t count, c10::Device device);
+
+ private:
+  std::mutex mutex_;
+  std::map<c10::DeviceIndex, GpuRunStatus> by_device_;
 };
 
 /// Launches `k` with the kernel ABI (buffer pointers, then a pointer to its status word) on

@@ -187,3 +187,24 @@ def test_forward_saves_no_more_than_eager(name):
     compiled = torch.compile(model, backend="inductor_cpp")
     compiled(x)  # compile first: the hook must see the compiled graph's saved tensors
     assert _saved_bytes(compiled, x, target) <= _saved_bytes(model, x, target)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_batch_norm_updates_running_stats_like_eager(dtype):
+    # torch's fake kernel of _batch_norm_with_update_functional claims float32 running
+    # statistics for half inputs; the real kernel returns them in their own dtype
+    # (fx_import._REAL_OUTPUT_DTYPES). Trusting the claim read float16 bits as float32.
+    torch.manual_seed(0)
+    x, w, b = torch.randn(5, 5, 5, dtype=dtype), torch.randn(5, dtype=dtype), torch.randn(5, dtype=dtype)
+    running_mean, running_var = torch.randn(5, dtype=dtype), torch.rand(5, dtype=dtype) + 0.5
+    ours_mean, ours_var = running_mean.clone(), running_var.clone()
+
+    def bn(*args):
+        return torch.ops.aten._batch_norm_with_update(*args)
+
+    expected = bn(x, w, b, running_mean, running_var, 0.5, 0.6)
+    torch._dynamo.reset()
+    out = torch.compile(bn, backend="inductor_cpp")(x, w, b, ours_mean, ours_var, 0.5, 0.6)
+    torch.testing.assert_close(out[0], expected[0])
+    torch.testing.assert_close(ours_mean, running_mean)
+    torch.testing.assert_close(ours_var, running_var)
