@@ -22,8 +22,9 @@ KNOWN: dict[str, tuple[str | None, str]] = {
     "cache": ("INDUCTOR_CPP_CACHE", "False: neither read nor write the on-disk cache"),
     "matrix_kernels": (
         "INDUCTOR_CPP_MATRIX_KERNELS",
-        "True: float32 CPU mm/addmm/bmm run on our xbyak GEMM with a following activation or "
-        "residual fused (off by default: without pre-packed weights it is 0.7-0.96x of MKL)",
+        "True: float32 CPU mm/addmm/bmm and channels-last conv2d run on our xbyak kernels with "
+        "a following activation/residual chain fused (off by default: not yet faster than "
+        "MKL/oneDNN for every shape; see `python -m inductor_cpp.bench matrix`)",
     ),
     "layout_optimization": (
         "INDUCTOR_CPP_LAYOUT_OPT",
