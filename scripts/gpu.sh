@@ -17,7 +17,7 @@
 #   bash scripts/gpu.sh all      all of the above (longer than one call allows: prefer stages)
 #
 # Every stage builds first (incremental: seconds when the machine still holds build/gpu).
-# Knobs: OPINFO_DTYPES, OPINFO_MAX_SAMPLES, OPINFO_WORKERS, OPINFO_SECONDS, BENCH_ARGS.
+# Knobs: OPINFO_DTYPES, OPINFO_OPS (comma-separated OpInfo names), OPINFO_MAX_SAMPLES, OPINFO_WORKERS, OPINFO_SECONDS, BENCH_ARGS.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PY=${PY:-/opt/torch/.venv/bin/python3}
@@ -135,7 +135,7 @@ stage_opinfo() {
   log "OpInfo sweep on CUDA ($dtypes)"
   (cd "$ROOT" && timeout "${OPINFO_SECONDS:-480}" "$PY" tests/opinfo/sweep.py --device cuda \
     --dtypes "$dtypes" --max-samples "${OPINFO_MAX_SAMPLES:-4}" --workers "${OPINFO_WORKERS:-12}" \
-    --timeout 60 --examples 2 --json "$OUT/opinfo_cuda.json" >"$OUT/opinfo_cuda.txt" 2>"$BUILD.opinfo.err")
+    --timeout 60 --examples 2 ${OPINFO_OPS:+--ops "$OPINFO_OPS"} --json "$OUT/opinfo_cuda.json" >"$OUT/opinfo_cuda.txt" 2>"$BUILD.opinfo.err")
   head -60 "$OUT/opinfo_cuda.txt"
 }
 

@@ -10,7 +10,12 @@ torch.compile(backend="inductor_cpp") (our NVPTX kernels, extern ATen calls for 
                                                                     512 MiB per tensor)
   resnet18   torchvision resnet18 inference, random weights, eval, no_grad (batch x 3 x 224^2)
 
-Times are medians of per-call CUDA-event intervals over interleaved rounds (after warm-up).
+Times are medians of per-call CUDA-event intervals over interleaved rounds (after warm-up);
+each call waits for the one before, so its host work (Dynamo's guards, the wrappers, the
+launches) is inside the interval. A second table (--back-to-back K) times K calls in a row
+between two events: the host work then overlaps the GPU work of the call before, as in a
+training or serving loop, so it shows the device time per call; --profile adds the GPU kernel
+time per call from torch.profiler.
 Memory-bound workloads are rated in GB/s ((bytes read once + bytes written once) / median) and
 as a share of the device's copy bandwidth measured in the same run (y.copy_(x) on tensors of
 the same size: 2 x bytes / median). Each compiled variant is checked against eager (an error or
@@ -49,6 +54,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--batch", type=int, default=64, help="resnet18 batch")
     p.add_argument("--json", default="", help="write the results here")
+    p.add_argument("--back-to-back", type=int, default=10, metavar="K",
+                   help="also time K calls in a row between two events (per call: K-th of the "
+                        "interval; the host work of a call then overlaps the GPU work of the one "
+                        "before, as in a loop); 0: skip")
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="also print, per variant, the N kernels with the most GPU time "
                         "(torch.profiler over --iters calls): where a model's time goes")
@@ -76,6 +85,23 @@ def time_cuda(fns: dict[str, Callable[[], Any]], iters: int, warmup: int) -> dic
     out: dict[str, Any] = {n: statistics.median(s) for n, s in samples.items() if s}
     out.update({n: None for n in errors})
     return {"median_ms": out, "errors": errors}
+
+
+def time_back_to_back(fns: dict[str, Callable[[], Any]], calls: int, rounds: int) -> dict[str, float]:
+    """Median over `rounds` of (CUDA-event interval around `calls` calls in a row) / `calls`:
+    the device time per call once the launches run ahead of the GPU."""
+    samples: dict[str, list[float]] = {n: [] for n in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            fn()  # the first of the round waits for nothing: keep it out of the interval
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(calls):
+                fn()
+            end.record()
+            end.synchronize()
+            samples[name].append(start.elapsed_time(end) / calls)
+    return {n: statistics.median(s) for n, s in samples.items() if s}
 
 
 def copy_bandwidth(nbytes: int, iters: int = 20) -> float:
@@ -139,6 +165,9 @@ def run_case(name: str, rows: int, cols: int, args: argparse.Namespace) -> dict[
             compiled[backend] = c
         fns = {k: (lambda f=f: f(*inputs)) for k, f in compiled.items()}
         timed = time_cuda(fns, args.iters, args.warmup)
+        if args.back_to_back:
+            live = {k: f for k, f in fns.items() if k not in timed["errors"]}
+            case["back_to_back_ms"] = time_back_to_back(live, args.back_to_back, max(3, args.iters // 4))
         if args.profile:
             case["profile"] = {k: profile_kernels(f, args.iters, args.profile) for k, f in fns.items()}
     case["median_ms"] = timed["median_ms"]
@@ -148,6 +177,8 @@ def run_case(name: str, rows: int, cols: int, args: argparse.Namespace) -> dict[
         case["bytes"] = sum(t.numel() * t.element_size() for t in inputs) + out_bytes
         case["gb_s"] = {k: (case["bytes"] / (ms * 1e-3) / 1e9 if ms else None)
                         for k, ms in case["median_ms"].items()}
+        case["back_to_back_gb_s"] = {k: case["bytes"] / (ms * 1e-3) / 1e9
+                                     for k, ms in case.get("back_to_back_ms", {}).items()}
     del fn, inputs, expected, compiled, fns
     gc.collect()
     torch.cuda.empty_cache()
@@ -169,6 +200,24 @@ def profile_kernels(fn: Callable[[], Any], iters: int, top: int) -> dict[str, An
     rows.sort(reverse=True)
     return {"total_ms": sum(r[0] for r in rows), "launches": sum(r[1] for r in rows),
             "top": [{"ms": ms, "count": n, "kernel": k[:110]} for ms, n, k in rows[:top]]}
+
+
+def print_back_to_back(results: dict[str, Any]) -> None:
+    cases = [c for c in results["cases"] if c.get("back_to_back_ms")]
+    if not cases:
+        return
+    bw = results["copy_gb_s"]
+    print("\nback to back (calls in a row, device time per call; host work overlaps the GPU's):")
+    print(f"{'workload':10} " + " ".join(f"{v + ' ms':>16}" for v in VARIANTS) + "  "
+          + " ".join(f"{v + ' % copy':>20}" for v in VARIANTS) + "  ours / stock")
+    for c in cases:
+        ms = c["back_to_back_ms"]
+        gb = c.get("back_to_back_gb_s", {})
+        pct = " ".join(f"{100 * gb[v] / bw:19.1f}%" if v in gb else f"{'-':>20}" for v in VARIANTS)
+        ratio = (ms["inductor"] / ms["inductor_cpp"]
+                 if ms.get("inductor") and ms.get("inductor_cpp") else float("nan"))
+        print(f"{c['workload']:10} " + " ".join(f"{ms.get(v, float('nan')):16.3f}" for v in VARIANTS)
+              + f"  {pct}  {ratio:.2f}x")
 
 
 def print_profiles(results: dict[str, Any]) -> None:
@@ -218,6 +267,7 @@ def run(args: argparse.Namespace) -> int:
         log(f"running {name}")
         results["cases"].append(run_case(name, rows, cols, args))
     print_table(results)
+    print_back_to_back(results)
     print_profiles(results)
     if args.json:
         with open(args.json, "w") as f:
