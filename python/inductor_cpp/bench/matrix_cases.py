@@ -1,0 +1,215 @@
+"""The cases of `python -m inductor_cpp.bench matrix` (matrix.py runs and reports them): what
+each workload computes, its inputs, FLOP count and the variants it is compiled with. Split
+from the runner so each file reads on its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from . import timing
+
+# Variant names (columns of the report).
+EAGER, STOCK, OURS, OURS_OFF, LIBRARY = "eager", "inductor", "ours mk=on", "ours mk=off", "library"
+
+# ------------------------------------------------------------------------------- cases
+
+@dataclass
+class Workload:
+    """What one case runs: fn(*inputs) in eager, compiled by each backend."""
+
+    fn: Callable
+    inputs: tuple
+    flops: float | None  # None: counted with torch.utils.flop_counter
+    k: int | None = None  # reduction length (tolerance); None: model tolerance
+    extra: dict[str, Callable[[], Any]] = field(default_factory=dict)  # e.g. the library call
+    compare_as_float: bool = False  # outputs of other dtypes (bf16 eager vs fp32 library)
+
+
+@dataclass
+class Case:
+    group: str
+    name: str
+    make: Callable[[], Workload]
+    reps: tuple[int, int]  # (timed rounds, warm-up rounds) by default
+    peak: str = "fma"  # which measured peak "% peak" refers to
+    ours_off: bool = False  # also run inductor_cpp with matrix_kernels off
+    skipped: str | None = None
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    flops: float | None = None
+
+    def median_s(self, variant: str) -> float | None:
+        t = self.results.get(variant, {}).get("timing")
+        return t.median_s if t is not None else None
+
+    def ratio(self, baseline: str, variant: str) -> float | None:
+        base, mine = self.median_s(baseline), self.median_s(variant)
+        return timing.speedup(base, mine) if base and mine else None
+
+    def gflops(self, variant: str) -> float | None:
+        seconds = self.median_s(variant)
+        return self.flops / seconds / 1e9 if seconds and self.flops else None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"group": self.group, "name": self.name, "peak": self.peak, "flops": self.flops,
+               "skipped": self.skipped, "variants": {}}
+        for name, r in self.results.items():
+            out["variants"][name] = {**r, "gflops": self.gflops(name),
+                                     "vs_eager": self.ratio(EAGER, name),
+                                     "vs_stock": self.ratio(STOCK, name)}
+        return out
+
+
+def _mm(a, b):
+    return torch.mm(a, b)
+
+
+def _addmm_relu(bias, a, b):
+    return torch.relu(torch.addmm(bias, a, b))
+
+
+class _LinearRelu(torch.nn.Module):
+    def __init__(self, k: int, n: int):
+        super().__init__()
+        self.linear = torch.nn.Linear(k, n)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x))
+
+
+def _gemm(m: int, n: int, k: int) -> Callable[[], Workload]:
+    return lambda: Workload(_mm, (torch.randn(m, k), torch.randn(k, n)), 2.0 * m * n * k, k)
+
+
+def _addmm(m: int, n: int, k: int) -> Callable[[], Workload]:
+    return lambda: Workload(_addmm_relu, (torch.randn(n), torch.randn(m, k), torch.randn(k, n)),
+                            2.0 * m * n * k, k)
+
+
+def _linear(m: int, n: int, k: int, relu: bool = False) -> Callable[[], Workload]:
+    def make() -> Workload:
+        module = (_LinearRelu(k, n) if relu else torch.nn.Linear(k, n)).eval()
+        return Workload(module, (torch.randn(m, k),), 2.0 * m * n * k, k)
+    return make
+
+
+def _conv(batch: int, c: int, hw: int, oc: int, kernel: int, stride: int, pad: int,
+          fused: bool) -> Callable[[], Workload]:
+    def make() -> Workload:
+        cl = torch.channels_last
+        x = torch.randn(batch, c, hw, hw).to(memory_format=cl)
+        w = torch.randn(oc, c, kernel, kernel).to(memory_format=cl) / math.sqrt(c * kernel**2)
+        out_hw = (hw + 2 * pad - kernel) // stride + 1
+        flops = 2.0 * batch * out_hw * out_hw * oc * c * kernel * kernel
+        if not fused:
+            return Workload(lambda x, w: F.conv2d(x, w, None, stride, pad), (x, w), flops,
+                            c * kernel * kernel)
+        bias = torch.randn(oc)
+        residual = torch.randn(batch, oc, out_hw, out_hw).to(memory_format=cl)
+        return Workload(lambda x, w, b, r: torch.relu(F.conv2d(x, w, b, stride, pad) + r),
+                        (x, w, bias, residual), flops, c * kernel * kernel)
+    return make
+
+
+def _amx(n: int, threads: int) -> Callable[[], Workload]:
+    def make() -> Workload:
+        from .. import _C
+
+        a, b = torch.randn(n, n).bfloat16(), torch.randn(n, n).bfloat16()
+        library = lambda: _C.matrix.gemm_bf16(a, b, threads)  # noqa: E731
+        return Workload(_mm, (a, b), 2.0 * n**3, n, extra={LIBRARY: library},
+                        compare_as_float=True)
+    return make
+
+
+def _resnet18(batch: int, image: int) -> Callable[[], Workload]:
+    def make() -> Workload:
+        import torchvision
+
+        model = torchvision.models.resnet18(weights=None).eval()
+        return Workload(model, (torch.randn(batch, 3, image, image),), None)
+    return make
+
+
+class _BertLayer(torch.nn.Module):
+    """A BERT encoder layer (post-norm, GELU FFN) from plain ops, as Hugging Face's BERT is.
+    nn.TransformerEncoderLayer in eval + no_grad would take its fused fast path (one
+    _transformer_encoder_layer_fwd op), which no matmul kernel of a backend ever sees."""
+
+    def __init__(self, d: int, heads: int, ffn: int):
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.out = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.up, self.down = torch.nn.Linear(d, ffn), torch.nn.Linear(ffn, d)
+        self.norm1, self.norm2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        qkv = self.qkv(x).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        attn = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2])
+        x = self.norm1(x + self.out(attn.transpose(1, 2).reshape(b, s, d)))
+        return self.norm2(x + self.down(F.gelu(self.up(x))))
+
+
+def _encoder(batch: int, seq: int, d: int, heads: int, ffn: int, layers: int):
+    def make() -> Workload:
+        model = torch.nn.Sequential(*[_BertLayer(d, heads, ffn) for _ in range(layers)]).eval()
+        # per token and layer: q, k, v, out projections 4 d^2, FFN 2 d ffn, attention 2 seq d
+        # multiply-adds
+        flops = 2.0 * batch * seq * layers * (4 * d * d + 2 * d * ffn + 2 * seq * d)
+        return Workload(model, (torch.randn(batch, seq, d),), flops)
+    return make
+
+
+def build_cases(args: argparse.Namespace, amx_usable: bool, amx_why: str) -> list[Case]:
+    """The cases of the selected groups; --smoke swaps in tiny shapes with the same code."""
+    smoke, t = args.smoke, args.threads_used
+    cases: list[Case] = []
+    gemm_sizes = [64] if smoke else [1024, 4096]
+    for s in gemm_sizes:
+        cases.append(Case("gemm", f"mm {s}^3", _gemm(s, s, s), (4, 1) if s >= 4096 else (15, 2)))
+    s = 48 if smoke else 1024
+    cases.append(Case("addmm", f"relu(addmm) {s}^3", _addmm(s, s, s), (15, 2)))
+    cases.append(Case("addmm", f"relu(Linear) {s}^3", _linear(s, s, s, relu=True), (15, 2)))
+    ms = [1, 8] if smoke else [1, 8, 32]
+    linear_nk = [(24, 40)] if smoke else [(768, 768), (3072, 768), (768, 3072), (4096, 4096)]
+    mm_nk = [(24, 40)] if smoke else [(768, 768), (4096, 4096)]
+    for n, k in linear_nk:
+        for m in ms:
+            cases.append(Case("small", f"Linear {m}x{n}x{k}", _linear(m, n, k), (15, 3)))
+    for n, k in mm_nk:
+        for m in ms:
+            cases.append(Case("small", f"mm {m}x{n}x{k}", _gemm(m, n, k), (15, 3)))
+    for s in [16] if smoke else [64, 128, 256]:
+        cases.append(Case("small", f"Linear {s}^3", _linear(s, s, s), (15, 3)))
+        cases.append(Case("small", f"mm {s}^3", _gemm(s, s, s), (15, 3)))
+    layers = ([("3x3 8->16 @10", 8, 10, 16, 3, 1, 1)] if smoke else
+              [("3x3 64->64 @56", 64, 56, 64, 3, 1, 1), ("1x1 64->256 @56", 64, 56, 256, 1, 1, 0),
+               ("3x3 256->256 @14", 256, 14, 256, 3, 1, 1),
+               ("7x7/2 3->64 @224", 3, 224, 64, 7, 2, 3)])
+    for batch in [1, 2] if smoke else [1, 32]:
+        for label, c, hw, oc, kernel, stride, pad in layers:
+            for fused in (False, True):
+                name = f"conv b{batch} {label}" + (" +b+res+relu" if fused else "")
+                cases.append(Case("conv", name, _conv(batch, c, hw, oc, kernel, stride, pad, fused),
+                                  (4, 1) if batch >= 32 else (15, 2)))
+    n = 64 if smoke else 2048
+    amx = Case("amx", f"bf16 mm {n}^3", _amx(n, t), (10, 2), peak="amx")
+    amx.skipped = None if amx_usable else f"no usable AMX bf16 on this CPU ({amx_why})"
+    cases.append(amx)
+    if smoke:
+        cases.append(Case("models", "resnet18 b1 32^2", _resnet18(1, 32), (2, 1), ours_off=True))
+        cases.append(Case("models", "encoder 1L d32 b2x8", _encoder(2, 8, 32, 2, 64, 1), (2, 1),
+                          ours_off=True))
+    else:
+        cases.append(Case("models", "resnet18 b8 224^2", _resnet18(8, 224), (5, 1), ours_off=True))
+        cases.append(Case("models", "encoder 4L d768 b8x128", _encoder(8, 128, 768, 12, 3072, 4),
+                          (5, 1), ours_off=True))
+    return [c for c in cases if c.group in args.groups]
