@@ -73,10 +73,10 @@ bool group_along_columns(const Stmt& top) {
   return has_unit_stride(top.body, top.var, false) && !has_unit_stride(top.body, "", true);
 }
 
-int64_t grid_for(const ir::Expr& work_items, int64_t per_block) {
+int64_t grid_for(const ir::Expr& work_items, int64_t per_block, int64_t max_grid = kMaxGrid) {
   if (!work_items.is_const()) return kSymbolicGrid;
   const int64_t blocks = (work_items.value() + per_block - 1) / per_block;
-  return std::clamp<int64_t>(blocks, 1, kMaxGrid);
+  return std::clamp<int64_t>(blocks, 1, max_grid);
 }
 
 /// Columns per block of the column mapping with T thread rows: the widest block (up to
@@ -163,7 +163,7 @@ GpuLaunch KernelEmitter::emit() {
     const int64_t lanes = std::max(loop.vector_width, 1);
     launch.block[0] = kPointwiseBlock;
     const ir::Expr chunks = ir::floordiv(loop.extent + (lanes - 1), ir::Expr(lanes));
-    launch.grid[0] = grid_for(chunks, kPointwiseBlock);
+    launch.grid[0] = grid_for(chunks, kPointwiseBlock, kMaxPointwiseGrid);
     group_threads_ = 1;
     in_group_context_ = false;
     chunk_loop(loop, b_.CreateAdd(b_.CreateMul(ctaid, ntid), tid), b_.CreateMul(nctaid, ntid));

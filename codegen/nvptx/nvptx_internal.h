@@ -45,6 +45,11 @@ constexpr int kRowLoopUnroll = 4;
 constexpr int kMaxPersistentChunks = 8;
 /// Most blocks launched for a grid-stride loop.
 constexpr int64_t kMaxGrid = 65536;
+/// Most blocks of a pointwise grid-stride loop: about 16 waves of 256-thread blocks on a
+/// 132-SM H100/H200, so each thread runs several chunks. Measured on the H200 (bench gpu, the
+/// gelu·sigmoid−tanh chain over 2^27 floats, back to back): 65536 blocks 0.390 ms, 16384
+/// 0.373, 8192 and 4224 0.375, 2112 0.383, 1056 0.400, 2^18 and more 0.427.
+constexpr int64_t kMaxPointwiseGrid = 16384;
 /// Blocks launched when the loop extent is symbolic.
 constexpr int64_t kSymbolicGrid = 1024;
 
