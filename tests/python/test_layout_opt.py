@@ -107,15 +107,35 @@ def test_every_returned_activation_gets_eager_strides():
 
     def fn(x):
         y = conv(x)
-        return y, torch.sigmoid(y), y.sum(dim=(2, 3)), y.permute(0, 2, 3, 1)
+        return y, torch.sigmoid(y), y.sum(dim=(2, 3))
 
     x = torch.randn(2, 3, 7, 5)
     with torch.no_grad():
         expected = fn(x)
-    out, _ = compile_and_run(fn, x)
+    out, (gm,) = compile_and_run(fn, x)
     for o, e in zip(out, expected):
         torch.testing.assert_close(o, e, rtol=1e-5, atol=1e-5)
         assert o.stride() == e.stride()
+    assert is_channels_last(convs(gm)[0])  # the graph was rewritten ...
+    back = [c for c in layout_copies(gm) if c.kwargs["memory_format"] is torch.contiguous_format]
+    assert len(back) == 2  # ... and both 4-D outputs are copied back to NCHW
+
+
+def test_an_output_layout_a_copy_cannot_restore_leaves_the_graph_alone():
+    torch.manual_seed(0)
+    conv = nn.Conv2d(3, 6, 3, padding=1).eval()
+
+    def fn(x):
+        y = conv(x)
+        return y.permute(0, 2, 3, 1)  # a view eager returns with NCHW-derived strides
+
+    x = torch.randn(2, 3, 7, 5)
+    with torch.no_grad():
+        expected = fn(x)
+    out, (gm,) = compile_and_run(fn, x)
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+    assert out.stride() == expected.stride()
+    assert not layout_copies(gm)
 
 
 def test_training_graphs_are_left_alone():
