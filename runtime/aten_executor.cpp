@@ -4,6 +4,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/jit_type.h>
+#include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 
 #include <ATen/ops/empty_strided.h>
@@ -120,6 +121,7 @@ struct BoundKernel {
   };
   std::vector<Alloc> allocs;
   std::string label;
+  std::string profile_name;  ///< torch.profiler range name (profile_name_of)
 };
 
 /// A matrix step (MatmulLaunch), ready to run on our GEMM / convolution library.
@@ -128,6 +130,7 @@ struct BoundMatmul {
   std::vector<matrix::EpilogueKind> kinds;  ///< per launch.epilogue entry
   at::TensorOptions options;
   std::string label;
+  std::string profile_name;  ///< torch.profiler range name (profile_name_of)
   /// mm/addmm: B packed once while it does not change (runtime/matmul_step.h).
   std::shared_ptr<PackedBCache> packed_b = std::make_shared<PackedBCache>();
   std::shared_ptr<const ConvStep> conv;  ///< set for "conv2d" (runtime/conv_step.h)
@@ -172,6 +175,26 @@ BoundStep bind_scalar_step(const Step& step) {
   return bound;
 }
 
+/// The name torch.profiler shows for a generated or matrix step: "inductor_cpp::<what>" and
+/// the ATen ops it computes, e.g. "inductor_cpp::kernel2 (add, native_layer_norm)". Labels look
+/// like "%12 aten::add.Tensor (file.py:3 in f: ...)": the op name is the word after "aten::".
+std::string profile_name_of(const std::string& what, const std::vector<int32_t>& nodes,
+                            const std::vector<std::string>& labels) {
+  std::string ops;
+  for (int32_t n : nodes) {
+    if (n < 0 || n >= static_cast<int32_t>(labels.size())) continue;
+    const std::string& l = labels[n];
+    const size_t at = l.find("::");
+    if (at == std::string::npos) continue;
+    const size_t end = l.find_first_of(". (", at + 2);
+    const std::string op = l.substr(at + 2, end == std::string::npos ? std::string::npos : end - at - 2);
+    if (op == "view" || op == "permute" || op == "_unsafe_view" || op == "expand") continue;
+    if (ops.find(op) != std::string::npos) continue;
+    ops += (ops.empty() ? "" : ", ") + op;
+  }
+  return "inductor_cpp::" + what + (ops.empty() ? "" : " (" + ops + ")");
+}
+
 BoundStep bind_kernel_step(const Step& step, const KernelLibrary* library, const std::vector<std::string>& labels) {
   BoundStep bound;
   BoundKernel k;
@@ -194,6 +217,7 @@ BoundStep bind_kernel_step(const Step& step, const KernelLibrary* library, const
     if (n >= 0 && n < static_cast<int32_t>(labels.size())) computing += (computing.empty() ? "" : ", ") + labels[n];
   }
   if (!computing.empty()) k.label += " computing " + computing;
+  k.profile_name = profile_name_of(step.kernel.name, step.kernel.nodes, labels);
   bound.kernel = std::move(k);
   bound.free_after = step.free_after;
   bound.node = step.node;
@@ -234,6 +258,7 @@ BoundStep bind_matmul_step(const Step& step, const std::vector<std::string>& lab
     if (n >= 0 && n < static_cast<int32_t>(labels.size())) computing += (computing.empty() ? "" : ", ") + labels[n];
   }
   if (!computing.empty()) m.label += " computing " + computing;
+  m.profile_name = profile_name_of("matrix::" + m.launch.op, m.launch.nodes, labels);
   if (m.launch.is_conv()) m.conv = std::make_shared<const ConvStep>(m.launch, m.kinds, m.label);
   BoundStep bound;
   bound.matmul = std::move(m);
@@ -649,6 +674,7 @@ std::vector<c10::IValue> AtenExecutable::run(std::vector<c10::IValue> inputs) co
              b.gpu_checks_bounds ? nullptr : &b.shared_status};
   for (const BoundStep& step : b.steps) {
     if (step.matmul) {
+      RECORD_FUNCTION(step.matmul->profile_name, std::vector<c10::IValue>());
       try {
         run_matmul(*step.matmul, slots);
       } catch (...) {
@@ -658,6 +684,7 @@ std::vector<c10::IValue> AtenExecutable::run(std::vector<c10::IValue> inputs) co
       continue;
     }
     if (step.kernel) {
+      RECORD_FUNCTION(step.kernel->profile_name, std::vector<c10::IValue>());
       try {
         run_kernel(*step.kernel, slots, gpu);
       } catch (...) {

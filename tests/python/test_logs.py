@@ -182,3 +182,23 @@ def test_progress_line_appears_on_a_terminal(tmp_path):
     text = seen.decode(errors="replace")
     assert "inductor_cpp: compiling graph 0 (inference)" in text, text
     assert "\x1b[K" in text  # the line is erased when the compile ends
+
+
+def test_torch_profiler_names_generated_and_matrix_steps():
+    """Each generated kernel and matrix step is a torch.profiler range named after the ops it
+    computes; ATen calls show up under their own names as usual."""
+
+    def linear_gelu_softmax(x, w, b):
+        return torch.nn.functional.gelu(torch.nn.functional.linear(x, w, b)).softmax(-1).cumsum(0)
+
+    x, w, b = torch.randn(64, 32), torch.randn(48, 32), torch.randn(48)
+    compiled = compile_cpp(linear_gelu_softmax, options={"matrix_kernels": True})
+    expected = linear_gelu_softmax(x, w, b)
+    torch.testing.assert_close(compiled(x, w, b), expected)
+    with torch.profiler.profile() as prof:
+        torch.testing.assert_close(compiled(x, w, b), expected)
+    names = [e.name for e in prof.events()]
+    ours = sorted({n for n in names if n.startswith("inductor_cpp::")})
+    assert "inductor_cpp::matrix::addmm (addmm, gelu)" in ours, ours
+    assert any(n.startswith("inductor_cpp::kernel") and "amax" in n and "div" in n for n in ours), ours
+    assert "aten::cumsum" in names
