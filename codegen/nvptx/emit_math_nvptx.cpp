@@ -3,7 +3,8 @@
 /// (`__nv_<name>f` for float32, `__nv_<name>` for float64) for everything transcendental, so
 /// the results match CUDA's own math library. Operands arrive in their compute type (float16
 /// and bfloat16 already widened to float32). float32 division (also in reciprocal and sigmoid):
-/// emit_division_nvptx.cpp.
+/// emit_division_nvptx.cpp; float32 erf, tanh and sigmoid's reciprocal: emit_special_nvptx.cpp
+/// (libdevice's algorithms in fewer instructions).
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
 
@@ -100,10 +101,17 @@ llvm::Value* KernelEmitter::unary_math(UnaryOp op, llvm::Value* x, DType t) {
     case UnaryOp::reciprocal:
       if (!is_float) break;
       return fast_divide(fconst(1.0), x, t);
-    case UnaryOp::sigmoid:
+    case UnaryOp::sigmoid: {
       if (!is_float) break;
-      return fast_divide(fconst(1.0),
-                         b_.CreateFAdd(fconst(1.0), libdevice("exp", t, {b_.CreateFNeg(x)})), t);
+      llvm::Value* d = b_.CreateFAdd(fconst(1.0), libdevice("exp", t, {b_.CreateFNeg(x)}));
+      return t == DType::Float32 ? reciprocal_of_at_least_one(d) : fast_divide(fconst(1.0), d, t);
+    }
+    case UnaryOp::erf:
+      if (t != DType::Float32) break;  // libdevice
+      return erf_f32(x);
+    case UnaryOp::tanh:
+      if (t != DType::Float32) break;
+      return tanh_f32(x);
     case UnaryOp::sign: {
       if (t == DType::Bool) return x;
       if (is_float) {  // NaN and +-0 return themselves

@@ -7,6 +7,7 @@
 /// once per loop. The chunks are then known to be full; one alignment check per row picks this
 /// version or the general one (the row body is emitted twice), uniformly for the whole row
 /// (T >= 32: one row per warp or block), so the barriers of the combines stay uniform.
+#include <algorithm>
 #include <set>
 
 #include "codegen/nvptx/nvptx_internal.h"
@@ -31,8 +32,7 @@ void buffers_touched(const std::vector<Stmt>& body, std::set<std::string>& loade
 
 }  // namespace
 
-int KernelEmitter::persistent_chunks(const Stmt& top) const {
-  const int t = group_threads_;
+int KernelEmitter::persistent_chunks(const Stmt& top, int t) const {
   if (t < 32 || column_groups_ > 0) return 0;
   int loops = 0;
   int64_t width = 0, extent = 0;
@@ -58,8 +58,17 @@ int KernelEmitter::persistent_chunks(const Stmt& top) const {
   return static_cast<int>(chunks);
 }
 
+int KernelEmitter::persistent_row_threads(const Stmt& top, int t) const {
+  const bool welford = std::any_of(top.body.begin(), top.body.end(), [](const Stmt& s) {
+    return s.kind == StmtKind::DefineAccumulator && s.reduce_op == ir::ReduceOp::welford_m2;
+  });
+  if (!welford || persistent_chunks(top, t) == 0) return t;
+  while (t / 2 >= kPersistentRowThreads && persistent_chunks(top, t / 2) > 0) t /= 2;
+  return t;
+}
+
 void KernelEmitter::row_body(const Stmt& top) {
-  const int chunks = persistent_chunks(top);
+  const int chunks = persistent_chunks(top, group_threads_);
   if (chunks == 0) return statements(top.body);
   // Every vector access of the thread's first chunk aligned <=> of all its chunks (they are
   // T * W elements apart, a multiple of the vector size) and of every thread of the row.

@@ -343,45 +343,77 @@ AccState KernelEmitter::shuffle_state(const AccState& s, llvm::Value* lane_or_of
   return r;
 }
 
-void KernelEmitter::combine_across_group(const std::string& name) {
-  const Accumulator& a = accumulators_.at(name);
+void KernelEmitter::combine_across_group(const std::vector<std::string>& names) {
   const int threads = group_threads_;
-  AccState s = load_state(a);
+  std::vector<const Accumulator*> accs;
+  std::vector<AccState> states;
+  for (const std::string& name : names) {
+    accs.push_back(&accumulators_.at(name));
+    states.push_back(load_state(*accs.back()));
+  }
   for (int offset = std::min(threads, 32) / 2; offset >= 1; offset /= 2) {
-    s = combine(a, s, shuffle_state(s, b_.getInt32(offset), true));
+    for (size_t i = 0; i < accs.size(); ++i) {  // interleaved: independent shuffles in flight
+      states[i] = combine(*accs[i], states[i], shuffle_state(states[i], b_.getInt32(offset), true));
+    }
   }
   if (threads <= 32) {
     llvm::Value* leader = b_.CreateAnd(lane_in_warp_, b_.getInt32(~(threads - 1)));
-    store_state(a, shuffle_state(s, leader, false));
+    for (size_t i = 0; i < accs.size(); ++i) {
+      store_state(*accs[i], shuffle_state(states[i], leader, false));
+    }
     return;
   }
-  // One slot per warp and component in shared memory; every warp then reduces the slots the
-  // same way (no third barrier and no broadcast through memory).
+  // One slot per warp and component in shared memory (kScratchComponents rows of 33); every
+  // warp then reduces the slots the same way (no third barrier and no broadcast through
+  // memory). Accumulators whose components fit the rows together share the barriers.
   const int warps = threads / 32;
-  auto slot = [&](int component, llvm::Value* warp) {
-    llvm::Value* index = b_.CreateAdd(b_.getInt32(component * 33), warp);
+  auto slot = [&](int row, llvm::Value* warp) {
+    llvm::Value* index = b_.CreateAdd(b_.getInt32(row * 33), warp);
     return b_.CreateGEP(shared_->getValueType(), shared_, {b_.getInt32(0), index});
   };
-  std::vector<llvm::Value*> parts = {s.value, s.index, s.m2, s.count};
+  auto parts_of = [](AccState& s) {
+    return std::vector<llvm::Value**>{&s.value, &s.index, &s.m2, &s.count};
+  };
   auto barrier = [&] { b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); };
-  barrier();  // earlier readers of the slots are done
-  if_then(b_.CreateICmpEQ(lane_in_warp_, b_.getInt32(0)), [&] {
-    for (size_t c = 0; c < parts.size(); ++c) {
-      if (parts[c]) b_.CreateStore(parts[c], slot(static_cast<int>(c), warp_in_block_));
-    }
-  });
-  barrier();
   llvm::Value* source_warp = b_.CreateAnd(lane_in_warp_, b_.getInt32(warps - 1));
-  AccState w;
-  llvm::Value** fields[] = {&w.value, &w.index, &w.m2, &w.count};
-  for (size_t c = 0; c < parts.size(); ++c) {
-    if (parts[c])
-      *fields[c] = b_.CreateLoad(parts[c]->getType(), slot(static_cast<int>(c), source_warp));
+  for (size_t first = 0; first < accs.size();) {
+    size_t last = first;  // batch [first, last): components fit the scratch rows
+    int rows = 0;
+    while (last < accs.size()) {
+      int n = 0;
+      for (llvm::Value** p : parts_of(states[last])) n += *p != nullptr;
+      if (last > first && rows + n > kScratchComponents) break;
+      rows += n;
+      ++last;
+    }
+    barrier();  // earlier readers of the slots are done
+    if_then(b_.CreateICmpEQ(lane_in_warp_, b_.getInt32(0)), [&] {
+      int row = 0;
+      for (size_t i = first; i < last; ++i) {
+        for (llvm::Value** p : parts_of(states[i])) {
+          if (*p) b_.CreateStore(*p, slot(row++, warp_in_block_));
+        }
+      }
+    });
+    barrier();
+    std::vector<AccState> w(states.begin() + first, states.begin() + last);
+    int row = 0;
+    for (AccState& x : w) {
+      for (llvm::Value** p : parts_of(x)) {
+        if (*p) *p = b_.CreateLoad((*p)->getType(), slot(row++, source_warp));
+      }
+    }
+    for (int offset = warps / 2; offset >= 1; offset /= 2) {
+      for (size_t i = first; i < last; ++i) {
+        AccState& x = w[i - first];
+        x = combine(*accs[i], x, shuffle_state(x, b_.getInt32(offset), true));
+      }
+    }
+    for (size_t i = first; i < last; ++i) {
+      store_state(*accs[i], shuffle_state(w[i - first], b_.getInt32(0), false));
+    }
+    first = last;
   }
-  for (int offset = warps / 2; offset >= 1; offset /= 2) {
-    w = combine(a, w, shuffle_state(w, b_.getInt32(offset), true));
-  }
-  store_state(a, shuffle_state(w, b_.getInt32(0), false));
 }
 
 void KernelEmitter::combine_across_column_group(const std::string& name) {

@@ -13,6 +13,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -43,6 +44,17 @@ constexpr int kColumnLoopUnroll = 16;
 constexpr int kRowLoopUnroll = 4;
 /// Most vector chunks per thread of a row kept in registers (emit_persistent_nvptx.cpp).
 constexpr int kMaxPersistentChunks = 8;
+/// Fewest threads per persistent row with a Welford state (layer_norm, var_mean) the emitter
+/// narrows a wider schedule to (more chunks per thread, up to kMaxPersistentChunks): half the
+/// warps to combine the states of (each combine step divides), and 4 blocks of 256 per SM
+/// instead of 2 of 512 (64 vs 51 registers). H200, 16384 x 8192 layer_norm (rows of 2048
+/// chunks): 512 x 4 0.274 ms, 256 x 8 0.263 ms. Other rows keep the schedule's T: softmax
+/// (already at copy bandwidth) would go from 3 blocks of 512 (40 registers) to 4 of 256 (61),
+/// sum(-1) (not persistent) was slower with 256.
+constexpr int kPersistentRowThreads = 256;
+/// Rows of the per-warp combine scratch (`<kernel>_scratch`: rows of 33 i64 slots, one per
+/// warp): the components (value, index, m2, count) combined across warps at once.
+constexpr int kScratchComponents = 4;
 /// Most blocks launched for a grid-stride loop.
 constexpr int64_t kMaxGrid = 65536;
 /// Most blocks of a pointwise grid-stride loop: about 16 waves of 256-thread blocks on a
@@ -95,10 +107,11 @@ class KernelEmitter {
   /// otherwise statement by statement for all lanes (vector accesses), or lane after lane when
   /// the body has nested loops or accumulators.
   void chunk_body(const ir::Stmt& s, llvm::Value* base, int lanes);
-  /// A counted loop: for (iv = start; iv < end; iv += step) body(iv), all i64; `unroll` > 1
-  /// puts llvm.loop.unroll.count on it.
-  void counted_loop(llvm::Value* start, llvm::Value* end, llvm::Value* step,
-                    const std::function<void(llvm::Value*)>& body, int unroll = 0);
+  /// A counted loop: for (iv = start; iv < end; iv += step) body(iv), all of one integer type
+  /// (i64, or i32 where the caller knows the values fit); `unroll` > 1 puts
+  /// llvm.loop.unroll.count on it. Returns iv's value after the loop (the first one >= end).
+  llvm::Value* counted_loop(llvm::Value* start, llvm::Value* end, llvm::Value* step,
+                            const std::function<void(llvm::Value*)>& body, int unroll = 0);
   // ---- emit_columns_nvptx.cpp: column groups with vector lanes -------------------------------
   /// Columns per group of the column mapping of `top`: 16 bytes of its contiguous element when
   /// every such plain access allows 128-bit vectors and the extent splits evenly, else 1.
@@ -113,8 +126,13 @@ class KernelEmitter {
   std::string accumulator_key(const std::string& name, int lane = -1) const;
 
   // ---- emit_persistent_nvptx.cpp: rows read once, kept in registers ------------------------
-  /// Chunks per thread when the row body of `top` can run persistently, else 0.
-  int persistent_chunks(const ir::Stmt& top) const;
+  /// Chunks per thread when the row body of `top` can run persistently on `threads` threads
+  /// per row, else 0.
+  int persistent_chunks(const ir::Stmt& top, int threads) const;
+  /// Threads per row for the row mapping of `top` scheduled with T = `threads`: for a row with
+  /// a Welford state, fewer (down to kPersistentRowThreads) when the row still runs
+  /// persistently with them; else T.
+  int persistent_row_threads(const ir::Stmt& top, int threads) const;
   /// The body of one row (group iteration): persistent and general versions, or general only.
   void row_body(const ir::Stmt& top);
   /// A group loop of the persistent version: the thread's chunks unrolled, all full.
@@ -125,6 +143,9 @@ class KernelEmitter {
   void remember_row_chunk(const ir::ValueNode& n);
   /// Runs `then` under `cond` (no values flow out).
   void if_then(llvm::Value* cond, const std::function<void()>& then);
+  /// Runs `then` (in a block named `label`) under `cond`, else `otherwise` (no values flow out).
+  void if_else(llvm::Value* cond, const std::function<void()>& then,
+               const std::function<void()>& otherwise, const std::string& label = "then");
   void push_scope();
   void pop_scope();
   [[noreturn]] void unsupported(const std::string& what) const;
@@ -167,6 +188,15 @@ class KernelEmitter {
   /// outside it, accumulators it does not feed, and math of those (no loads).
   bool invariant_in_loop(const ir::Value& v) const;
   llvm::Value* libdevice(const std::string& name, ir::DType t, std::vector<llvm::Value*> args);
+  // ---- emit_special_nvptx.cpp: float32 erf/tanh/sigmoid, libdevice's algorithms, cheaper ----
+  llvm::Value* erf_f32(llvm::Value* x);
+  llvm::Value* tanh_f32(llvm::Value* x);
+  /// 1 / d for d >= 1 (or NaN): div.full.f32's result without its subnormal-divisor scaling.
+  llvm::Value* reciprocal_of_at_least_one(llvm::Value* d);
+  /// `magnitude` (>= +0) with the sign of `sign` (float32): one bitwise or.
+  llvm::Value* with_sign_of(llvm::Value* magnitude, llvm::Value* sign);
+  /// Horner: ((c0 y + c1) y + c2) ... with fma, coefficients as float32 bit patterns.
+  llvm::Value* horner(const uint32_t* coefficients, size_t count, llvm::Value* y);
   llvm::Value* constant(const ir::ValueNode& n);
   int param_index(const std::string& buffer) const;
 
@@ -186,8 +216,11 @@ class KernelEmitter {
   /// Whether (v, i) beats (best, best_i) for argmax (is_max) / argmin.
   llvm::Value* arg_takes(bool is_max, ir::DType t, llvm::Value* v, llvm::Value* i,
                          llvm::Value* best, llvm::Value* best_i);
-  /// Combines accumulator `name` over the T threads of the current group; all get the result.
-  void combine_across_group(const std::string& name);
+  /// Combines accumulators `names` over the T threads of the current group; all get the
+  /// results. Their warp shuffles interleave, and for T > 32 their per-warp states share one
+  /// pair of barriers as long as they fit the scratch (4 components: layer_norm's sum and
+  /// Welford state).
+  void combine_across_group(const std::vector<std::string>& names);
   /// The same for column groups (threads of a group strided by column_groups_ in the block):
   /// every thread stores its state in shared memory, then each combines the T slots of its
   /// column in thread-row order (fixed order: deterministic).
@@ -234,7 +267,7 @@ class KernelEmitter {
   llvm::Value* lane_in_warp_ = nullptr;     ///< i32
   llvm::Value* warp_in_block_ = nullptr;    ///< i32
   llvm::Value* row_active_ = nullptr;       ///< i1: this group's top-loop iteration is real
-  llvm::GlobalVariable* shared_ = nullptr;  ///< [4 x [33 x i64]] combine scratch
+  llvm::GlobalVariable* shared_ = nullptr;  ///< [kScratchComponents x 33 x i64] scratch
   /// Column mapping (outer-dim reductions): C groups per block, consecutive threads on
   /// consecutive top-loop iterations (coalesced), the T thread rows of a group C apart and
   /// splitting the row body's loops. 0: the row mapping (T consecutive threads per group).

@@ -12,8 +12,11 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <random>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -65,7 +68,9 @@ std::string gpu_schedule_mismatch(const std::string& program_text,
 std::vector<ir::Kernel> gpu_kernels(const std::string& program_lines,
                                     ir::PipelineOptions options = {}, bool check_semantics = true) {
   const std::string text = "program {\n" + program_lines + "}\n";
-  if (check_semantics) EXPECT_EQ(gpu_schedule_mismatch(text), "");
+  if (check_semantics) {
+    EXPECT_EQ(gpu_schedule_mismatch(text), "");
+  }
   options.schedule.target = ir::Target::Gpu;
   const ir::PipelineResult r = ir::run_pipeline(ir::parse_program(text), options);
   std::vector<ir::Kernel> kernels;
@@ -109,6 +114,36 @@ size_t occurrences(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
   return n;
+}
+
+/// The text of the LLVM IR blocks reachable from block `from` without passing through block
+/// `stop` (labels and `br`/`switch` targets of the printed IR; one function per module).
+std::string reachable_blocks(const std::string& ir, const std::string& from,
+                             const std::string& stop) {
+  std::map<std::string, std::string> blocks;  // label -> body text
+  std::string label, line;
+  std::istringstream in(ir);
+  const std::regex label_line(R"(^([A-Za-z0-9._]+):.*)");
+  std::smatch match;
+  while (std::getline(in, line)) {
+    if (std::regex_match(line, match, label_line)) label = match[1];
+    if (!label.empty()) blocks[label] += line + "\n";
+  }
+  const std::regex target(R"(label %([A-Za-z0-9._]+))");
+  std::vector<std::string> work{from};
+  std::set<std::string> seen{from};
+  std::string text;
+  while (!work.empty()) {
+    const std::string b = work.back();
+    work.pop_back();
+    text += blocks[b];
+    for (std::sregex_iterator it(blocks[b].begin(), blocks[b].end(), target), end; it != end;
+         ++it) {
+      const std::string next = (*it)[1];
+      if (next != stop && seen.insert(next).second) work.push_back(next);
+    }
+  }
+  return text;
 }
 
 bool have_libdevice() {
@@ -442,13 +477,9 @@ TEST_F(NvptxEmit, PersistentRowsAreLoadedOnce) {
             std::string::npos)
       << kernels_text(kernels);
   const PtxModule m = emit_and_assemble(kernels, "softmax_persistent");
-  const size_t fast = m.llvm_ir.find("row.persistent:");
-  ASSERT_NE(fast, std::string::npos) << m.llvm_ir;
-  // The persistent version's blocks come first; the general version's chunk loops follow.
-  const size_t general = m.llvm_ir.find("\ny0.full:", fast);
-  ASSERT_NE(general, std::string::npos) << m.llvm_ir;
-  const std::string persistent_part =
-      m.llvm_ir.substr(fast, general > fast ? general - fast : std::string::npos);
+  ASSERT_NE(m.llvm_ir.find("row.persistent:"), std::string::npos) << m.llvm_ir;
+  // The persistent version: the blocks reached from row.persistent before row.done.
+  const std::string persistent_part = reachable_blocks(m.llvm_ir, "row.persistent", "row.done");
   size_t loads = 0;
   const std::string global_load = "load float, ptr addrspace(1)";  // LLVM splits the vectors
   for (size_t at = persistent_part.find(global_load); at != std::string::npos;
@@ -468,7 +499,12 @@ TEST_F(NvptxEmit, BenchmarkKernelsAssemble) {
   output %1
 )",
                                      {}, false);
-  emit_and_assemble(pointwise, "bench_pointwise");
+  const PtxModule pointwise_module = emit_and_assemble(pointwise, "bench_pointwise");
+  // One vector loop (the alignment test hoisted before it), sigmoid's reciprocal without
+  // div.full, erf/tanh tails signed by bit operations (emit_special_nvptx.cpp).
+  EXPECT_EQ(occurrences(pointwise_module.ptx, "ld.global.v4.f32"), 1u) << pointwise_module.ptx;
+  EXPECT_EQ(occurrences(pointwise_module.ptx, "div.full.f32"), 0u) << pointwise_module.ptx;
+  EXPECT_EQ(occurrences(pointwise_module.llvm_ir, "llvm.copysign"), 0u);
   const auto softmax = gpu_kernels(x + R"(  buffer %1: float32[16384]{1} computed cuda
   buffer %2: float32[16384]{1} computed cuda
   buffer %3: float32[16384, 8192]{8192, 1} computed cuda
@@ -481,7 +517,9 @@ TEST_F(NvptxEmit, BenchmarkKernelsAssemble) {
   output %3
 )",
                                    {}, false);
-  emit_and_assemble(softmax, "bench_softmax");
+  const PtxModule softmax_module = emit_and_assemble(softmax, "bench_softmax");
+  ASSERT_EQ(softmax_module.launches.size(), 1u);
+  EXPECT_EQ(softmax_module.launches[0].block[0], 512) << "softmax keeps the schedule's 512 x 4";
   const auto layernorm = gpu_kernels(x + R"(  buffer %1: float32[16384]{1} computed cuda
   buffer %2: float32[16384]{1} computed cuda
   buffer %3: float32[16384]{1} computed cuda
@@ -497,7 +535,29 @@ TEST_F(NvptxEmit, BenchmarkKernelsAssemble) {
   output %4
 )",
                                      {}, false);
-  emit_and_assemble(layernorm, "bench_layernorm");
+  const PtxModule layernorm_module = emit_and_assemble(layernorm, "bench_layernorm");
+  // layer_norm(x, (C,), w, b) as the benchmark calls it: the weight and bias per column.
+  const auto affine = gpu_kernels(x + R"(  buffer %w: float32[8192]{1} input 1 cuda
+  buffer %b: float32[8192]{1} input 2 cuda
+  buffer %1: float32[16384]{1} computed cuda
+  buffer %2: float32[16384]{1} computed cuda
+  buffer %3: float32[16384]{1} computed cuda
+  buffer %4: float32[16384, 8192]{8192, 1} computed cuda
+  compute %1 (node 1) reduce sum[16384] over [8192] = load(%in0, [i0, r0])
+  compute %2 (node 2) reduce welford_m2[16384] over [8192] = load(%in0, [i0, r0])
+  compute %3 (node 3) pointwise[16384] = rsqrt(add(div(load(%2, [i0]), 8192.0:float32), 1e-05:float32))
+  compute %4 (node 4) pointwise[16384, 8192] = add(mul(mul(sub(load(%in0, [i0, i1]), div(load(%1, [i0]), 8192.0:float32)), load(%3, [i0])), load(%w, [i1])), load(%b, [i1]))
+  kernel %1
+  kernel %2
+  kernel %3
+  kernel %4
+  output %4
+)",
+                                  {}, false);
+  EXPECT_EQ(emit_and_assemble(affine, "bench_layernorm_affine").launches.at(0).block[0], 256);
+  ASSERT_EQ(layernorm_module.launches.size(), 1u);
+  EXPECT_EQ(layernorm_module.launches[0].block[0], 256) << "a Welford row: 256 threads x 8 chunks";
+  EXPECT_EQ(layernorm_module.launches[0].grid[0], 16384);
   const auto sums = gpu_kernels(x + R"(  buffer %1: float32[16384]{1} computed cuda
   buffer %2: float32[8192]{1} computed cuda
   compute %1 (node 1) reduce sum[16384] over [8192] = load(%in0, [i0, r0])
@@ -514,6 +574,7 @@ TEST_F(NvptxEmit, BenchmarkKernelsAssemble) {
   // sum(0): 2048 groups of 4 columns (128-bit loads), 64 thread rows (T counts groups) x 16
   // groups per block (256 bytes of each row), 128 blocks.
   ASSERT_EQ(sums_module.launches.size(), 2u);
+  EXPECT_EQ(sums_module.launches[0].block[0], 512) << "sum(-1) rows keep 512 threads";
   EXPECT_EQ(sums_module.launches[1].block[0], 1024);
   EXPECT_EQ(sums_module.launches[1].grid[0], 8192 / 64);
   EXPECT_GE(occurrences(sums_module.ptx, "ld.global.v4.f32"), 16u) << "unrolled 16";

@@ -49,6 +49,17 @@ def test_pointwise_chain_runs_as_generated_gpu_kernel():
     assert kernel_steps and all(s["gpu"]["grid"][0] >= 1 for s in kernel_steps)
 
 
+@pytest.mark.parametrize("offset,n", [(0, 1 << 20), (0, 100003), (1, 100003), (3, 4099),
+                                      (2, 6)])
+def test_pointwise_vector_loop_tail_and_misaligned_view(offset, n):
+    """The vector loop's versions: all chunks full, a partial last chunk (n % 4 != 0), and a
+    view starting 4/8/12 bytes off a 16-byte boundary (the scalar-chunk loop)."""
+    x = torch.randn(n + offset, device=DEV)[offset:]
+    fn = lambda x: torch.sigmoid(x) * 2 - torch.erf(x) + torch.tanh(x * 0.5)  # noqa: E731
+    torch.testing.assert_close(compiled(fn)(x), fn(x), rtol=1e-5, atol=1e-6)
+    assert generated_ops()[0] > 0
+
+
 @pytest.mark.parametrize("name,fn", [
     ("softmax", lambda x: torch.softmax(x, -1)),
     ("log_softmax", lambda x: torch.log_softmax(x, -1)),
