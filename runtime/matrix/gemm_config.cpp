@@ -57,6 +57,8 @@ const GemmBlocking& gemm_blocking() {
       }
     }
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PLAIN_NR")) b.plain_nr = std::atoi(env);
+    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PACK_A"))
+      b.pack_a_always = std::string(env) == "always";
     return b;
   }();
   return blocking;

@@ -2,9 +2,15 @@
 /// \brief Private to runtime/matrix: register tile, cache blocking and threading choices.
 ///
 /// Tile 14×32 (28 zmm accumulators, 2 B vectors, 1 broadcast): per k step 2 B loads and 14
-/// broadcasts feed 28 FMAs, so loads stay under one per FMA-cycle. Kc = 256 keeps one packed B
-/// micro-panel (256×32 floats = 32 KiB) in the 48 KiB L1 while the kernel walks down the rows of
-/// an A block (Mc×Kc ≤ 448 KiB, L2); Nc = 1024 columns bounds the packed B block (1 MiB, L2).
+/// broadcasts feed 28 FMAs, so loads stay under one per FMA-cycle. Kc = 512: a packed B
+/// micro-panel (512×32 floats = 64 KiB) and an A row tile (28 KiB) both stream from L2 (~13 B
+/// per cycle, far under what L2 delivers), and C is loaded and stored half as often as with
+/// Kc = 256 (which keeps the B micro-panel in the 48 KiB L1, but measured 5–10 % slower at one
+/// thread on the dev machine, 1024³ to 4096³ and the BERT shapes; tied at 16 threads on the
+/// H200 host). Mc = 112 rows (A block 224 KiB, L2):
+/// with C rows a multiple of 16 KiB apart (4096 columns) they fall into 8 L2 set groups, and a
+/// 224-row C block no longer stayed in L2 (mc 224 → 112: +3–5 % at 4096³, same at 1024³).
+/// Nc = 1024 columns per packed B block and thread column (2 MiB, shared by the threads, L2/L3).
 #pragma once
 
 #include <cstdint>
@@ -17,13 +23,14 @@ struct GemmBlocking {
   xbyak::Isa isa = xbyak::Isa::Avx512;
   int mr = 14;            ///< Register tile rows.
   int nr = 32;            ///< Register tile columns (= packed panel width).
-  int64_t kc = 256;       ///< K block.
+  int64_t kc = 512;       ///< K block.
   int64_t plain_kc = 32;  ///< K chunk when B is read in place.
   int plain_nr = 64;      ///< Panel width when B is read in place (0: nr); mr shrinks to fit.
   int64_t pack_b_min_row_tiles =
       2;              ///< Pack a (non-transposed) B when a thread has this many row tiles.
-  int64_t mc = 448;   ///< Rows of A per block (multiple of mr).
-  int64_t nc = 1024;  ///< Columns of B per packed block (multiple of nr).
+  int64_t mc = 112;   ///< Rows of A per block (multiple of mr).
+  int64_t nc = 1024;  ///< Columns of B per packed block and thread column (multiple of nr).
+  bool pack_a_always = false;            ///< Pack A whenever reused (else only at lda % 512 == 0).
   int64_t serial_macs = 128 * 128 * 64;  ///< Problems with fewer multiply-adds run on one thread…
   int64_t serial_b_floats = 128 * 1024;  ///< …unless B has at least this many elements.
 };

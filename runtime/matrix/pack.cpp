@@ -1,16 +1,122 @@
 /// \file pack.cpp
-/// \brief Packing B into panels and A into row tiles (see pack.h). Transposed B is moved through
-/// 16×16 blocks so both the reads and the writes stay within a few cache lines.
+/// \brief Packing B into panels and A into row tiles (see pack.h). Transposing copies (Bᵀ, and A
+/// into its [k][row] tiles) go through 16×16 blocks: with AVX-512 a block is 16 masked row loads,
+/// an in-register transpose (8 + 8 + 16 shuffles) and 16 stores, so both sides stay within a few
+/// cache lines; the scalar path walks the same blocks element by element.
 #include "runtime/matrix/pack.h"
+
+#include <immintrin.h>
+
+// GCC 12 warns inside its own avx512fintrin.h (_mm512_undefined_ps) under target attributes.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
 #include "runtime/matrix/gemm.h"
+#include "runtime/matrix/gemm_config.h"
 
 namespace inductor_cpp::matrix {
 namespace {
+
+#define AVX512_FN __attribute__((target("avx512f")))
+
+bool use_avx512() {
+  return gemm_blocking().isa == xbyak::Isa::Avx512;
+}
+
+__mmask16 first_lanes(int64_t n) {
+  return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+}
+
+/// In place: r[j][i] ← r[i][j] for a 16×16 block held in 16 registers.
+AVX512_FN void transpose16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4i + c], 128-bit lane L: column 4L + c of rows 4i .. 4i+3.
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
+    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);
+    const __m512 v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xdd);
+    const __m512 v2 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+    const __m512 v3 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xdd);
+    r[c] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+    r[8 + c] = _mm512_shuffle_f32x4(v0, v2, 0xdd);
+    r[4 + c] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+    r[12 + c] = _mm512_shuffle_f32x4(v1, v3, 0xdd);
+  }
+}
+
+/// dst[r·ld_dst + c] = src[c·ld_src + r] for r < rows, c < cols, with rows ≤ 16 and c < 16: loads
+/// `cols` source rows (masked to `rows` elements), transposes, and stores `rows` destination rows
+/// of `store_width` ≤ 16 floats each, zero-filled past cols.
+AVX512_FN void transpose_block16(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
+                                 float* dst, int64_t ld_dst, int64_t store_width) {
+  __m512 r[16];
+  const __mmask16 load_mask = first_lanes(rows), store_mask = first_lanes(store_width);
+  for (int64_t c = 0; c < 16; ++c)
+    r[c] = c < cols ? _mm512_maskz_loadu_ps(load_mask, src + c * ld_src) : _mm512_setzero_ps();
+  transpose16(r);
+  for (int64_t i = 0; i < rows; ++i) _mm512_mask_storeu_ps(dst + i * ld_dst, store_mask, r[i]);
+}
+
+AVX512_FN void pack_b_rows_avx512(const float* b, int64_t ldb, int64_t k0, int64_t kc, int64_t n0,
+                                  int64_t ncols, int nr, int64_t panel_stride, float* dst) {
+  const int64_t panels = (ncols + nr - 1) / nr;
+  for (int64_t kk = 0; kk < kc; ++kk) {
+    const float* row = b + (k0 + kk) * ldb + n0;
+    for (int64_t p = 0; p < panels; ++p) {
+      float* out = dst + p * panel_stride + kk * nr;
+      const float* in = row + p * nr;
+      const int64_t w = std::min<int64_t>(nr, ncols - p * nr);
+      for (int64_t c = 0; c < nr; c += 16)
+        _mm512_storeu_ps(out + c,
+                         _mm512_maskz_loadu_ps(first_lanes(std::max<int64_t>(0, w - c)), in + c));
+    }
+  }
+}
+
+AVX512_FN void pack_b_transposed_avx512(const float* b, int64_t ldb, int64_t k0, int64_t kc,
+                                        int64_t n0, int64_t ncols, int nr, int64_t panel_stride,
+                                        float* dst) {
+  const int64_t panels = (ncols + nr - 1) / nr;
+  for (int64_t p = 0; p < panels; ++p) {
+    float* panel = dst + p * panel_stride;
+    const int64_t j0 = n0 + p * nr, w = std::min<int64_t>(nr, ncols - p * nr);
+    for (int64_t c0 = 0; c0 < nr; c0 += 16)
+      for (int64_t kk = 0; kk < kc; kk += 16)
+        transpose_block16(b + (j0 + c0) * ldb + k0 + kk, ldb, std::min<int64_t>(16, kc - kk),
+                          std::clamp<int64_t>(w - c0, 0, 16), panel + kk * nr + c0, nr, 16);
+  }
+}
+
+AVX512_FN void pack_a_tiles_avx512(const float* a, int64_t lda, bool trans_a, int64_t m0,
+                                   int64_t rows, int64_t k0, int64_t kc, int mr, float* dst) {
+  for (int64_t t = 0; t * mr < rows; ++t) {
+    float* tile = dst + t * kc * mr;
+    const int64_t i0 = m0 + t * mr, rr = std::min<int64_t>(mr, rows - t * mr);
+    if (trans_a) {
+      const __mmask16 mask = first_lanes(rr);
+      for (int64_t kk = 0; kk < kc; ++kk)
+        _mm512_mask_storeu_ps(tile + kk * mr, mask,
+                              _mm512_maskz_loadu_ps(mask, a + (k0 + kk) * lda + i0));
+      continue;
+    }
+    const float* src = a + i0 * lda + k0;
+    for (int64_t kk = 0; kk < kc; kk += 16)
+      transpose_block16(src + kk, lda, std::min<int64_t>(16, kc - kk), rr, tile + kk * mr, mr, rr);
+  }
+}
 
 /// dst[r·ld_dst + c] = src[c·ld_src + r] for r < rows, c < cols, in 16×16 blocks.
 void transpose_copy(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,
@@ -28,6 +134,10 @@ void transpose_copy(const float* src, int64_t ld_src, int64_t rows, int64_t cols
 
 void pack_b_panels(const float* b, int64_t ldb, bool trans_b, int64_t k0, int64_t kc, int64_t n0,
                    int64_t ncols, int nr, int64_t panel_stride, float* dst) {
+  if (use_avx512() && nr % 16 == 0) {
+    if (trans_b) return pack_b_transposed_avx512(b, ldb, k0, kc, n0, ncols, nr, panel_stride, dst);
+    return pack_b_rows_avx512(b, ldb, k0, kc, n0, ncols, nr, panel_stride, dst);
+  }
   const int64_t panels = (ncols + nr - 1) / nr;
   if (!trans_b) {
     // Row by row across all panels: B is read contiguously (rows are often 4 KiB apart, so
@@ -56,6 +166,8 @@ void pack_b_panels(const float* b, int64_t ldb, bool trans_b, int64_t k0, int64_
 
 void pack_a_tiles(const float* a, int64_t lda, bool trans_a, int64_t m0, int64_t rows, int64_t k0,
                   int64_t kc, int mr, float* dst) {
+  if (use_avx512() && mr <= 16)
+    return pack_a_tiles_avx512(a, lda, trans_a, m0, rows, k0, kc, mr, dst);
   for (int64_t t = 0; t * mr < rows; ++t) {
     float* tile = dst + t * kc * mr;
     const int64_t i0 = m0 + t * mr, rr = std::min<int64_t>(mr, rows - t * mr);

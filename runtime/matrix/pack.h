@@ -1,5 +1,8 @@
 /// \file pack.h
 /// \brief Private to runtime/matrix: copying B panels and A blocks into the kernels' layouts.
+/// Both packers have an AVX-512 path (16×16 register transposes, masked tails) used when the
+/// blocking's ISA is AVX-512 (gemm_config.h), and a scalar path otherwise (AVX2 hosts and the
+/// INDUCTOR_CPP_MATRIX_ISA=avx2 test run, which thereby covers it).
 #pragma once
 
 #include <cstdint>

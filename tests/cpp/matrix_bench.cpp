@@ -1,9 +1,14 @@
 /// \file matrix_bench.cpp
 /// \brief Matrix-library benchmark (plain executable, not a test): measures the FMA peak with a
 /// register-only JIT loop at 1..N threads, then GFLOP/s of GEMM, addmm+bias+relu, skinny and
-/// small GEMMs, pre-packed B and convolutions; prints a table (median of repeats, std::chrono).
-/// Usage: matrix_bench [threads=2] [filter-substring]. Torch comparisons are done from Python.
+/// small GEMMs, pre-packed B, the BERT-base Linear shapes (per-call vs pre-packed weight) and
+/// convolutions; prints a table (median of repeats, std::chrono).
+/// Usage: matrix_bench [threads=2] [gemm|addmm|bert|small|skinny|conv] [reps-scale=1]; the filter
+/// "shape:MxNxK[:bT][:pk][:relu]" times one GEMM and skips the peak loop (for A/B comparisons).
+/// Torch comparisons are done from Python.
 #include <omp.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <xbyak/xbyak.h>
 
 #include <algorithm>
@@ -40,29 +45,64 @@ struct FmaPeakLoop : Xbyak::CodeGenerator {
   }
 };
 
-/// Median and minimum over reps runs after one warm-up.
+/// Median and minimum over reps runs after one warm-up, and the median process CPU time per run
+/// (on a shared machine wall time includes time the scheduler gave to others; CPU time / threads
+/// does not, though it does include spin-waiting).
 struct Timing {
-  double median, best;
+  double median, best, cpu_median;
 };
+
+double process_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
 
 Timing time_runs(const std::function<void()>& fn, int reps) {
   fn();  // warm-up (JIT, page faults, packing buffers)
-  std::vector<double> t;
+  std::vector<double> t, cpu;
   for (int r = 0; r < reps; ++r) {
+    const double c0 = process_cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
     fn();
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    cpu.push_back(process_cpu_seconds() - c0);
   }
   std::sort(t.begin(), t.end());
-  return {t[t.size() / 2], t.front()};
+  std::sort(cpu.begin(), cpu.end());
+  return {t[t.size() / 2], t.front(), cpu[cpu.size() / 2]};
 }
+
+double g_reps_scale = 1;  ///< Third command-line argument: more repeats on a noisy machine.
 
 int reps_for(double flops) {
-  return std::clamp(int(2e10 / std::max(flops, 1.0)), 3, 200);
+  return std::clamp(int(g_reps_scale * 2e10 / std::max(flops, 1.0)), 3, 2000);
 }
 
-std::vector<float> random_vector(size_t n) {
-  std::vector<float> v(n);
+/// Allocator for the operands: with MATRIX_BENCH_HUGEPAGES=1 they are 2 MiB-aligned and
+/// madvise(MADV_HUGEPAGE)d (transparent huge pages in "madvise" mode), to tell TLB effects apart.
+template <class T>
+struct BenchAllocator {
+  using value_type = T;
+  BenchAllocator() = default;
+  template <class U>
+  BenchAllocator(const BenchAllocator<U>&) {}
+  T* allocate(size_t n) {
+    static const bool huge = std::getenv("MATRIX_BENCH_HUGEPAGES") != nullptr;
+    const size_t align = huge ? (2u << 20) : 64,
+                 bytes = (n * sizeof(T) + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, bytes);
+    if (huge) madvise(p, bytes, MADV_HUGEPAGE);
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { std::free(p); }
+  bool operator==(const BenchAllocator&) const { return true; }
+  bool operator!=(const BenchAllocator&) const { return false; }
+};
+using FloatVector = std::vector<float, BenchAllocator<float>>;
+
+FloatVector random_vector(size_t n) {
+  FloatVector v(n);
   uint32_t s = 12345;
   for (float& x : v) {
     s = s * 1664525u + 1013904223u;
@@ -85,10 +125,15 @@ double fma_peak(int threads) {
   return double(iters) * FmaPeakLoop::kChains * 32 * threads / sec / 1e9;
 }
 
+int g_threads = 1;
+
 void row(const char* kind, const std::string& shape, double flops, Timing t, double peak) {
-  std::printf("%-10s %-26s %9.3f ms %9.1f GFLOP/s %6.1f%% of peak   (best %9.1f GFLOP/s)\n", kind,
-              shape.c_str(), t.median * 1e3, flops / t.median / 1e9,
-              100 * flops / t.median / 1e9 / peak, flops / t.best / 1e9);
+  std::printf(
+      "%-10s %-26s %9.3f ms %9.1f GFLOP/s %6.1f%% of peak   (best %9.1f GFLOP/s, per cpu-time "
+      "%9.1f)\n",
+      kind, shape.c_str(), t.median * 1e3, flops / t.median / 1e9,
+      100 * flops / t.median / 1e9 / peak, flops / t.best / 1e9,
+      flops / (t.cpu_median / g_threads) / 1e9);
 }
 
 void bench_gemm(const char* kind, int64_t m, int64_t n, int64_t k, int threads, double peak,
@@ -133,8 +178,17 @@ void bench_conv(const char* name, int64_t n, int64_t h, int64_t w, int64_t c, in
 
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  g_threads = threads;
   const std::string only = argc > 2 ? argv[2] : "";
+  if (argc > 3) g_reps_scale = std::max(0.01, std::atof(argv[3]));
   auto want = [&](const char* what) { return only.empty() || only == what; };
+  if (only.rfind("shape:", 0) == 0) {
+    long m = 0, n = 0, k = 0;
+    if (std::sscanf(only.c_str(), "shape:%ldx%ldx%ld", &m, &n, &k) != 3) return 2;
+    auto has = [&](const char* flag) { return only.find(flag) != std::string::npos; };
+    bench_gemm("shape", m, n, k, threads, 1e9, has(":relu"), has(":pk"), has(":bT"));
+    return 0;
+  }
   std::printf("cpu: %s\n", inductor_cpp::xbyak::cpu_features().describe().c_str());
   double peak = 0;
   for (int t = 1; t <= threads; ++t) {
@@ -145,8 +199,14 @@ int main(int argc, char** argv) {
   if (want("gemm")) {
     for (int64_t s : {1024, 4096}) bench_gemm("gemm", s, s, s, threads, peak, false, false, false);
     bench_gemm("gemm", 1024, 1024, 1024, threads, peak, false, false, true);
-    bench_gemm("gemm-pk", 1024, 1024, 1024, threads, peak, false, true, false);
+    for (int64_t s : {1024, 4096})
+      bench_gemm("gemm-pk", s, s, s, threads, peak, false, true, false);
   }
+  if (want("bert"))  // BERT-base Linear layers at 1024 tokens: op(B) = Wᵀ (an nn.Linear weight).
+    for (auto nk : {std::pair<int64_t, int64_t>{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}}) {
+      bench_gemm("bert", 1024, nk.first, nk.second, threads, peak, false, false, true);
+      bench_gemm("bert-pk", 1024, nk.first, nk.second, threads, peak, false, true, true);
+    }
   if (want("addmm")) bench_gemm("addmm", 1024, 1024, 1024, threads, peak, true, false, false);
   if (want("small"))
     for (int64_t s : {64, 128, 256})

@@ -1,12 +1,16 @@
 /// \file matrix_gemm_test.cpp
 /// \brief GEMM driver against an fp64 reference: fuzzed shapes around the tile sizes (tails,
 /// 1-row / 1-column, leading dimensions ≠ sizes, transposes), canaries around C, pre-packed B,
-/// bmm, every epilogue op (JIT and C++ pass), denormal flushing with MXCSR restored.
+/// bmm, every epilogue op (JIT and C++ pass), denormal flushing with MXCSR restored; thread
+/// counts 1–7 on shapes whose blocks and thread grids split unevenly (cooperative B packing),
+/// run-to-run bit-identity, calls from inside a parallel region, and the packers' layouts.
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <xmmintrin.h>
 
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <random>
@@ -15,6 +19,7 @@
 
 #include "codegen/xbyak/cpu_features.h"
 #include "runtime/matrix/gemm.h"
+#include "runtime/matrix/pack.h"
 
 namespace inductor_cpp::matrix {
 namespace {
@@ -29,6 +34,8 @@ double reference_op(const EpilogueOp& op, double x, int64_t i, int64_t j) {
       return x + op.data[j];
     case EpilogueKind::Scale:
       return x * op.a;
+    case EpilogueKind::ScaleCol:
+      return x * op.data[j];
     case EpilogueKind::Relu:
       return std::max(x, 0.0);
     case EpilogueKind::Gelu:
@@ -160,6 +167,102 @@ TEST_F(GemmTest, SplitKWhenTooFewTiles) {
       gemm_f32(f.p, 2);
       f.check();
     }
+}
+
+TEST_F(GemmTest, ThreadCountsWithUnevenSplits) {
+  // Several B blocks along N (> nc columns) and K (> kc), row and column tails, thread grids that
+  // split M, N or both unevenly (7 threads: 7 × 1 or 1 × 7), per-call packed B (plain and
+  // transposed), a pre-packed B and a B read in place (few rows).
+  struct Shape {
+    int64_t m, n, k;
+  };
+  // Long K (4–5 blocks): the shared B ring (3 slots) is refilled while other threads may still
+  // read the previous block.
+  for (Shape s : {Shape{100, 1060, 300}, Shape{45, 700, 270}, Shape{5, 600, 100},
+                  Shape{31, 97, 700}, Shape{140, 64, 2100}, Shape{40, 500, 1600}})
+    for (bool tb : {false, true})
+      for (int threads : {1, 2, 3, 4, 7}) {
+        Fixture f(s.m, s.n, s.k, threads % 2 == 0, tb, rng);
+        f.p.accumulate = threads == 3;
+        f.p.epilogue = {f.op(EpilogueKind::BiasCol), f.op(EpilogueKind::Relu)};
+        SCOPED_TRACE(std::to_string(threads) + " threads, trans_b " + std::to_string(tb));
+        if (threads == 4) {
+          const PackedB packed = pack_b_f32(f.p.b, f.p.k, f.p.n, f.p.ldb, tb);
+          gemm_f32_packed(f.p, packed, threads);
+        } else {
+          gemm_f32(f.p, threads);
+        }
+        f.check();
+        if (HasFatalFailure()) return;
+      }
+}
+
+TEST_F(GemmTest, SameThreadCountIsBitIdentical) {
+  for (int threads : {2, 3, 7}) {
+    Fixture f(130, 1100, 600, false, true, rng);
+    gemm_f32(f.p, threads);
+    const std::vector<float> first = f.c_frame;
+    for (int rep = 0; rep < 3; ++rep) {
+      for (int64_t i = 0; i < f.p.m; ++i) std::fill_n(f.p.c + i * f.p.ldc, f.p.n, float(rep));
+      gemm_f32(f.p, threads);
+      ASSERT_EQ(std::memcmp(first.data(), f.c_frame.data(), first.size() * sizeof(float)), 0)
+          << threads << " threads, repeat " << rep;
+    }
+  }
+}
+
+TEST_F(GemmTest, CalledFromInsideAParallelRegion) {
+  // Each of two OpenMP threads asks for a 3-thread GEMM; without nesting the inner region would
+  // get a team of one, so the call must run on its thread instead of skipping work.
+  std::vector<std::unique_ptr<Fixture>> fixtures;
+  for (int t = 0; t < 2; ++t)
+    fixtures.push_back(std::make_unique<Fixture>(90 + t, 300, 400, false, t == 1, rng));
+#pragma omp parallel for num_threads(2)
+  for (int t = 0; t < 2; ++t) gemm_f32(fixtures[t]->p, 3);
+  for (auto& f : fixtures) f->check();
+}
+
+TEST_F(GemmTest, PackersMatchTheirLayouts) {
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> src(80 * 90);
+  for (float& x : src) x = dist(rng);
+  const int64_t ld = 90;
+  for (bool trans : {false, true})
+    for (int64_t kc : {1, 16, 37})
+      for (int64_t ncols : {1, 16, 33, 64}) {
+        const int nr = 32;
+        const int64_t panels = (ncols + nr - 1) / nr, stride = kc * nr + 5;
+        std::vector<float> dst(panels * stride, kCanary);
+        pack_b_panels(src.data(), ld, trans, 3, kc, 2, ncols, nr, stride, dst.data());
+        for (int64_t p = 0; p < panels; ++p)
+          for (int64_t kk = 0; kk < kc; ++kk)
+            for (int64_t c = 0; c < nr; ++c) {
+              const int64_t j = 2 + p * nr + c, k = 3 + kk;
+              const float want = p * nr + c >= ncols ? 0.0f
+                                 : trans             ? src[j * ld + k]
+                                                     : src[k * ld + j];
+              ASSERT_EQ(dst[p * stride + kk * nr + c], want)
+                  << "B panel " << p << " k " << kk << " c " << c << " trans " << trans;
+            }
+        for (int64_t p = 0; p < panels; ++p)
+          for (int64_t x = kc * nr; x < stride; ++x) ASSERT_EQ(dst[p * stride + x], kCanary);
+      }
+  for (bool trans : {false, true})
+    for (int64_t rows : {1, 14, 20, 31})
+      for (int64_t kc : {1, 17, 40}) {
+        const int mr = 14;
+        std::vector<float> dst(((rows + mr - 1) / mr) * kc * mr + 8, kCanary);
+        pack_a_tiles(src.data(), ld, trans, 4, rows, 5, kc, mr, dst.data());
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t kk = 0; kk < kc; ++kk) {
+            const int64_t r = 4 + i, k = 5 + kk;
+            ASSERT_EQ(dst[(i / mr) * kc * mr + kk * mr + i % mr],
+                      trans ? src[k * ld + r] : src[r * ld + k])
+                << "A row " << i << " k " << kk << " trans " << trans;
+          }
+        const int64_t used = (rows / mr) * kc * mr + (rows % mr ? (kc - 1) * mr + rows % mr : 0);
+        for (size_t x = used; x < dst.size(); ++x) ASSERT_EQ(dst[x], kCanary) << "past A tiles";
+      }
 }
 
 TEST_F(GemmTest, PowerOfTwoLeadingDimensionPacksA) {

@@ -1,0 +1,450 @@
+/// \file gemm_driver.cpp
+/// \brief The fp32 GEMM driver (see gemm_driver.h): plan (kernels, B source, A packing, K and N
+/// blocking), the tm × tn thread grid, and the per-thread loop over the team's B blocks with
+/// cooperative packing into a shared double buffer.
+#include "runtime/matrix/gemm_driver.h"
+
+#include <omp.h>
+#include <xmmintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include "codegen/xbyak/cpu_features.h"
+#include "codegen/xbyak/microkernel.h"
+#include "runtime/matrix/epilogue.h"
+#include "runtime/matrix/gemm_config.h"
+#include "runtime/matrix/pack.h"
+
+namespace inductor_cpp::matrix {
+namespace {
+
+using xbyak::MicroKernelArgs;
+using xbyak::MicroKernelDesc;
+using xbyak::MicroKernelFn;
+
+enum Phase { kOnly, kFirst, kMiddle, kLast, kNumPhases };
+
+/// Where the kernels read B from.
+enum class BSource {
+  Prepacked,  ///< The caller's PackedB (read-only, shared by all threads).
+  Shared,     ///< Packed per call, block by block, by the whole team into one shared buffer.
+  Plain,      ///< Read in place (few row tiles: packing would not pay off).
+};
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+/// Per-thread scratch that grows and is reused across calls (OpenMP workers persist). `a` is the
+/// thread's packed A block; `shared_b` is the team's B double buffer when this thread is the
+/// caller. No gemm call runs nested inside another on one thread.
+struct Scratch {
+  struct Buffer {
+    float* data = nullptr;
+    size_t size = 0;
+    ~Buffer() { std::free(data); }
+    float* get(size_t floats) {
+      if (floats <= size) return data;
+      std::free(data);
+      size = floats;
+      data = static_cast<float*>(std::aligned_alloc(64, (floats * 4 + 63) / 64 * 64));
+      return data;
+    }
+  };
+  Buffer a, shared_b;
+};
+Scratch& thread_scratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
+/// The static partition: a tm × tn grid of threads; thread row ti owns a contiguous range of
+/// rows (thread_rows), thread column tj a contiguous range of the column panels of every B block.
+struct Grid {
+  int threads = 1, tm = 1, tn = 1;
+  int64_t m = 0, mr = 1, tiles_m = 0, tiles_n = 0;
+  int64_t row_tiles_per_thread() const { return ceil_div(ceil_div(m, tm), mr); }
+  int64_t panels_per_thread() const { return ceil_div(tiles_n, tn); }
+};
+
+Grid partition(const GemmBlocking& blk, const GemmProblem& p, int num_threads) {
+  Grid g;
+  g.m = p.m;
+  g.mr = blk.mr;
+  g.tiles_m = ceil_div(p.m, blk.mr);
+  g.tiles_n = ceil_div(p.n, blk.nr);
+  g.threads = std::max(1, num_threads);
+  // Small problems run on the caller, unless B is big enough that reading it is the cost (skinny
+  // M): then two cores' cache bandwidth beats one.
+  if (p.m * p.n * std::max<int64_t>(p.k, 1) < blk.serial_macs && p.n * p.k < blk.serial_b_floats)
+    g.threads = 1;
+  g.threads = int(std::min<int64_t>(g.threads, g.tiles_m * g.tiles_n));
+  choose_grid(g.tiles_m, g.tiles_n, g.threads, g.tm, g.tn);
+  return g;
+}
+
+/// Everything the workers share for one call (read-only once built).
+struct Plan {
+  const GemmProblem* p = nullptr;
+  const PackedB* packed = nullptr;
+  GemmBlocking blk;
+  Grid grid;
+  BSource b_source = BSource::Plain;
+  bool pack_a = false;
+  int64_t kc = 0, nkb = 1;  ///< K block and number of K blocks.
+  int64_t nc = 0;           ///< Columns per B block (a multiple of nr), split over tn.
+  int64_t pack_chunk = 1;   ///< Panels packed together (BSource::Shared).
+  bool private_b = false;   ///< BSource::Shared, but each thread packs its own copy.
+  size_t jit_epilogue = 0;
+  /// [phase][row kind][column tail]: row kind 0 = mr rows, 1 and 2 = the (at most two) row
+  /// counts of the threads' last tiles (thread row ranges need not be multiples of mr).
+  MicroKernelFn kernels[kNumPhases][3][2] = {};
+  int tail_rows[2] = {0, 0};
+  int row_kind(int rows) const { return rows == blk.mr ? 0 : rows == tail_rows[0] ? 1 : 2; }
+};
+
+/// Rows [m0, m1) of thread row ti: an even split of M in rows, not tiles (1024 rows on 16
+/// threads: 64 each = 4 tiles + 8 rows, instead of 5 tiles on some threads and 4 on others).
+void thread_rows(const Plan& plan, int ti, int64_t& m0, int64_t& m1) {
+  const int64_t m = plan.p->m, tm = plan.grid.tm;
+  m0 = ti * m / tm;
+  m1 = (ti + 1) * m / tm;
+}
+
+MicroKernelFn kernel_for(const Plan& plan, Phase phase, int rows, int cols) {
+  const GemmProblem& p = *plan.p;
+  MicroKernelDesc d;
+  d.isa = plan.blk.isa;
+  d.mr = rows;
+  d.nr = cols;
+  d.k = 0;
+  d.a_row_stride = plan.pack_a ? 1 : p.lda;
+  d.a_k_stride = plan.pack_a ? plan.blk.mr : 1;
+  const bool b_packed = plan.b_source != BSource::Plain;
+  d.ldb = b_packed ? plan.blk.nr : p.ldb;
+  d.b_layout = b_packed ? xbyak::BLayout::Packed : xbyak::BLayout::Plain;
+  d.ldc = p.ldc;
+  d.alpha = p.alpha;
+  d.accumulate = (phase == kOnly || phase == kFirst) ? p.accumulate : true;
+  if (phase == kOnly || phase == kLast) d.epilogue = kernel_epilogue(p.epilogue, plan.jit_epilogue);
+  return xbyak::get_microkernel(d);
+}
+
+void select_kernels(Plan& plan) {
+  const GemmProblem& p = *plan.p;
+  const int mr = plan.blk.mr, nr = plan.blk.nr;
+  int tails = 0;
+  for (int ti = 0; ti < plan.grid.tm; ++ti) {
+    int64_t m0, m1;
+    thread_rows(plan, ti, m0, m1);
+    const int tail = int((m1 - m0) % mr);
+    if (tail && tail != plan.tail_rows[0] && tail != plan.tail_rows[1]) {
+      if (tails == 2) throw std::logic_error("gemm: more than two row tails");
+      plan.tail_rows[tails++] = tail;
+    }
+  }
+  const int col_tail = int(p.n % nr);
+  const bool phases[kNumPhases] = {plan.nkb == 1, plan.nkb > 1, plan.nkb > 2, plan.nkb > 1};
+  for (int ph = 0; ph < kNumPhases; ++ph) {
+    if (!phases[ph]) continue;
+    for (int rk = 0; rk < 3; ++rk)
+      for (int ct = 0; ct < 2; ++ct) {
+        const int rows = rk ? plan.tail_rows[rk - 1] : int(std::min<int64_t>(mr, p.m));
+        const int cols = ct ? col_tail : std::min<int64_t>(nr, p.n);
+        if (rows == 0 || cols == 0) continue;
+        plan.kernels[ph][rk][ct] = kernel_for(plan, Phase(ph), rows, cols);
+      }
+  }
+}
+
+Plan make_plan(const GemmProblem& p, const PackedB* packed, int num_threads) {
+  Plan plan;
+  plan.p = &p;
+  plan.packed = packed;
+  plan.blk = gemm_blocking();
+  if (packed && packed->panel_width() != plan.blk.nr)
+    throw std::invalid_argument("gemm: PackedB panel width mismatch");
+  Grid g = partition(plan.blk, p, num_threads);
+  const bool pack_b =
+      !packed && (p.trans_b || g.row_tiles_per_thread() >= plan.blk.pack_b_min_row_tiles);
+  if (!packed && !pack_b && plan.blk.plain_nr > 0 && p.n >= plan.blk.plain_nr &&
+      p.m <= xbyak::max_rows(plan.blk.isa, plan.blk.plain_nr)) {
+    // B read in place by one short row tile (M ≤ 6): wider panels read longer runs of each B row
+    // per kernel (measured: helps M = 1, hurts M = 8 split into 6 + 2 rows).
+    plan.blk.nr = plan.blk.plain_nr;
+    plan.blk.mr = std::min(plan.blk.mr, xbyak::max_rows(plan.blk.isa, plan.blk.nr));
+    plan.blk.mc = std::max<int64_t>(1, plan.blk.mc / plan.blk.mr) * plan.blk.mr;
+    g = partition(plan.blk, p, num_threads);
+  }
+  plan.grid = g;
+  plan.b_source = packed ? BSource::Prepacked : pack_b ? BSource::Shared : BSource::Plain;
+  // Pack A into row tiles when it is transposed, or reused across column panels while its rows
+  // are a multiple of 2 KiB apart (they would then share one or two L1 sets: 14 rows, 12 ways),
+  // or always when the blocking says so (tuning knob).
+  plan.pack_a = p.trans_a || (p.m > 1 && g.panels_per_thread() >= 2 &&
+                              (plan.blk.pack_a_always || p.lda % 512 == 0));
+  // Packed B: K blocks of kc (gemm_config.h). One row tile per thread: no reuse of a B panel
+  // across row tiles, so the whole K (C written once), up to 2·kc for a shared B (its ring
+  // holds 3 blocks). Plain B (few row tiles, read in place): short K chunks, so that consecutive
+  // kernels walk along the rows of B (a few parallel streams) instead of down its columns.
+  const int64_t kc_target = plan.b_source == BSource::Plain ? plan.blk.plain_kc
+                            : g.row_tiles_per_thread() > 1  ? plan.blk.kc
+                            : plan.b_source == BSource::Shared && p.k > 2 * plan.blk.kc
+                                ? plan.blk.kc
+                                : p.k;
+  plan.nkb = std::max<int64_t>(1, ceil_div(p.k, std::max<int64_t>(kc_target, 1)));
+  plan.kc = std::max<int64_t>(1, ceil_div(p.k, plan.nkb));
+  // A B block spans nc columns per thread column, so each thread's share of a block is about
+  // nc wide whatever tn is (and a pure N split has as few blocks as an M split).
+  const int nr = plan.blk.nr;
+  plan.nc = std::min(ceil_div(p.n, nr), ceil_div(plan.blk.nc, nr) * g.tn) * nr;
+  // Small B (< 64 Ki floats per thread column, e.g. 128³): each thread packs its own copy; the
+  // threads' wake-up skew and pulling freshly written panels from another core's cache cost
+  // more than packing it twice (128³ at 2 threads: 195 → 280 GFLOP/s).
+  plan.private_b = plan.b_source == BSource::Shared && p.k * ceil_div(p.n, g.tn) < 64 * 1024;
+  // Shared B chunks: up to 4 panels, but at least one chunk per thread of a thread column.
+  plan.pack_chunk = std::clamp<int64_t>(plan.nc / nr / g.tn / g.tm, 1, 4);
+  plan.jit_epilogue = jit_epilogue_prefix(p.epilogue);
+  select_kernels(plan);
+  return plan;
+}
+
+/// The shared B of one call (BSource::Shared): a ring of `slots` block buffers and, per slot and
+/// panel, a state word: 2s + 1 while a thread packs the panel for step s, 2s + 2 once it is
+/// ready (steps count the (nc, kc) blocks from 0). Whoever first needs a panel packs it; the
+/// others wait for it. Before a slot is refilled for step s, every thread of the panel's thread
+/// column must have finished step s − slots (`done` counts each thread's finished steps).
+struct SharedB {
+  static constexpr int kSlots = 3;
+  int tm = 1, tn = 1;  ///< The readers' grid (1 × 1 for a thread's private copy).
+  float* data = nullptr;
+  size_t slot_floats = 0;                               ///< kc · nc.
+  int64_t block_panels = 0;                             ///< Panels per block (nc / nr).
+  std::unique_ptr<std::atomic<int64_t>[]> panel_state;  ///< kSlots × block_panels.
+  struct alignas(64) Counter {
+    std::atomic<int64_t> steps{0};
+  };
+  std::unique_ptr<Counter[]> done;  ///< Per thread (ti · tn + tj); "infinite" without rows.
+
+  /// Sets up the ring for the readers' grid tm × tn (thread t = ti · tn + tj reads panels of
+  /// thread column tj); `data` holds kSlots blocks.
+  void init(const Plan& plan, float* ring, int readers_tm, int readers_tn) {
+    tm = readers_tm, tn = readers_tn;
+    data = ring;
+    slot_floats = size_t(plan.kc) * plan.nc;
+    block_panels = plan.nc / plan.blk.nr;
+    const int64_t states = kSlots * block_panels;
+    panel_state.reset(new std::atomic<int64_t>[states]);
+    for (int64_t i = 0; i < states; ++i) panel_state[i].store(0, std::memory_order_relaxed);
+    done.reset(new Counter[tm * tn]);
+  }
+  Counter& progress(int ti, int tj) { return done[(ti % tm) * tn + tj % tn]; }
+};
+
+/// Spin with pause, yielding the core after a while (the thread we wait for may need it).
+template <class Ready>
+void spin_until(Ready ready) {
+  for (int spins = 0; !ready(); ++spins) {
+    _mm_pause();
+    if (spins > 2000) std::this_thread::yield();
+  }
+}
+
+/// The packed panel `panel` of step `step` (index within the block; the thread's panels of the
+/// block are [p0, p1)), packing its chunk of plan.pack_chunk panels if nobody has. Chunks are
+/// claimed rather than single panels so that a plain B is read in runs of a few hundred bytes
+/// per row (one 128-byte panel row per 4 KiB-apart B row was 4 % slower).
+const float* shared_panel(const Plan& plan, SharedB& sb, int64_t step, int tj, int64_t nc0,
+                          int64_t p0, int64_t p1, int64_t panel, int64_t k0, int64_t kcur) {
+  const GemmProblem& p = *plan.p;
+  const int nr = plan.blk.nr;
+  const int64_t slot = step % SharedB::kSlots;
+  float* block = sb.data + slot * sb.slot_floats;
+  const int64_t c0 = p0 + (panel - p0) / plan.pack_chunk * plan.pack_chunk,
+                c1 = std::min(p1, c0 + plan.pack_chunk);
+  std::atomic<int64_t>& state = sb.panel_state[slot * sb.block_panels + c0];
+  const int64_t claimed = 2 * step + 1, ready = 2 * step + 2;
+  int64_t seen = state.load(std::memory_order_acquire);
+  while (seen != ready) {
+    if (seen == claimed) {
+      spin_until([&] { return state.load(std::memory_order_acquire) == ready; });
+      break;
+    }
+    if (step >= SharedB::kSlots) {  // the slot's previous block must be released by its readers
+      for (int ti = 0; ti < sb.tm; ++ti) {
+        const std::atomic<int64_t>& done = sb.progress(ti, tj).steps;
+        spin_until([&] { return done.load(std::memory_order_acquire) > step - SharedB::kSlots; });
+      }
+    }
+    if (state.compare_exchange_strong(seen, claimed, std::memory_order_acq_rel)) {
+      const int64_t j = nc0 + c0 * nr;
+      pack_b_panels(p.b, p.ldb, p.trans_b, k0, kcur, j, std::min<int64_t>((c1 - c0) * nr, p.n - j),
+                    nr, kcur * nr, block + c0 * kcur * nr);
+      state.store(ready, std::memory_order_release);
+      break;
+    }
+  }
+  return block + panel * kcur * nr;
+}
+
+/// One thread's share of one B block: rows [m0, m1) × panels [p0, p1) of the block starting at
+/// column nc0, K range [k0, k0 + kcur). The panels are walked from `first` on (cyclically), so
+/// that the threads sharing them start on different ones (and pack those).
+void compute_block(const Plan& plan, Phase phase, int64_t step, int tj, int64_t m0, int64_t m1,
+                   int64_t nc0, int64_t p0, int64_t p1, int64_t first, int64_t k0, int64_t kcur,
+                   SharedB* sb, float* a_buf) {
+  const GemmProblem& p = *plan.p;
+  const GemmBlocking& blk = plan.blk;
+  const int mr = blk.mr, nr = blk.nr;
+  const bool epilogue_now = phase == kOnly || phase == kLast;
+  const float* epilogue_data[16] = {};
+  for (int64_t mc0 = m0; mc0 < m1; mc0 += blk.mc) {
+    const int64_t mc1 = std::min(m1, mc0 + blk.mc);
+    const float* a_block = p.a + mc0 * p.lda + k0;
+    int64_t a_tile_stride = mr * p.lda;  // from one row tile to the next
+    if (plan.pack_a) {
+      pack_a_tiles(p.a, p.lda, p.trans_a, mc0, mc1 - mc0, k0, kcur, mr, a_buf);
+      a_block = a_buf;
+      a_tile_stride = mr * kcur;
+    }
+    for (int64_t n = 0; n < p1 - p0; ++n) {
+      const int64_t panel = p0 + (first - p0 + n) % (p1 - p0);
+      const int64_t j = nc0 + panel * nr;
+      const int cols = int(std::min<int64_t>(nr, p.n - j));
+      const float* b_ptr = plan.b_source == BSource::Prepacked
+                               ? plan.packed->panel(j / nr) + k0 * nr
+                           : plan.b_source == BSource::Shared
+                               ? shared_panel(plan, *sb, step, tj, nc0, p0, p1, panel, k0, kcur)
+                               : p.b + k0 * p.ldb + j;
+      for (int64_t i = mc0; i < mc1; i += mr) {
+        const int rows = int(std::min<int64_t>(mr, mc1 - i));
+        const float* a_ptr = a_block + (i - mc0) / mr * a_tile_stride;
+        float* c_ptr = p.c + i * p.ldc + j;
+        MicroKernelArgs args;
+        args.a = &a_ptr;
+        args.b = &b_ptr;
+        args.batch = 1;
+        args.c = c_ptr;
+        args.k = kcur;
+        if (epilogue_now) {
+          for (size_t e = 0; e < plan.jit_epilogue; ++e)
+            epilogue_data[e] = epilogue_tile_data(p.epilogue[e], i, j);
+          args.epilogue_data = epilogue_data;
+        }
+        plan.kernels[phase][plan.row_kind(rows)][cols != nr](&args);
+        if (epilogue_now && plan.jit_epilogue < p.epilogue.size())
+          apply_epilogue_tile(c_ptr, p.ldc, rows, cols, i, j, p.epilogue, plan.jit_epilogue);
+      }
+    }
+  }
+}
+
+/// Thread t of the team: walks every B block (steps), computing its rows × its panels of each.
+void work(const Plan& plan, int t, SharedB* sb) {
+  const GemmProblem& p = *plan.p;
+  const Grid& g = plan.grid;
+  const int mr = plan.blk.mr, nr = plan.blk.nr;
+  const int ti = t / g.tn, tj = t % g.tn;
+  int64_t m0, m1;
+  thread_rows(plan, ti, m0, m1);
+  if (m0 >= m1) return;
+  float* a_buf = nullptr;
+  if (plan.pack_a)
+    a_buf =
+        thread_scratch().a.get(size_t(ceil_div(std::min(plan.blk.mc, m1 - m0), mr) * mr * plan.kc));
+  SharedB private_b;  // BSource::Shared with plan.private_b: this thread's own packed copy
+  if (plan.private_b) {
+    private_b.init(plan, thread_scratch().shared_b.get(SharedB::kSlots * size_t(plan.kc) * plan.nc),
+                   1, 1);
+    sb = &private_b;
+  }
+  int64_t step = 0;
+  for (int64_t nc0 = 0; nc0 < p.n; nc0 += plan.nc) {
+    const int64_t panels = ceil_div(std::min(p.n - nc0, plan.nc), nr);
+    const int64_t p0 = tj * panels / g.tn, p1 = (tj + 1) * panels / g.tn;
+    const int64_t first =
+        p0 + ti * (p1 - p0) / g.tm / plan.pack_chunk * plan.pack_chunk;  // a chunk's start
+    for (int64_t kb = 0; kb < plan.nkb; ++kb, ++step) {
+      const int64_t k0 = kb * plan.kc, kcur = std::min(plan.kc, p.k - k0);
+      const Phase phase = plan.nkb == 1        ? kOnly
+                          : kb == 0            ? kFirst
+                          : kb + 1 == plan.nkb ? kLast
+                                               : kMiddle;
+      if (p0 < p1)
+        compute_block(plan, phase, step, tj, m0, m1, nc0, p0, p1, first, k0, kcur, sb, a_buf);
+      if (sb) sb->progress(ti, tj).steps.store(step + 1, std::memory_order_release);
+    }
+  }
+}
+
+/// Whether a parallel region opened here would get a team of one (already inside an active
+/// region with nesting unavailable).
+bool nested_region_is_serial() {
+  return omp_get_active_level() >= omp_get_max_active_levels();
+}
+
+}  // namespace
+
+void check_gemm_problem(const GemmProblem& p) {
+  if (p.m < 0 || p.n < 0 || p.k < 0) throw std::invalid_argument("gemm: negative size");
+  if (!p.c || p.ldc < p.n) throw std::invalid_argument("gemm: bad C / ldc");
+  if (p.k > 0 && (!p.a || p.lda < (p.trans_a ? p.m : p.k)))
+    throw std::invalid_argument("gemm: bad A / lda");
+  if (p.epilogue.size() > 16) throw std::invalid_argument("gemm: more than 16 epilogue ops");
+  for (const EpilogueOp& op : p.epilogue) {
+    if (epilogue_needs_data(op.kind) && !op.data)
+      throw std::invalid_argument("gemm: epilogue op without data");
+    if (op.kind == EpilogueKind::AddResidual && op.ld < p.n)
+      throw std::invalid_argument("gemm: residual ld < n");
+  }
+  const auto& cpu = xbyak::cpu_features();
+  if (!cpu.avx512 && !cpu.avx2) throw std::runtime_error("gemm: needs AVX2+FMA or AVX-512");
+}
+
+void run_gemm_f32(const GemmProblem& p, const PackedB* packed, int num_threads) {
+  check_gemm_problem(p);
+  if (p.m == 0 || p.n == 0) return;
+  if (num_threads > 1 && nested_region_is_serial()) num_threads = 1;
+  const Plan plan = make_plan(p, packed, num_threads);
+  SharedB shared;
+  const bool team_shares_b = plan.b_source == BSource::Shared && !plan.private_b;
+  if (team_shares_b) {
+    const Grid& g = plan.grid;
+    shared.init(plan, thread_scratch().shared_b.get(SharedB::kSlots * size_t(plan.kc) * plan.nc),
+                g.tm, g.tn);
+    for (int ti = 0; ti < g.tm; ++ti) {
+      int64_t m0, m1;
+      thread_rows(plan, ti, m0, m1);
+      if (m0 < m1) continue;
+      for (int tj = 0; tj < g.tn; ++tj)
+        shared.progress(ti, tj).steps.store(INT64_MAX, std::memory_order_relaxed);
+    }
+  }
+  SharedB* sb = team_shares_b ? &shared : nullptr;
+  auto worker = [&](int t) {
+    const unsigned saved_csr = _mm_getcsr();
+    if (p.flush_denormals) _mm_setcsr(saved_csr | 0x8040);  // FTZ | DAZ
+    work(plan, t, sb);
+    _mm_setcsr(saved_csr);
+  };
+  if (plan.grid.threads == 1) return worker(0);
+  // The runtime may still give a smaller team (thread limit, dynamic adjustment): the partition
+  // needs exactly grid.threads, so then the call reruns on this thread.
+  std::atomic<bool> short_team{false};
+#pragma omp parallel num_threads(plan.grid.threads)
+  {
+    if (omp_get_num_threads() != plan.grid.threads)
+      short_team = true;
+    else
+      worker(omp_get_thread_num());
+  }
+  if (short_team) run_gemm_f32(p, packed, 1);
+}
+
+}  // namespace inductor_cpp::matrix
