@@ -136,6 +136,9 @@ void finish_plan(const ir::Graph& g, SlotTable& slots, runtime::Plan& plan) {
       for (int32_t slot : {m.a, m.b, m.out.slot}) note_uses(PlanArg::of_slot(slot), step, last_use);
       for (const runtime::MatmulEpilogue& e : m.epilogue) {
         if (e.slot >= 0) note_uses(PlanArg::of_slot(e.slot), step, last_use);
+        for (int32_t p : e.params) {
+          if (p >= 0) note_uses(PlanArg::of_slot(p), step, last_use);
+        }
       }
       continue;
     }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "inductor/lower/lower_graph.h"
+#include "inductor/plan_batch_norm.h"
 #include "inductor/plan_epilogue.h"
 #include "runtime/matrix/conv.h"
 
@@ -133,19 +134,41 @@ std::optional<MatmulMatch> match_conv(
   if (bias.kind != Arg::Kind::None)
     launch.epilogue.push_back({"bias_col", slot_of_buffer(buffer_name_of(bias)), 0, 0});
   auto absorbed = absorbable(g, program, step_index, n, conv->out, is_channels_last, into_inputs,
-                             slot_of_buffer);
-  const std::string written = absorbed ? absorbed->written : buffer_name_of(Arg::value(n, 0));
+                             slot_of_buffer, /*batch_norm=*/true);
+  std::string written = absorbed ? absorbed->written : buffer_name_of(Arg::value(n, 0));
+  std::vector<int64_t> strides = absorbed ? absorbed->strides : conv->out.strides;
+  if (!absorbed) {  // two convolutions feeding one kernel (plan_batch_norm.h)
+    const auto conv_output = [&](size_t s) -> std::optional<StaticMeta> {
+      const ir::ScheduledStep& step = program.steps.at(s);
+      std::string ignored;
+      if (step.kind != ir::ScheduledStep::Kind::Extern || step.call.view ||
+          step.call.graph_node < 0)
+        return std::nullopt;
+      const auto other = runnable_conv(g, step.call.graph_node, ignored);
+      if (!other) return std::nullopt;
+      return other->out;
+    };
+    if (auto pair =
+            paired_absorption(g, program, step_index, conv_output, into_inputs, slot_of_buffer)) {
+      if (pair->first_step == step_index) {
+        launch.epilogue.push_back(pair->first_op);
+        launch.nodes.insert(launch.nodes.end(), pair->first_nodes.begin(), pair->first_nodes.end());
+        written = pair->first_written;
+        strides = pair->first_strides;
+      } else {
+        absorbed = std::move(pair->second);
+        written = absorbed->written;
+        strides = absorbed->strides;
+      }
+    }
+  }
   if (absorbed) {
     launch.epilogue.insert(launch.epilogue.end(), absorbed->ops.begin(), absorbed->ops.end());
     launch.nodes.insert(launch.nodes.end(), absorbed->nodes.begin(), absorbed->nodes.end());
     match.absorbed_step = absorbed->step;
   }
-  launch.out = runtime::BufferAlloc{slot_of_buffer(written),
-                                    conv->out.sizes,
-                                    absorbed ? absorbed->strides : conv->out.strides,
-                                    "float32",
-                                    "cpu",
-                                    -1};
+  launch.out =
+      runtime::BufferAlloc{slot_of_buffer(written), conv->out.sizes, strides, "float32", "cpu", -1};
   return match;
 }
 

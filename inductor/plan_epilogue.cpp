@@ -6,6 +6,7 @@
 #include <cfloat>
 
 #include "inductor/lower/lower_graph.h"
+#include "inductor/plan_batch_norm.h"
 
 namespace inductor_cpp::inductor::matrix_plan {
 
@@ -88,6 +89,28 @@ std::optional<runtime::MatmulEpilogue> epilogue_op_of(const ir::Node& act, int64
   return std::nullopt;
 }
 
+}  // namespace
+
+int64_t numel(const std::vector<int64_t>& sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+/// True when node `act` only reshapes node `prev`'s dense row-major output into another dense
+/// row-major tensor (the same elements in the same memory order), e.g. the view Dynamo puts
+/// between a Linear's addmm on [B·S, N] and a GELU on [B, S, N]: for the epilogue, nothing.
+bool is_row_major_reshape(const ir::Graph& g, int32_t act, int64_t prev) {
+  const ir::Node& node = g.nodes[act];
+  const std::string op = op_name(node.op);
+  if (op != "aten::view" && op != "aten::_unsafe_view" && op != "aten::reshape") return false;
+  if (node.args.empty() || !is_value(node.args[0], prev, 0)) return false;
+  const auto in = meta_of(g, node.args[0]);
+  const auto out = meta_of(g, Arg::value(act, 0));
+  return in && out && is_row_major(*in) && is_row_major(*out) &&
+         numel(in->sizes) == numel(out->sizes) && in->dtype == out->dtype;
+}
+
 std::set<std::string> buffers_read(const ir::ScheduledStep& s) {
   std::set<std::string> out;
   if (s.kind == ir::ScheduledStep::Kind::Extern) {
@@ -98,6 +121,8 @@ std::set<std::string> buffers_read(const ir::ScheduledStep& s) {
   for (const std::string& w : s.writes) out.erase(w);
   return out;
 }
+
+namespace {
 
 bool writes(const ir::ScheduledStep& s, const std::string& buffer) {
   const std::vector<std::string>& out =
@@ -115,7 +140,8 @@ bool ready_before(const ir::ScheduledProgram& program, const std::string& buffer
   return false;
 }
 
-/// True when graph node `node`'s value is read by node `next` (once) and nothing else.
+}  // namespace
+
 bool only_read_by(const ir::Graph& g, const ir::ScheduledProgram& program, int32_t node,
                   int32_t next) {
   if (std::count(program.outputs.begin(), program.outputs.end(),
@@ -130,8 +156,6 @@ bool only_read_by(const ir::Graph& g, const ir::ScheduledProgram& program, int32
   }
   return true;
 }
-
-}  // namespace
 
 std::optional<StaticMeta> meta_of(const ir::Graph& g, const Arg& a) {
   const ir::TensorMeta* m = nullptr;
@@ -212,12 +236,8 @@ std::string op_name(const std::string& op) {
   return op;
 }
 
-std::optional<Absorbed> absorbable(
-    const ir::Graph& g, const ir::ScheduledProgram& program, size_t index, int64_t producer,
-    const StaticMeta& out_meta, const std::function<bool(const StaticMeta&)>& layout_ok,
-    const std::set<std::string>& into_inputs,
-    const std::function<int32_t(const std::string&)>& slot_of_buffer) {
-  constexpr size_t kMaxOps = 8;
+std::optional<size_t> sole_reader_kernel(const ir::Graph& g, const ir::ScheduledProgram& program,
+                                         size_t index, int64_t producer) {
   const std::string out = buffer_name_of(Arg::value(producer, 0));
   if (std::count(program.outputs.begin(), program.outputs.end(), out)) return std::nullopt;
   for (const Arg& o : g.outputs) {
@@ -231,49 +251,112 @@ std::optional<Absorbed> absorbable(
   }
   if (!reader || *reader < index) return std::nullopt;
   const ir::ScheduledStep& k = program.steps[*reader];
+  if (k.kind != ir::ScheduledStep::Kind::Kernel || k.writes.size() != 1 || k.graph_nodes.empty())
+    return std::nullopt;
+  return reader;
+}
+
+std::optional<Absorbed> absorbable(const ir::Graph& g, const ir::ScheduledProgram& program,
+                                   size_t index, int64_t producer, const StaticMeta& out_meta,
+                                   const std::function<bool(const StaticMeta&)>& layout_ok,
+                                   const std::set<std::string>& into_inputs,
+                                   const std::function<int32_t(const std::string&)>& slot_of_buffer,
+                                   bool batch_norm, const Materialized* materialized,
+                                   bool allow_reshapes) {
+  constexpr size_t kMaxOps = 8;
+  const std::string out = buffer_name_of(Arg::value(producer, 0));
+  const auto reader = sole_reader_kernel(g, program, index, producer);
+  if (!reader) return std::nullopt;
+  const ir::ScheduledStep& k = program.steps[*reader];
   if (k.kind != ir::ScheduledStep::Kind::Kernel || k.writes.size() != 1 || k.graph_nodes.empty() ||
-      k.graph_nodes.size() > kMaxOps || into_inputs.count(k.writes[0]))
+      into_inputs.count(k.writes[0]))
     return std::nullopt;
   // graph_nodes is sorted: a chain's topological order.
   Absorbed result;
   std::set<std::string> expected_reads{out};
   int64_t prev = producer;
-  for (size_t i = 0; i < k.graph_nodes.size(); ++i) {
-    const int32_t n = k.graph_nodes[i];
+  std::vector<int32_t> chain;  // the nodes left for epilogue_op_of
+  for (int32_t n : k.graph_nodes) {
+    if (!materialized || !materialized->nodes.count(n)) chain.push_back(n);
+  }
+  if (materialized) expected_reads.insert(materialized->reads.begin(), materialized->reads.end());
+  if (batch_norm) {
+    // The batch norm's first node is the kernel's first node reading the output.
+    const auto first = std::find_if(k.graph_nodes.begin(), k.graph_nodes.end(), [&](int32_t n) {
+      return n >= 0 && n < static_cast<int32_t>(g.nodes.size()) && mentions(g.nodes[n], producer);
+    });
+    std::optional<BatchNormMatch> bn;
+    if (first != k.graph_nodes.end())
+      bn = match_batch_norm(g, producer, *first, out_meta.sizes, slot_of_buffer);
+    if (bn) {
+      const std::set<int32_t> computed(k.graph_nodes.begin(), k.graph_nodes.end());
+      for (size_t i = 0; i < bn->chain.size(); ++i) {
+        const int32_t n = bn->chain[i];
+        if (!computed.count(n)) return std::nullopt;
+        // Read by the next chain node only (the last by the next epilogue op, checked below).
+        if (i + 1 < bn->chain.size() && !only_read_by(g, program, n, bn->chain[i + 1]))
+          return std::nullopt;
+      }
+      std::vector<int32_t> rest;
+      for (int32_t n : chain) {
+        if (!bn->helpers.count(n) &&
+            std::find(bn->chain.begin(), bn->chain.end(), n) == bn->chain.end())
+          rest.push_back(n);
+      }
+      chain = std::move(rest);
+      if (!chain.empty() && !only_read_by(g, program, bn->chain.back(), chain.front()))
+        return std::nullopt;
+      result.ops.push_back(bn->op);
+      expected_reads.insert(bn->reads.begin(), bn->reads.end());
+      prev = bn->chain.back();
+    }
+  }
+  if (chain.size() > kMaxOps) return std::nullopt;
+  std::vector<int64_t> chain_sizes = out_meta.sizes;  // a reshape in the chain changes them
+  for (size_t i = 0; i < chain.size(); ++i) {
+    const int32_t n = chain[i];
     if (n < 0 || n >= static_cast<int32_t>(g.nodes.size()) || n <= prev) return std::nullopt;
+    const bool reshape = allow_reshapes && is_row_major_reshape(g, n, prev);
     const Arg* residual = nullptr;
-    auto op = epilogue_op_of(g.nodes[n], prev, &residual);
-    if (!op) return std::nullopt;
+    auto op = reshape ? std::nullopt : epilogue_op_of(g.nodes[n], prev, &residual);
+    if (!op && !reshape) return std::nullopt;
     const auto meta = meta_of(g, Arg::value(n, 0));
-    if (!is_f32_cpu(meta, out_meta.sizes.size()) || meta->sizes != out_meta.sizes)
+    if (!meta || !is_f32_cpu(meta, meta->sizes.size()) ||
+        numel(meta->sizes) != numel(out_meta.sizes) || (!reshape && meta->sizes != chain_sizes))
       return std::nullopt;
+    chain_sizes = meta->sizes;
     if (residual) {
       const auto r = meta_of(g, *residual);
-      if (!is_f32_cpu(r, out_meta.sizes.size()) || r->sizes != out_meta.sizes) return std::nullopt;
+      if (!is_f32_cpu(r, chain_sizes.size()) || r->sizes != chain_sizes) return std::nullopt;
       // Not a value of the chain itself (it is never materialized), and ready when the matrix
-      // step runs (it moves the kernel's work up to step `index`).
-      if (residual->kind == Arg::Kind::Value &&
+      // step runs (it moves the kernel's work up to step `index`); or the value an earlier
+      // matrix step writes in the kernel's stead.
+      const bool from_earlier_step = materialized && residual->kind == Arg::Kind::Value &&
+                                     residual->index == materialized->node &&
+                                     residual->output == 0 &&
+                                     only_read_by(g, program, materialized->node, n);
+      if (!from_earlier_step && residual->kind == Arg::Kind::Value &&
           (residual->index == producer ||
            std::count(k.graph_nodes.begin(), k.graph_nodes.end(), residual->index)))
         return std::nullopt;
       const std::string name = buffer_name_of(*residual);
-      if (!ready_before(program, name, index)) return std::nullopt;
-      expected_reads.insert(name);
+      if (!from_earlier_step && !ready_before(program, name, index)) return std::nullopt;
+      if (!from_earlier_step) expected_reads.insert(name);
       op->slot = slot_of_buffer(name);
     }
-    if (i + 1 < k.graph_nodes.size() && !only_read_by(g, program, n, k.graph_nodes[i + 1]))
-      return std::nullopt;
-    result.ops.push_back(*op);
+    if (i + 1 < chain.size() && !only_read_by(g, program, n, chain[i + 1])) return std::nullopt;
+    if (op) result.ops.push_back(*op);
     prev = n;
   }
-  const int32_t last = k.graph_nodes.back();
+  if (result.ops.empty()) return std::nullopt;  // nothing but reshapes: nothing to gain
+  const auto last = static_cast<int32_t>(prev);
   if (k.writes[0] != buffer_name_of(Arg::value(last, 0))) return std::nullopt;
   const auto last_meta = meta_of(g, Arg::value(last, 0));
   if (!layout_ok(*last_meta)) return std::nullopt;
   const ir::Buffer& written = program.buffer(k.writes[0]);
-  if (written.sizes.size() != out_meta.sizes.size()) return std::nullopt;
+  if (written.sizes.size() != chain_sizes.size()) return std::nullopt;
   for (size_t d = 0; d < written.sizes.size(); ++d) {
-    if (!written.sizes[d].is_const() || written.sizes[d].value() != out_meta.sizes[d])
+    if (!written.sizes[d].is_const() || written.sizes[d].value() != chain_sizes[d])
       return std::nullopt;
     if (!written.strides[d].is_const() || written.strides[d].value() != last_meta->strides[d])
       return std::nullopt;
@@ -281,8 +364,12 @@ std::optional<Absorbed> absorbable(
   if (buffers_read(k) != expected_reads) return std::nullopt;
   result.step = *reader;
   result.written = k.writes[0];
+  result.sizes = chain_sizes;
   result.strides = last_meta->strides;
-  result.nodes = k.graph_nodes;
+  result.nodes = {};
+  for (int32_t n : k.graph_nodes) {
+    if (!materialized || !materialized->nodes.count(n)) result.nodes.push_back(n);
+  }
   return result;
 }
 

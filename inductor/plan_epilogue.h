@@ -1,9 +1,10 @@
 /// \file
 /// What the matrix plan steps (plan_matmul.h, plan_conv.h) share: static tensor metadata of
 /// graph values, literal arguments, and the epilogue absorption — finding the one pointwise
-/// kernel after a matrix step whose whole work is a chain of epilogue ops (relu, gelu,
-/// gelu-tanh, silu, clamp/hardtanh, residual add) applied to the step's output, so the matrix
-/// step can write the kernel's output itself and the kernel is dropped.
+/// kernel after a matrix step whose whole work is a chain of epilogue ops (eval batch norm on
+/// convolutions, relu, gelu, gelu-tanh, silu, clamp/hardtanh, residual add) applied to the
+/// step's output, so the matrix step can write the kernel's output itself and the kernel is
+/// dropped.
 #pragma once
 
 #include <cstddef>
@@ -50,19 +51,53 @@ struct Absorbed {
   size_t step = 0;                           ///< the scheduled kernel step
   std::vector<runtime::MatmulEpilogue> ops;  ///< appended to the matrix step's epilogue
   std::string written;                       ///< the buffer the matrix step now writes
-  std::vector<int64_t> strides;              ///< its strides
+  std::vector<int64_t> sizes, strides;       ///< its sizes and strides
   std::vector<int32_t> nodes;                ///< graph nodes the kernel computed
+};
+
+/// The buffers scheduled step `s` reads (inputs of an extern call; a kernel's reads that it
+/// does not also write).
+std::set<std::string> buffers_read(const ir::ScheduledStep& s);
+
+/// True when graph node `node`'s value is read by node `next` (once) and nothing else (not a
+/// graph output either).
+bool only_read_by(const ir::Graph& g, const ir::ScheduledProgram& program, int32_t node,
+                  int32_t next);
+
+/// The one step reading node `producer`'s output (written by scheduled step `index`): a kernel
+/// after it writing one buffer; nothing when the output is a graph output or has other readers.
+std::optional<size_t> sole_reader_kernel(const ir::Graph& g, const ir::ScheduledProgram& program,
+                                         size_t index, int64_t producer);
+
+/// A value that an earlier matrix step writes in a kernel's stead (the first of two
+/// convolutions feeding one kernel writes its batch norm's output, plan_batch_norm.h): the
+/// kernel's chain may add it as a residual, and the nodes computing it are no longer the
+/// kernel's.
+struct Materialized {
+  int32_t node = -1;            ///< the graph node whose value the earlier step writes
+  std::set<int32_t> nodes;      ///< the kernel's nodes that step computes
+  std::set<std::string> reads;  ///< buffers the kernel read for them
 };
 
 /// The kernel step that the epilogue of matrix node `producer` (scheduled step `index`, output
 /// meta `out_meta`) can absorb, or nothing. It must be the only reader of the output, after it,
 /// compute nothing but a chain of epilogue ops starting at the output (each intermediate read
 /// by the next op only), write one buffer of the same sizes whose layout passes `layout_ok`,
-/// and read nothing but the output and residuals already materialized before `index`.
-std::optional<Absorbed> absorbable(
-    const ir::Graph& g, const ir::ScheduledProgram& program, size_t index, int64_t producer,
-    const StaticMeta& out_meta, const std::function<bool(const StaticMeta&)>& layout_ok,
-    const std::set<std::string>& into_inputs,
-    const std::function<int32_t(const std::string&)>& slot_of_buffer);
+/// and read nothing but the output and residuals already materialized before `index`. With
+/// `batch_norm` (convolutions: an [N, C, H, W] output), the chain may start with an eval batch
+/// norm (plan_batch_norm.h), which also reads its parameter vectors (graph inputs/constants).
+/// With `materialized`, that value counts as a ready residual (see Materialized). With
+/// `allow_reshapes`, the chain may also reshape a dense row-major value into another dense
+/// row-major one (view / _unsafe_view / reshape, e.g. Linear's addmm on [B·S, N] viewed as
+/// [B, S, N]): the step then writes the reshaped buffer (Absorbed::sizes), which holds the
+/// same elements in the same order.
+std::optional<Absorbed> absorbable(const ir::Graph& g, const ir::ScheduledProgram& program,
+                                   size_t index, int64_t producer, const StaticMeta& out_meta,
+                                   const std::function<bool(const StaticMeta&)>& layout_ok,
+                                   const std::set<std::string>& into_inputs,
+                                   const std::function<int32_t(const std::string&)>& slot_of_buffer,
+                                   bool batch_norm = false,
+                                   const Materialized* materialized = nullptr,
+                                   bool allow_reshapes = false);
 
 }  // namespace inductor_cpp::inductor::matrix_plan

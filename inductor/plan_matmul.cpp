@@ -74,7 +74,8 @@ std::optional<MatmulMatch> match_matmul(
   }
   const std::string out = buffer_name_of(Arg::value(n, 0));
   auto absorbed =
-      absorbable(g, program, step_index, n, *out_meta, is_row_major, into_inputs, slot_of_buffer);
+      absorbable(g, program, step_index, n, *out_meta, is_row_major, into_inputs, slot_of_buffer,
+                 /*batch_norm=*/false, /*materialized=*/nullptr, /*allow_reshapes=*/!bmm);
   const std::string written = absorbed ? absorbed->written : out;
   if (absorbed) {
     launch.epilogue.insert(launch.epilogue.end(), absorbed->ops.begin(), absorbed->ops.end());
@@ -82,7 +83,7 @@ std::optional<MatmulMatch> match_matmul(
     match.absorbed_step = absorbed->step;
   }
   launch.out = runtime::BufferAlloc{slot_of_buffer(written),
-                                    out_meta->sizes,
+                                    absorbed ? absorbed->sizes : out_meta->sizes,
                                     absorbed ? absorbed->strides : out_meta->strides,
                                     "float32",
                                     "cpu",

@@ -230,11 +230,24 @@ matrix::EpilogueKind epilogue_kind(const std::string& kind) {
       {"residual", matrix::EpilogueKind::AddResidual}, {"scale", matrix::EpilogueKind::Scale},
       {"relu", matrix::EpilogueKind::Relu},         {"gelu", matrix::EpilogueKind::Gelu},
       {"gelu_tanh", matrix::EpilogueKind::GeluTanh}, {"silu", matrix::EpilogueKind::Silu},
-      {"clamp", matrix::EpilogueKind::Clamp}};
+      {"clamp", matrix::EpilogueKind::Clamp},
+      // conv2d only; ConvStep expands it into ScaleCol + BiasCol (runtime/conv_step.h)
+      {"batch_norm", matrix::EpilogueKind::ScaleCol}};
   for (const auto& [name, k] : kinds) {
     if (kind == name) return k;
   }
   throw std::runtime_error("unknown matmul epilogue '" + kind + "'");
+}
+
+/// True when the allocation's strides are those of a contiguous tensor (size-1 dims: any).
+bool is_dense_row_major(const BufferAlloc& a) {
+  if (a.sizes.size() != a.strides.size()) return false;
+  int64_t expected = 1;
+  for (size_t d = a.sizes.size(); d-- > 0;) {
+    if (a.sizes[d] != 1 && a.strides[d] != expected) return false;
+    expected *= a.sizes[d];
+  }
+  return true;
 }
 
 BoundStep bind_matmul_step(const Step& step, const std::vector<std::string>& labels) {
@@ -244,12 +257,18 @@ BoundStep bind_matmul_step(const Step& step, const std::vector<std::string>& lab
     m.kinds.push_back(epilogue_kind(e.kind));
     const bool needs_data = e.kind == "bias_col" || e.kind == "bias_row" || e.kind == "residual";
     if (needs_data != (e.slot >= 0)) throw std::runtime_error("matmul epilogue '" + e.kind + "': bad data slot");
+    if ((e.kind == "batch_norm") != !e.params.empty() || (e.kind == "batch_norm" && !m.launch.is_conv()))
+      throw std::runtime_error("matmul epilogue '" + e.kind + "': batch_norm params on conv2d only");
   }
   const BufferAlloc& out = m.launch.out;
   if (out.dtype != "float32" || out.device != "cpu") throw std::runtime_error("matmul output must be float32 on the CPU");
   const size_t rank = m.launch.op == "bmm" ? 3 : 2;
-  if (!m.launch.is_conv() && (out.sizes.size() != rank || out.strides.size() != rank ||
-                              (out.strides[rank - 1] != 1 && out.sizes[rank - 1] != 1)))
+  // mm/addmm whose absorbed chain ends in a reshape (addmm → view → gelu) write the chain's
+  // dense row-major tensor, of any rank: run_matmul hands the GEMM its 2-D view.
+  const bool reshaped = m.launch.op != "bmm" && out.sizes.size() != rank && is_dense_row_major(out);
+  if (!m.launch.is_conv() && !reshaped &&
+      (out.sizes.size() != rank || out.strides.size() != rank ||
+       (out.strides[rank - 1] != 1 && out.sizes[rank - 1] != 1)))
     throw std::runtime_error("matmul output must be a row-major " + std::to_string(rank) + "-D tensor");
   m.options = at::TensorOptions().dtype(at::kFloat).device(c10::kCPU);
   m.label = "matrix::" + m.launch.op;
@@ -314,10 +333,12 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   const bool batched = m.op == "bmm";
   at::Tensor a = checked_f32(slots[m.a], "input");
   at::Tensor b = checked_f32(slots[m.b], "mat2");
-  at::Tensor c = at::empty_strided(m.out.sizes, m.out.strides, bm.options);
   const int64_t rank = batched ? 3 : 2;
   TORCH_CHECK(a.dim() == rank && b.dim() == rank, "inductor_cpp: ", bm.label, ": operands of rank ", a.dim(), " and ",
               b.dim(), ", expected ", rank);
+  // `stored` goes to the slot; the GEMM writes its 2-D view when the absorbed chain reshaped it.
+  const at::Tensor stored = at::empty_strided(m.out.sizes, m.out.strides, bm.options);
+  const at::Tensor c = stored.dim() == rank ? stored : stored.view({a.size(0), b.size(1)});
   const int64_t batch = batched ? c.size(0) : 1;
   const int64_t rows = c.size(rank - 2), cols = c.size(rank - 1), inner = a.size(rank - 1);
   TORCH_CHECK(a.size(rank - 2) == rows && b.size(rank - 1) == cols && b.size(rank - 2) == inner &&
@@ -337,6 +358,7 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   p.c = c.data_ptr<float>();
   p.ldc = rows == 1 ? cols : c.stride(rank - 2);
   p.alpha = m.alpha;
+  p.flush_denormals = matrix::caller_flushes_denormals();
   std::vector<at::Tensor> data;  // epilogue operands (kept alive through the call)
   for (size_t i = 0; i < m.epilogue.size(); ++i) {
     const MatmulEpilogue& e = m.epilogue[i];
@@ -347,8 +369,9 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
     if (e.slot >= 0) {
       at::Tensor t = checked_f32(slots[e.slot], "epilogue operand");
       if (e.kind == "residual") {
-        TORCH_CHECK(t.sizes() == c.sizes(), "inductor_cpp: ", bm.label, ": residual of sizes ", t.sizes(),
-                    ", expected ", c.sizes());
+        TORCH_CHECK(t.sizes() == stored.sizes(), "inductor_cpp: ", bm.label, ": residual of sizes ", t.sizes(),
+                    ", expected ", stored.sizes());
+        if (stored.dim() != rank) t = t.reshape(c.sizes());
         // bmm: the library steps residual data by the output's batch stride.
         const bool plain = t.stride(rank - 1) == 1 && (rows == 1 || t.stride(rank - 2) >= cols) &&
                            (!batched || t.stride(0) == c.stride(0) || batch == 1);
@@ -380,7 +403,7 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   } else {
     matrix::gemm_f32(p, threads);
   }
-  slots[m.out.slot] = std::move(c);
+  slots[m.out.slot] = stored;
 }
 
 /// The GPU side of one run: the plan's bound kernels and the run's status words (made at

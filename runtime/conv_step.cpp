@@ -7,6 +7,7 @@
 #include <ATen/ops/empty_strided.h>
 #include <c10/util/Exception.h>
 
+#include <cmath>
 #include <optional>
 #include <stdexcept>
 
@@ -36,7 +37,38 @@ at::Tensor checked_f32(const c10::IValue& v, const std::string& label, const cha
   return t;
 }
 
+/// A float32 CPU vector of `channels` elements from `slot` (contiguous), or an undefined
+/// tensor for slot -1.
+at::Tensor channel_vector(const std::vector<c10::IValue>& slots, int32_t slot, int64_t channels,
+                          const std::string& label) {
+  if (slot < 0) return {};
+  at::Tensor t = checked_f32(slots[slot], label, "batch norm parameter");
+  TORCH_CHECK(t.numel() == channels, "inductor_cpp: ", label, ": batch norm parameter of ",
+              t.numel(), " elements, expected ", channels);
+  return t.reshape({channels}).contiguous();
+}
+
 }  // namespace
+
+std::vector<float> batch_norm_scale_shift(const std::vector<c10::IValue>& slots,
+                                          const MatmulEpilogue& e, int64_t channels,
+                                          const std::string& label) {
+  const at::Tensor mean = channel_vector(slots, e.params.at(0), channels, label),
+                   var = channel_vector(slots, e.params.at(1), channels, label),
+                   weight = channel_vector(slots, e.params.at(2), channels, label),
+                   bias = channel_vector(slots, e.params.at(3), channels, label);
+  const float *m = mean.data_ptr<float>(), *v = var.data_ptr<float>();
+  const float* w = weight.defined() ? weight.data_ptr<float>() : nullptr;
+  const float* b = bias.defined() ? bias.data_ptr<float>() : nullptr;
+  std::vector<float> out(static_cast<size_t>(2 * channels));
+  for (int64_t c = 0; c < channels; ++c) {
+    // In double, each result rounded once to float: see the header.
+    const double scale = (w ? double(w[c]) : 1.0) / std::sqrt(double(v[c]) + double(e.a));
+    out[c] = static_cast<float>(scale);
+    out[channels + c] = static_cast<float>((b ? double(b[c]) : 0.0) - double(m[c]) * scale);
+  }
+  return out;
+}
 
 bool is_dense_nhwc(at::IntArrayRef sizes, at::IntArrayRef strides) {
   if (sizes.size() != 4 || strides.size() != 4) return false;
@@ -57,8 +89,11 @@ ConvStep::ConvStep(MatmulLaunch launch, std::vector<matrix::EpilogueKind> kinds,
   if (!is_dense_nhwc(out.sizes, out.strides))
     throw std::runtime_error("conv2d output must be a channels-last (dense NHWC) 4-D tensor");
   for (size_t i = 0; i < launch_.epilogue.size(); ++i) {
-    const std::string& kind = launch_.epilogue[i].kind;
-    if (kind == "bias_row") throw std::runtime_error("conv2d epilogue: no per-pixel bias");
+    const MatmulEpilogue& e = launch_.epilogue[i];
+    if (e.kind == "bias_row") throw std::runtime_error("conv2d epilogue: no per-pixel bias");
+    if (e.kind == "batch_norm" &&
+        (e.params.size() != 4 || e.params[0] < 0 || e.params[1] < 0 || e.slot >= 0))
+      throw std::runtime_error("conv2d epilogue: batch_norm needs mean, var, weight, bias slots");
   }
 }
 
@@ -69,6 +104,7 @@ void ConvStep::run(std::vector<c10::IValue>& slots) const {
   TORCH_CHECK(x.dim() == 4 && w.dim() == 4, "inductor_cpp: ", label_, ": input of rank ", x.dim(),
               " and weight of rank ", w.dim(), ", expected 4 and 4");
   matrix::Conv2dParams q;
+  q.flush_denormals = matrix::caller_flushes_denormals();
   q.n = x.size(0), q.c = x.size(1), q.h = x.size(2), q.w = x.size(3);
   q.oc = w.size(0), q.kh = w.size(2), q.kw = w.size(3);
   q.stride_h = m.conv.stride[0], q.stride_w = m.conv.stride[1];
@@ -84,8 +120,19 @@ void ConvStep::run(std::vector<c10::IValue>& slots) const {
 
   at::Tensor y = at::empty_strided(out_sizes, m.out.strides, x.options());
   std::vector<at::Tensor> keep;  // epilogue operands, alive through the call
+  // Per-channel scale and shift of each batch_norm op (computed per call: the parameters may
+  // change between calls). Reserved up front: the ops point into it.
+  std::vector<std::vector<float>> affine;
+  affine.reserve(m.epilogue.size());
   for (size_t i = 0; i < m.epilogue.size(); ++i) {
     const MatmulEpilogue& e = m.epilogue[i];
+    if (e.kind == "batch_norm") {
+      affine.push_back(batch_norm_scale_shift(slots, e, q.oc, label_));
+      const float* data = affine.back().data();
+      q.epilogue.push_back({matrix::EpilogueKind::ScaleCol, data});
+      q.epilogue.push_back({matrix::EpilogueKind::BiasCol, data + q.oc});
+      continue;
+    }
     matrix::EpilogueOp op;
     op.kind = kinds_[i];
     op.a = e.a;

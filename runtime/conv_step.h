@@ -3,8 +3,9 @@
 /// (runtime/matrix/conv.h): the input and output are [N, C, H, W]-sized tensors with
 /// channels-last strides (NHWC in memory), the weight [OC, C, KH, KW] is packed once and kept
 /// while it does not change (PackedWeightCache, runtime/matmul_step.h: storage, pointer,
-/// layout and version counter; inference tensors are never cached), the bias and absorbed
-/// activations / residual adds run in the kernel's epilogue.
+/// layout and version counter; inference tensors are never cached), the bias, an absorbed eval
+/// batch norm (a per-channel scale and shift computed per call) and absorbed activations /
+/// residual adds run in the kernel's epilogue.
 ///
 /// Operands that are not laid out as expected at run time (an ATen op returned another layout
 /// than its meta said) are copied: the input and residual into channels-last, the weight into
@@ -27,6 +28,19 @@ namespace inductor_cpp::runtime {
 /// True when an [N, C, H, W] tensor with these strides is dense NHWC in memory (size-1 dims
 /// may have any stride), i.e. what conv2d_nhwc_f32 reads and writes.
 bool is_dense_nhwc(at::IntArrayRef sizes, at::IntArrayRef strides);
+
+/// The per-channel scale and shift of an eval batch norm epilogue op ("batch_norm", plan.h):
+/// out[0, C) = s = weight / sqrt(var + eps), out[C, 2C) = t = bias - mean·s (weight 1 and bias
+/// 0 when absent), so y = x·s + t, which the kernels compute as one FMA (ScaleCol then
+/// BiasCol, runtime/matrix/gemm.h). Computed in double and rounded once to float: s and t are
+/// the float values nearest to the exact ones. Eager computes them in float (alpha = invstd ·
+/// weight, beta = fma(-mean, alpha, bias), y = fma(x, alpha, beta), measured) with an inverse
+/// square root that rounds like torch.rsqrt, not like 1/sqrt, so no plain float recipe
+/// reproduces it bit for bit; ours and eager's s, t differ by an ulp or two at most. Read on
+/// every call, never cached: running statistics and affine parameters may change.
+std::vector<float> batch_norm_scale_shift(const std::vector<c10::IValue>& slots,
+                                          const MatmulEpilogue& e, int64_t channels,
+                                          const std::string& label);
 
 /// A bound conv2d step. Thread-safe (the packed-weight cache has its own mutex).
 class ConvStep {

@@ -114,8 +114,10 @@ BufferAlloc alloc_from_json(const json& a) {
 
 json matmul_to_json(const MatmulLaunch& m) {
   json epilogue = json::array();
-  for (const MatmulEpilogue& e : m.epilogue)
+  for (const MatmulEpilogue& e : m.epilogue) {
     epilogue.push_back(json{{"kind", e.kind}, {"slot", e.slot}, {"a", e.a}, {"b", e.b}});
+    if (!e.params.empty()) epilogue.back()["params"] = e.params;
+  }
   json j{{"op", m.op},       {"a", m.a},           {"b", m.b},        {"out", alloc_to_json(m.out)},
          {"alpha", m.alpha}, {"epilogue", epilogue}, {"nodes", m.nodes}};
   if (m.is_conv())
@@ -132,9 +134,11 @@ MatmulLaunch matmul_from_json(const json& j) {
   m.b = j.at("b").get<int32_t>();
   m.out = alloc_from_json(j.at("out"));
   m.alpha = j.at("alpha").get<float>();
-  for (const json& e : j.at("epilogue"))
+  for (const json& e : j.at("epilogue")) {
     m.epilogue.push_back({e.at("kind").get<std::string>(), e.at("slot").get<int32_t>(), e.at("a").get<float>(),
                           e.at("b").get<float>()});
+    if (e.contains("params")) m.epilogue.back().params = e.at("params").get<std::vector<int32_t>>();
+  }
   m.nodes = j.at("nodes").get<std::vector<int32_t>>();
   if (m.is_conv()) {
     const json& c = j.at("conv");
@@ -166,8 +170,14 @@ std::string plan_to_text(const Plan& p) {
                 ", dilation=" + pair(m.conv.dilation);
       }
       line += ")";
-      for (const MatmulEpilogue& e : m.epilogue)
+      for (const MatmulEpilogue& e : m.epilogue) {
         line += " -> " + e.kind + (e.slot >= 0 ? "(%s" + std::to_string(e.slot) + ")" : "");
+        if (!e.params.empty()) {  // batch_norm(%s2, %s3, None, %s5)
+          std::string params;
+          for (int32_t p : e.params) params += (params.empty() ? "" : ", ") + (p >= 0 ? "%s" + std::to_string(p) : "None");
+          line += "(" + params + ")";
+        }
+      }
       if (!s.free_after.empty())
         line += std::string(line.size() < 48 ? 48 - line.size() : 1, ' ') + "free " + slots_text(s.free_after);
       os << line << "\n";

@@ -83,11 +83,16 @@ struct KernelLaunch {
 
 /// One operation applied to each output element of a MatmulLaunch, in list order
 /// (runtime/matrix/gemm.h EpilogueKind): "bias_col" (data[j]), "bias_row" (data[i]),
-/// "residual" (data[i][j]), "scale" (a), "relu", "gelu", "gelu_tanh", "silu", "clamp" (a, b).
+/// "residual" (data[i][j]), "scale" (a), "relu", "gelu", "gelu_tanh", "silu", "clamp" (a, b),
+/// and, on conv2d only, "batch_norm": eval batch norm per output channel j,
+/// (x - mean[j]) / sqrt(var[j] + a) · weight[j] + bias[j], from `params` (runtime/conv_step.h).
 struct MatmulEpilogue {
   std::string kind;
   int32_t slot = -1;  ///< bias / residual data; -1 for the others
   float a = 0, b = 0;
+  /// "batch_norm": slots of running mean, running var, weight, bias (-1: no weight / bias).
+  /// JSON key "params", absent when empty.
+  std::vector<int32_t> params = {};
 };
 
 /// Geometry of a "conv2d" MatmulLaunch (torch's [h, w] order).

@@ -140,6 +140,13 @@ class FmaKernel : public CodeGenerator {
           for (int i = 0; i < d_.mr; ++i) vaddps(acc(i, v), acc(i, v), t0);
         }
         return;
+      case KernelEpilogueKind::ScaleCol:
+        load_epilogue_pointer(index);
+        for (int v = 0; v < nv_; ++v) {
+          load(t0, ptr[r_tmp + v * vw_ * 4], masked(v));
+          for (int i = 0; i < d_.mr; ++i) vmulps(acc(i, v), acc(i, v), t0);
+        }
+        return;
       case KernelEpilogueKind::Scale:
         broadcast_constant(t0, op.a);
         for_each_acc([&](int i, int v) { vmulps(acc(i, v), acc(i, v), t0); });
@@ -166,6 +173,21 @@ class FmaKernel : public CodeGenerator {
     }
   }
 
+  /// ScaleCol (op `index`) directly followed by BiasCol (op `index + 1`): acc = acc·s + t with
+  /// one rounding (vfmadd213ps), as eager's batch norm computes x·alpha + beta.
+  void scale_bias_col(size_t index) {
+    const Xmm s = tmp(0), t = tmp(1);
+    const Reg64 r_shift = r_a;  // the A pointer is dead after the k loop
+    load_epilogue_pointer(index + 1);
+    mov(r_shift, r_tmp);
+    load_epilogue_pointer(index);
+    for (int v = 0; v < nv_; ++v) {
+      load(s, ptr[r_tmp + v * vw_ * 4], masked(v));
+      load(t, ptr[r_shift + v * vw_ * 4], masked(v));
+      for (int i = 0; i < d_.mr; ++i) vfmadd213ps(acc(i, v), s, t);
+    }
+  }
+
   void finish() {
     if (d_.alpha != 1.0f) {
       broadcast_constant(tmp(0), d_.alpha);
@@ -177,7 +199,14 @@ class FmaKernel : public CodeGenerator {
         vaddps(acc(i, v), acc(i, v), tmp(0));
       });
     }
-    for (size_t e = 0; e < d_.epilogue.size(); ++e) epilogue_op(d_.epilogue[e], e);
+    for (size_t e = 0; e < d_.epilogue.size(); ++e) {
+      if (d_.epilogue[e].kind == KernelEpilogueKind::ScaleCol && e + 1 < d_.epilogue.size() &&
+          d_.epilogue[e + 1].kind == KernelEpilogueKind::BiasCol) {
+        scale_bias_col(e++);
+        continue;
+      }
+      epilogue_op(d_.epilogue[e], e);
+    }
     for_each_acc(
         [&](int i, int v) { store(ptr[r_c + (i * d_.ldc + v * vw_) * 4], acc(i, v), masked(v)); });
   }
@@ -194,6 +223,18 @@ class FmaKernel : public CodeGenerator {
       }
   }
 
+  // Residual tiles are read only in the epilogue, after the k loop: their lines (usually not
+  // in cache: another step wrote them) are requested now, so the epilogue does not stall.
+  void prefetch_residuals() {
+    for (size_t e = 0; e < d_.epilogue.size(); ++e) {
+      if (d_.epilogue[e].kind != KernelEpilogueKind::AddResidual) continue;
+      load_epilogue_pointer(e);
+      for (int i = 0; i < d_.mr; ++i)
+        for (int64_t byte = 0; byte < int64_t(d_.nr) * 4; byte += 64)
+          prefetcht0(ptr[r_tmp + i * d_.epilogue[e].ld * 4 + byte]);
+    }
+  }
+
   void generate() {
     Label batch_loop, batch_done;
     mov(r_aptrs, ptr[r_args + offsetof(MicroKernelArgs, a)]);
@@ -202,6 +243,7 @@ class FmaKernel : public CodeGenerator {
     mov(r_c, ptr[r_args + offsetof(MicroKernelArgs, c)]);
     for_each_acc([&](int i, int v) { vxorps(acc(i, v), acc(i, v), acc(i, v)); });
     prefetch_c();
+    prefetch_residuals();
     set_tail_mask();
     test(r_batch, r_batch);
     jle(batch_done, T_NEAR);

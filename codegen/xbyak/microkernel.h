@@ -35,6 +35,8 @@ enum class KernelEpilogueKind : uint8_t {
   BiasRow,     ///< c[i][j] += data[i]            (one value per output row)
   BiasCol,     ///< c[i][j] += data[j]            (one value per output column)
   Scale,       ///< c *= a
+  ScaleCol,    ///< c[i][j] *= data[j]            (one factor per output column); followed
+               ///< directly by a BiasCol, the pair is one FMA: c·data[j] + bias[j]
   Relu,        ///< c = max(c, 0)
   Clamp,       ///< c = min(max(c, a), b)
   AddResidual  ///< c[i][j] += data[i·ld + j]

@@ -78,8 +78,14 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
     throw std::invalid_argument("conv2d_nhwc_f32: unsupported parameters (groups > 1?)");
   if (w.oc != q.oc || w.kh != q.kh || w.kw != q.kw || w.c != q.c)
     throw std::invalid_argument("conv2d_nhwc_f32: weights packed for another shape");
-  if (q.kh == 1 && q.kw == 1 && q.stride_h == 1 && q.stride_w == 1 && q.pad_h == 0 && q.pad_w == 0)
+  if (q.kh == 1 && q.kw == 1 && q.stride_h == 1 && q.stride_w == 1 && q.pad_h == 0 &&
+      q.pad_w == 0)
     return conv_as_gemm(x, w, y, q, num_threads);
+  if (q.epilogue.size() > 16)
+    throw std::invalid_argument("conv2d_nhwc_f32: more than 16 epilogue ops");
+  for (const EpilogueOp& op : q.epilogue)
+    if (epilogue_needs_data(op.kind) && !op.data)
+      throw std::invalid_argument("conv2d_nhwc_f32: epilogue op without data");
 
   const GemmBlocking& blk = gemm_blocking();
   const int mr = blk.mr, nr = blk.nr;
@@ -159,14 +165,8 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
             }
             const int64_t pixel = r * ow + ox;
             float* c_ptr = y + pixel * q.oc + j;
-            for (size_t o = 0; o < jit_ops; ++o) {
-              const EpilogueOp& op = q.epilogue[o];
-              epilogue_data[o] = op.kind == EpilogueKind::BiasRow   ? op.data + pixel
-                                 : op.kind == EpilogueKind::BiasCol ? op.data + j
-                                 : op.kind == EpilogueKind::AddResidual
-                                     ? op.data + pixel * op.ld + j
-                                     : nullptr;
-            }
+            for (size_t o = 0; o < jit_ops; ++o)
+              epilogue_data[o] = epilogue_tile_data(q.epilogue[o], pixel, j);
             MicroKernelArgs args;
             args.a = a_ptrs, args.b = b_ptrs, args.batch = taps, args.c = c_ptr;
             args.epilogue_data = epilogue_data;

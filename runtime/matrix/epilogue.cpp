@@ -23,6 +23,12 @@ bool is_transcendental(EpilogueKind k) {
   return k == EpilogueKind::Gelu || k == EpilogueKind::GeluTanh || k == EpilogueKind::Silu;
 }
 
+/// ops[o] is a ScaleCol directly followed by a BiasCol: one FMA (see gemm.h).
+bool fuses_with_next(const std::vector<EpilogueOp>& ops, size_t o) {
+  return ops[o].kind == EpilogueKind::ScaleCol && o + 1 < ops.size() &&
+         ops[o + 1].kind == EpilogueKind::BiasCol;
+}
+
 #define AVX512_FN __attribute__((target("avx512f,avx512dq")))
 
 AVX512_FN __m512 exp_ps(__m512 x) {
@@ -68,6 +74,8 @@ AVX512_FN __m512 apply_vec(const EpilogueOp& op, __m512 x, __mmask16 mask, int64
       return _mm512_add_ps(x, _mm512_set1_ps(op.data[row]));
     case EpilogueKind::BiasCol:
       return _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask, op.data + col));
+    case EpilogueKind::ScaleCol:
+      return _mm512_mul_ps(x, _mm512_maskz_loadu_ps(mask, op.data + col));
     case EpilogueKind::Scale:
       return _mm512_mul_ps(x, _mm512_set1_ps(op.a));
     case EpilogueKind::Relu:
@@ -104,8 +112,15 @@ AVX512_FN void apply_tile_avx512(float* c, int64_t ldc, int64_t rows, int64_t co
       const int64_t len = cols - j < 16 ? cols - j : 16;
       const __mmask16 mask = __mmask16((1u << len) - 1);
       __m512 x = _mm512_maskz_loadu_ps(mask, row + j);
-      for (size_t o = first; o < ops.size(); ++o)
+      for (size_t o = first; o < ops.size(); ++o) {
+        if (fuses_with_next(ops, o)) {
+          x = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(mask, ops[o].data + col0 + j),
+                              _mm512_maskz_loadu_ps(mask, ops[o + 1].data + col0 + j));
+          ++o;
+          continue;
+        }
         x = apply_vec(ops[o], x, mask, row0 + i, col0 + j);
+      }
       _mm512_mask_storeu_ps(row + j, mask, x);
     }
   }
@@ -131,6 +146,9 @@ std::vector<xbyak::KernelEpilogueOp> kernel_epilogue(const std::vector<EpilogueO
         break;
       case EpilogueKind::BiasCol:
         k.kind = KernelEpilogueKind::BiasCol;
+        break;
+      case EpilogueKind::ScaleCol:
+        k.kind = KernelEpilogueKind::ScaleCol;
         break;
       case EpilogueKind::Scale:
         k.kind = KernelEpilogueKind::Scale;
@@ -158,6 +176,8 @@ float apply_epilogue_scalar(const EpilogueOp& op, float x, int64_t row, int64_t 
       return x + op.data[row];
     case EpilogueKind::BiasCol:
       return x + op.data[col];
+    case EpilogueKind::ScaleCol:
+      return x * op.data[col];
     case EpilogueKind::Scale:
       return x * op.a;
     case EpilogueKind::Relu:
@@ -176,18 +196,46 @@ float apply_epilogue_scalar(const EpilogueOp& op, float x, int64_t row, int64_t 
   return x;
 }
 
+float apply_epilogue_scalar_list(const std::vector<EpilogueOp>& ops, size_t first, float x,
+                                 int64_t row, int64_t col) {
+  for (size_t o = first; o < ops.size(); ++o) {
+    if (fuses_with_next(ops, o)) {
+      x = std::fma(x, ops[o].data[col], ops[o + 1].data[col]);
+      ++o;
+      continue;
+    }
+    x = apply_epilogue_scalar(ops[o], x, row, col);
+  }
+  return x;
+}
+
+bool epilogue_needs_data(EpilogueKind kind) {
+  return kind == EpilogueKind::BiasRow || kind == EpilogueKind::BiasCol ||
+         kind == EpilogueKind::ScaleCol || kind == EpilogueKind::AddResidual;
+}
+
+const float* epilogue_tile_data(const EpilogueOp& op, int64_t row, int64_t col) {
+  switch (op.kind) {
+    case EpilogueKind::BiasRow:
+      return op.data + row;
+    case EpilogueKind::BiasCol:
+    case EpilogueKind::ScaleCol:
+      return op.data + col;
+    case EpilogueKind::AddResidual:
+      return op.data + row * op.ld + col;
+    default:
+      return nullptr;
+  }
+}
+
 void apply_epilogue_tile(float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
                          int64_t col0, const std::vector<EpilogueOp>& ops, size_t first) {
   if (first >= ops.size()) return;
   if (xbyak::cpu_features().avx512)
     return apply_tile_avx512(c, ldc, rows, cols, row0, col0, ops, first);
   for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) {
-      float x = c[i * ldc + j];
-      for (size_t o = first; o < ops.size(); ++o)
-        x = apply_epilogue_scalar(ops[o], x, row0 + i, col0 + j);
-      c[i * ldc + j] = x;
-    }
+    for (int64_t j = 0; j < cols; ++j)
+      c[i * ldc + j] = apply_epilogue_scalar_list(ops, first, c[i * ldc + j], row0 + i, col0 + j);
 }
 
 }  // namespace inductor_cpp::matrix

@@ -23,7 +23,21 @@ std::vector<xbyak::KernelEpilogueOp> kernel_epilogue(const std::vector<EpilogueO
 void apply_epilogue_tile(float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
                          int64_t col0, const std::vector<EpilogueOp>& ops, size_t first);
 
-/// Reference scalar op, also used for the tails of the vector pass and by the tests.
+/// Reference scalar op, also used for the tails of the vector pass and by the tests. (A
+/// ScaleCol followed by a BiasCol is one FMA in the kernels and the pass: see
+/// apply_epilogue_scalar_list.)
 float apply_epilogue_scalar(const EpilogueOp& op, float x, int64_t row, int64_t col);
+
+/// ops[first, ops.size()) applied to x at (row, col) as the kernels apply them (a ScaleCol
+/// directly followed by a BiasCol is one fused multiply-add).
+float apply_epilogue_scalar_list(const std::vector<EpilogueOp>& ops, size_t first, float x,
+                                 int64_t row, int64_t col);
+
+/// True for ops that read `data` (BiasRow, BiasCol, ScaleCol, AddResidual).
+bool epilogue_needs_data(EpilogueKind kind);
+
+/// The data pointer a micro-kernel gets for op on the tile whose top-left element is C(row, col)
+/// (bias/scale/residual offset to the tile; nullptr for ops without data).
+const float* epilogue_tile_data(const EpilogueOp& op, int64_t row, int64_t col);
 
 }  // namespace inductor_cpp::matrix

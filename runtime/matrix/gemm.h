@@ -28,6 +28,9 @@ enum class EpilogueKind {
   BiasRow,     ///< c[i][j] += data[i]           (bias per output row)
   BiasCol,     ///< c[i][j] += data[j]           (bias per output column: nn.Linear / addmm)
   Scale,       ///< c *= a
+  ScaleCol,    ///< c[i][j] *= data[j]           (scale per output column: eval BatchNorm's
+               ///< weight / sqrt(var + eps)); directly followed by a BiasCol the pair is one
+               ///< fused multiply-add c·data[j] + bias[j] (a single rounding)
   Relu,        ///< max(c, 0)
   Gelu,        ///< 0.5·c·(1 + erf(c/√2))       (erf via a polynomial, |err| ≤ ~2e-7)
   GeluTanh,    ///< 0.5·c·(1 + tanh(√(2/π)(c + 0.044715c³)))
@@ -80,6 +83,11 @@ class PackedB {
 
 /// Packs op(B) (k×n logical) for repeated use with gemm_f32_packed.
 PackedB pack_b_f32(const float* b, int64_t k, int64_t n, int64_t ldb, bool trans_b);
+
+/// True when the calling thread flushes denormals (MXCSR FTZ and DAZ set, as
+/// torch.set_flush_denormal(True) does): compiled graphs pass it as flush_denormals, so the
+/// workers follow the numerics the user chose for the thread.
+bool caller_flushes_denormals();
 
 /// C = epilogue(alpha·op(A)·op(B) [+ C]). Throws std::invalid_argument on bad arguments.
 void gemm_f32(const GemmProblem& p, int num_threads);

@@ -1,7 +1,7 @@
 /// \file matrix_conv_test.cpp
 /// \brief NHWC convolution against an fp64 direct reference: 3×3/1×1/7×7 filters, stride,
 /// padding, dilation, channel and width tails, batch > 1, bias/relu/residual epilogues, the
-/// 1×1-as-GEMM path, and groups > 1 rejected.
+/// 1×1-as-GEMM path, per-channel scale (eval batch norm) epilogues, and groups > 1 rejected.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,7 +18,10 @@ struct ConvCase {
   int64_t n, h, w, c, oc, k, stride, pad, dilation;
 };
 
-void check_conv(const ConvCase& cc, bool epilogue, int threads, std::mt19937& rng) {
+/// Epilogues check_conv can put on the convolution.
+enum class Epi { None, BiasResidualRelu, BatchNorm, SiluThenScaleShift };
+
+void check_conv(const ConvCase& cc, Epi epi, int threads, std::mt19937& rng) {
   SCOPED_TRACE(::testing::Message()
                << "n" << cc.n << " " << cc.h << "x" << cc.w << "x" << cc.c << " -> " << cc.oc
                << " k" << cc.k << " s" << cc.stride << " p" << cc.pad << " d" << cc.dilation);
@@ -29,13 +32,23 @@ void check_conv(const ConvCase& cc, bool epilogue, int threads, std::mt19937& rn
   const int64_t oh = q.out_h(), ow = q.out_w(), pixels = cc.n * oh * ow;
   std::uniform_real_distribution<float> dist(-1, 1);
   std::vector<float> x(cc.n * cc.h * cc.w * cc.c), wt(cc.oc * cc.c * cc.k * cc.k), bias(cc.oc),
-      residual(pixels * cc.oc), y(pixels * cc.oc + 16, 1234.5f);
-  for (auto* v : {&x, &wt, &bias, &residual})
+      scale(cc.oc), shift(cc.oc), residual(pixels * cc.oc), y(pixels * cc.oc + 16, 1234.5f);
+  for (auto* v : {&x, &wt, &bias, &scale, &shift, &residual})
     for (float& e : *v) e = dist(rng);
-  if (epilogue)
+  if (epi == Epi::BiasResidualRelu)
     q.epilogue = {{EpilogueKind::BiasCol, bias.data()},
                   {EpilogueKind::AddResidual, residual.data(), cc.oc},
                   {EpilogueKind::Relu}};
+  if (epi == Epi::BatchNorm)  // conv bias, then eval batch norm's x·s[c] + t[c], residual, relu
+    q.epilogue = {{EpilogueKind::BiasCol, bias.data()},
+                  {EpilogueKind::ScaleCol, scale.data()},
+                  {EpilogueKind::BiasCol, shift.data()},
+                  {EpilogueKind::AddResidual, residual.data(), cc.oc},
+                  {EpilogueKind::Relu}};
+  if (epi == Epi::SiluThenScaleShift)  // scale and shift in the C++ pass after the SiLU
+    q.epilogue = {{EpilogueKind::Silu},
+                  {EpilogueKind::ScaleCol, scale.data()},
+                  {EpilogueKind::BiasCol, shift.data()}};
   const PackedConvWeight pw = pack_conv_weight_f32(wt.data(), q);
   conv2d_nhwc_f32(x.data(), pw, y.data(), q, threads);
   for (int64_t img = 0; img < cc.n; ++img)
@@ -56,7 +69,16 @@ void check_conv(const ConvCase& cc, bool epilogue, int threads, std::mt19937& rn
               }
             }
           const int64_t pix = (img * oh + oy) * ow + ox;
-          if (epilogue) acc = std::max(acc + bias[o] + residual[pix * cc.oc + o], 0.0);
+          if (epi == Epi::BiasResidualRelu)
+            acc = std::max(acc + bias[o] + residual[pix * cc.oc + o], 0.0);
+          if (epi == Epi::BatchNorm) {
+            acc = std::max((acc + bias[o]) * scale[o] + shift[o] + residual[pix * cc.oc + o], 0.0);
+            mag *= std::fabs(scale[o]);
+          }
+          if (epi == Epi::SiluThenScaleShift) {
+            acc = acc / (1 + std::exp(-acc)) * scale[o] + shift[o];
+            mag *= std::fabs(scale[o]);
+          }
           ASSERT_NEAR(y[pix * cc.oc + o], acc, 2e-6 * (mag + 4))
               << "pixel " << pix << " channel " << o;
         }
@@ -72,23 +94,32 @@ class ConvTest : public ::testing::Test {
 };
 
 TEST_F(ConvTest, ThreeByThreePaddedWithTails) {
-  check_conv({1, 9, 17, 16, 37, 3, 1, 1, 1}, false, 1, rng);
-  check_conv({2, 8, 30, 8, 64, 3, 1, 1, 1}, true, 2, rng);
+  check_conv({1, 9, 17, 16, 37, 3, 1, 1, 1}, Epi::None, 1, rng);
+  check_conv({2, 8, 30, 8, 64, 3, 1, 1, 1}, Epi::BiasResidualRelu, 2, rng);
 }
 
 TEST_F(ConvTest, StrideAndDilation) {
-  check_conv({1, 11, 13, 5, 20, 3, 2, 1, 1}, true, 2, rng);
-  check_conv({1, 12, 12, 4, 33, 3, 1, 2, 2}, false, 2, rng);  // dilation 2: every tap a batch entry
-  check_conv({1, 10, 9, 6, 7, 2, 3, 0, 1}, false, 1, rng);    // even filter, stride 3
+  check_conv({1, 11, 13, 5, 20, 3, 2, 1, 1}, Epi::BiasResidualRelu, 2, rng);
+  check_conv({1, 12, 12, 4, 33, 3, 1, 2, 2}, Epi::None, 2,
+             rng);  // dilation 2: every tap a batch entry
+  check_conv({1, 10, 9, 6, 7, 2, 3, 0, 1}, Epi::None, 1, rng);  // even filter, stride 3
 }
 
 TEST_F(ConvTest, OneByOneAsGemmAndStrided) {
-  check_conv({2, 7, 9, 24, 40, 1, 1, 0, 1}, true, 2, rng);    // GEMM path
-  check_conv({1, 14, 14, 16, 32, 1, 2, 0, 1}, true, 2, rng);  // strided 1×1: direct path
+  check_conv({2, 7, 9, 24, 40, 1, 1, 0, 1}, Epi::BiasResidualRelu, 2, rng);  // GEMM path
+  check_conv({1, 14, 14, 16, 32, 1, 2, 0, 1}, Epi::BiasResidualRelu, 2,
+             rng);  // strided 1×1: direct path
+}
+
+TEST_F(ConvTest, BatchNormScaleAndShiftPerChannel) {
+  check_conv({2, 8, 30, 8, 64, 3, 1, 1, 1}, Epi::BatchNorm, 2, rng);   // 3×3, whole panels
+  check_conv({1, 11, 13, 5, 37, 3, 2, 1, 1}, Epi::BatchNorm, 1, rng);  // channel tail
+  check_conv({2, 7, 9, 24, 40, 1, 1, 0, 1}, Epi::BatchNorm, 2, rng);   // 1×1 stride 1
+  check_conv({1, 9, 17, 16, 37, 3, 1, 1, 1}, Epi::SiluThenScaleShift, 1, rng);
 }
 
 TEST_F(ConvTest, StemSevenBySeven) {
-  check_conv({1, 32, 32, 3, 16, 7, 2, 3, 1}, true, 2, rng);
+  check_conv({1, 32, 32, 3, 16, 7, 2, 3, 1}, Epi::BiasResidualRelu, 2, rng);
 }
 
 TEST_F(ConvTest, GroupsRejected) {

@@ -88,9 +88,10 @@ void check_case(const Case& c, std::mt19937& rng) {
   std::vector<float> c_init(c.mr * c.nr);
   for (int i = 0; i < c.mr; ++i)
     for (int j = 0; j < c.nr; ++j) cm[i * ldc + j] = c_init[i * c.nr + j] = dist(rng);
-  std::vector<float> bias_row(c.mr), bias_col(c.nr), residual(c.mr * (c.nr + 2));
+  std::vector<float> bias_row(c.mr), bias_col(c.nr), scale_col(c.nr), residual(c.mr * (c.nr + 2));
   for (float& x : bias_row) x = dist(rng);
   for (float& x : bias_col) x = dist(rng);
+  for (float& x : scale_col) x = dist(rng);
   for (float& x : residual) x = dist(rng);
 
   MicroKernelDesc d;
@@ -107,9 +108,10 @@ void check_case(const Case& c, std::mt19937& rng) {
   std::vector<const float*> epi_data;
   for (auto& op : d.epilogue) {
     if (op.kind == KernelEpilogueKind::AddResidual) op.ld = c.nr + 2;
-    epi_data.push_back(op.kind == KernelEpilogueKind::BiasRow   ? bias_row.data()
-                       : op.kind == KernelEpilogueKind::BiasCol ? bias_col.data()
-                                                                : residual.data());
+    epi_data.push_back(op.kind == KernelEpilogueKind::BiasRow    ? bias_row.data()
+                       : op.kind == KernelEpilogueKind::BiasCol  ? bias_col.data()
+                       : op.kind == KernelEpilogueKind::ScaleCol ? scale_col.data()
+                                                                 : residual.data());
   }
   MicroKernelArgs args;
   args.a = a_ptrs.data();
@@ -141,6 +143,9 @@ void check_case(const Case& c, std::mt19937& rng) {
             break;
           case KernelEpilogueKind::Scale:
             x *= op.a;
+            break;
+          case KernelEpilogueKind::ScaleCol:
+            x *= scale_col[j];
             break;
           case KernelEpilogueKind::Relu:
             x = std::max(x, 0.0);
@@ -200,9 +205,53 @@ TEST_F(MicroKernelTest, EveryEpilogueOp) {
       {{K::Relu}},
       {{K::Clamp, -0.3f, 0.4f}},
       {{K::AddResidual}},
+      {{K::ScaleCol}},
+      {{K::ScaleCol}, {K::BiasCol}},                                             // one FMA
+      {{K::BiasCol}, {K::ScaleCol}, {K::BiasCol}, {K::AddResidual}, {K::Relu}},  // conv+BN+add+relu
       {{K::BiasCol}, {K::Relu}, {K::AddResidual}, {K::Scale, 3.0f}, {K::Clamp, -1, 1}}};
   for (const auto& list : lists)
     for (int nr : {32, 21}) check_case({5, nr, 11, false, false, true, 1, 1.5f, list}, rng);
+}
+
+/// ScaleCol directly followed by BiasCol is one FMA: bit-identical to std::fma(acc, s, t) where
+/// acc is the kernel's own accumulation (K = 1, so acc = a·b exactly rounded once), and differs
+/// from the two-rounding x·s + t somewhere (checks the fusion really happened).
+TEST_F(MicroKernelTest, ScaleColThenBiasColIsOneFusedMultiplyAdd) {
+  for (Isa isa : {Isa::Avx512, Isa::Avx2}) {
+    const int mr = 4, nr = isa == Isa::Avx512 ? 37 : 13;  // column tails on both
+    std::uniform_real_distribution<float> dist(-3, 3);
+    std::vector<float> a(mr), b(nr), s(nr), t(nr), c(mr * nr);
+    for (auto* v : {&a, &b, &s, &t})
+      for (float& x : *v) x = dist(rng);
+    MicroKernelDesc d;
+    d.isa = isa;
+    d.mr = mr;
+    d.nr = nr;
+    d.k = 1;
+    d.a_row_stride = 1;
+    d.ldb = nr;
+    d.ldc = nr;
+    d.b_layout = BLayout::Plain;
+    d.epilogue = {{KernelEpilogueKind::ScaleCol}, {KernelEpilogueKind::BiasCol}};
+    const float* ap = a.data();
+    const float* bp = b.data();
+    const float* ep[] = {s.data(), t.data()};
+    MicroKernelArgs args;
+    args.a = &ap;
+    args.b = &bp;
+    args.c = c.data();
+    args.epilogue_data = ep;
+    get_microkernel(d)(&args);
+    int differs_from_two_roundings = 0;
+    for (int i = 0; i < mr; ++i)
+      for (int j = 0; j < nr; ++j) {
+        const float acc = a[i] * b[j];
+        ASSERT_EQ(c[i * nr + j], std::fma(acc, s[j], t[j])) << i << "," << j;
+        volatile float product = acc * s[j];  // volatile: no contraction into an FMA
+        differs_from_two_roundings += c[i * nr + j] != product + t[j];
+      }
+    EXPECT_GT(differs_from_two_roundings, 0);
+  }
 }
 
 TEST_F(MicroKernelTest, TransposedAStridesAndCache) {

@@ -305,3 +305,238 @@ def test_explain_does_not_count_matrix_steps_as_aten_calls():
         report = inductor_cpp.explain(fn, options={"matrix_kernels": True})(x, w)
     (g,) = [g for g in report.graphs if g.eager_reason is None]
     assert g.aten_calls == 0 and not g.fallbacks, g
+
+
+# Eval BatchNorm after a convolution (inductor/plan_batch_norm.h): absorbed into the conv2d
+# step's epilogue as one "batch_norm" op, x·s[c] + t[c] computed per call from the running
+# statistics and affine parameters (runtime/conv_step.h).
+
+
+def random_batch_norm(channels: int, affine: bool = True) -> torch.nn.BatchNorm2d:
+    bn = torch.nn.BatchNorm2d(channels, affine=affine).eval()
+    with torch.no_grad():
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.25, 4)
+        if affine:
+            bn.weight.uniform_(-2, 2)
+            bn.bias.uniform_(-1, 1)
+    return bn
+
+
+def batch_norm_fn(bn):
+    """Eval batch norm as a function (in y's dtype, for the float64 reference)."""
+    cast = lambda t: None if t is None else t.to(y_dtype[0])
+    y_dtype = [torch.float32]
+
+    def fn(y):
+        y_dtype[0] = y.dtype
+        return F.batch_norm(y, cast(bn.running_mean), cast(bn.running_var), cast(bn.weight),
+                            cast(bn.bias), False, 0.0, bn.eps)
+
+    return fn
+
+
+def assert_all_absorbed(graph, convs: int):
+    steps = conv_steps(graph.plan_text)
+    assert len(steps) == convs, graph.plan_text
+    assert all("-> batch_norm(" in s for s in steps), graph.plan_text
+    c = graph.counters()
+    assert c["matrix_kernels"] == convs and c["kernels"] == 0, (c, graph.plan_text)
+    assert c["aten_calls"] == 0 and c["ops_fallback"] == 0, (c, graph.plan_text)
+    return steps
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "nobias"])
+@pytest.mark.parametrize("geometry", ["3x3s2", "1x1s1", "stem7x7s2"])
+def test_batch_norm_and_relu_are_absorbed(geometry, bias):
+    c, oc, hw, k, stride, padding = GEOMETRIES[geometry]
+    x, w = channels_last(2, c, hw, hw), torch.randn(oc, c, k, k)
+    b = torch.randn(oc) if bias else None
+    bn = batch_norm_fn(random_batch_norm(oc))
+    fn = lambda x, w, b: F.relu(bn(F.conv2d(x, w, b, stride=stride, padding=padding)))
+    with torch.no_grad():
+        check_against_references(compile_cpp(fn)(x, w, b), fn, x, w, b)
+    (step,) = assert_all_absorbed(the_graph(), 1)
+    epilogue = step.split(")", 1)[1].split(" free ")[0].strip()
+    expected = ("-> bias_col(%s2) " if bias else "") + "-> batch_norm("
+    assert epilogue.startswith(expected) and epilogue.endswith(") -> relu"), step
+
+
+def test_batch_norm_without_affine_parameters():
+    x, w = channels_last(2, 16, 9, 9), torch.randn(24, 16, 3, 3)
+    bn = batch_norm_fn(random_batch_norm(24, affine=False))
+    fn = lambda x, w: bn(F.conv2d(x, w, padding=1))
+    with torch.no_grad():
+        check_against_references(compile_cpp(fn)(x, w), fn, x, w)
+    (step,) = assert_all_absorbed(the_graph(), 1)
+    assert re.search(r"-> batch_norm\(%s\d+, %s\d+, None, None\)", step), step
+
+
+def test_batch_norm_residual_and_relu_are_absorbed():
+    """resnet's block end: relu(bn(conv(x)) + identity)."""
+    x, w, r = channels_last(2, 16, 10, 10), torch.randn(16, 16, 3, 3), channels_last(2, 16, 10, 10)
+    bn = batch_norm_fn(random_batch_norm(16))
+    fn = lambda x, w, r: F.relu(bn(F.conv2d(x, w, padding=1)) + r)
+    with torch.no_grad():
+        check_against_references(compile_cpp(fn)(x, w, r), fn, x, w, r)
+    (step,) = assert_all_absorbed(the_graph(), 1)
+    assert re.search(r"-> batch_norm\([^)]*\) -> residual\(%s\d+\) -> relu", step), step
+
+
+def test_batch_norm_parameters_are_read_on_every_call():
+    """Running statistics and affine parameters change between calls (in place, as a training
+    step would): the scale and shift are recomputed per call, never cached."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3, padding=1, bias=False),
+                                random_batch_norm(16), torch.nn.ReLU()).eval()
+    x = channels_last(2, 8, 9, 9)
+    compiled = compile_cpp(model)
+    bn = model[1]
+    with torch.no_grad():
+        for step in range(4):
+            assert_same(compiled(x), model(x), rtol=RTOL, atol=ATOL)
+            bn.running_mean.add_(0.5)
+            bn.running_var.mul_(1.5)
+            bn.weight.mul_(-0.75)
+            bn.bias.sub_(0.25)
+    assert_all_absorbed(the_graph(), 1)
+
+
+def test_batch_norm_output_read_twice_is_not_absorbed():
+    x, w = channels_last(1, 8, 9, 9), torch.randn(16, 8, 3, 3)
+    bn = batch_norm_fn(random_batch_norm(16))
+
+    def fn(x, w):
+        y = bn(F.conv2d(x, w, padding=1))
+        return F.relu(y), y * 2
+
+    with torch.no_grad():
+        assert_same(compile_cpp(fn)(x, w), fn(x, w), rtol=RTOL, atol=ATOL)
+    graph = the_graph()
+    (step,) = conv_steps(graph.plan_text)
+    assert "batch_norm" not in step and graph.counters()["kernels"] >= 1, graph.plan_text
+
+
+def test_batch_norm_of_a_sum_is_not_absorbed():
+    """bn(conv(x) + r): the batch norm's input is not the convolution's output; the add is
+    absorbed, the batch norm stays a kernel."""
+    x, w, r = channels_last(1, 8, 9, 9), torch.randn(16, 8, 3, 3), channels_last(1, 16, 9, 9)
+    bn = batch_norm_fn(random_batch_norm(16))
+    fn = lambda x, w, r: bn(F.conv2d(x, w, padding=1) + r)
+    with torch.no_grad():
+        check_against_references(compile_cpp(fn)(x, w, r), fn, x, w, r)
+    graph = the_graph()
+    assert "batch_norm" not in graph.plan_text, graph.plan_text
+
+
+def resnet_basic_block(c_in, c_out, stride):
+    """torchvision's BasicBlock, eval mode, random statistics."""
+    conv = lambda ci, co, k, s: torch.nn.Conv2d(ci, co, k, stride=s, padding=k // 2, bias=False)
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.bn1 = conv(c_in, c_out, 3, stride), random_batch_norm(c_out)
+            self.conv2, self.bn2 = conv(c_out, c_out, 3, 1), random_batch_norm(c_out)
+            self.downsample = None
+            if stride != 1 or c_in != c_out:
+                self.downsample = torch.nn.Sequential(conv(c_in, c_out, 1, stride),
+                                                      random_batch_norm(c_out))
+
+        def forward(self, x):
+            out = F.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            identity = x if self.downsample is None else self.downsample(x)
+            return F.relu(out + identity)
+
+    return Block().eval()
+
+
+def test_resnet_basic_block():
+    """Both conv+BN pairs are absorbed (the second with the identity and the ReLU). The input
+    is channels-last: with an NCHW one the block's output is copied back to NCHW by the last
+    kernel, which is then no pure epilogue chain (in a whole network only the last layer's
+    output is copied back)."""
+    torch.manual_seed(1)
+    block = resnet_basic_block(16, 16, 1)
+    x = channels_last(2, 16, 12, 12)
+    with torch.no_grad():
+        compiled = compile_cpp(block)
+        for _ in range(3):
+            out = compiled(x)
+        expected = block(x)
+    assert out.stride() == expected.stride()
+    assert_same(out, expected, rtol=RTOL, atol=ATOL)
+    steps = assert_all_absorbed(the_graph(), 2)
+    assert steps[0].split(" free ")[0].rstrip().endswith("-> relu"), steps
+    assert re.search(r"-> residual\(%s\d+\) -> relu", steps[1]), steps
+
+
+def test_resnet_downsample_block():
+    """Two convolutions feed the block's last kernel, relu(bn2(conv2(.)) + bn(downsample(x))):
+    the first of them writes its batch norm's output, the second absorbs its own batch norm,
+    that output as the residual and the relu; the kernel is gone."""
+    torch.manual_seed(2)
+    block = resnet_basic_block(16, 32, 2)
+    x = channels_last(2, 16, 12, 12)
+    with torch.no_grad():
+        compiled = compile_cpp(block)
+        for _ in range(2):
+            assert_same(compiled(x), block(x), rtol=RTOL, atol=ATOL)
+    graph = the_graph()
+    steps = assert_all_absorbed(graph, 3)
+    first = re.match(r"%s(\d+) = ", steps[1]).group(1)
+    assert steps[1].split(" free ")[0].rstrip().endswith(")"), steps  # batch norm only
+    assert steps[2].split(" free ")[0].rstrip().endswith(f"-> residual(%s{first}) -> relu"), steps
+
+
+def test_two_convolutions_without_batch_norm_on_the_first_keep_their_kernel():
+    """relu(bn(conv_a(x)) + conv_b(x) * 2): the second operand is no batch norm, so nothing is
+    split; the result is still eager's."""
+    x = channels_last(1, 8, 9, 9)
+    wa, wb = torch.randn(16, 8, 3, 3), torch.randn(16, 8, 1, 1)
+    bn = batch_norm_fn(random_batch_norm(16))
+    fn = lambda x, wa, wb: F.relu(bn(F.conv2d(x, wa, padding=1)) + F.conv2d(x, wb) * 2)
+    with torch.no_grad():
+        check_against_references(compile_cpp(fn)(x, wa, wb), fn, x, wa, wb)
+    graph = the_graph()
+    assert graph.counters()["kernels"] == 1, graph.plan_text
+
+
+def test_batch_norm_epilogue_round_trips_through_the_cache():
+    model = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3, padding=1), random_batch_norm(16),
+                                torch.nn.ReLU()).eval()
+    x = channels_last(1, 8, 9, 9)
+    with torch.no_grad():
+        compile_cpp(model)(x)
+        torch._dynamo.reset()
+        actual = compile_cpp(model)(x)  # plan.json read back from the cache entry
+        assert_same(actual, model(x), rtol=RTOL, atol=ATOL)
+    graph = test_graphs()[-1]
+    assert graph.counters()["cache"] == "hit"
+    assert_all_absorbed(graph, 1)
+
+
+def test_resnet18_matches_eager():
+    """torchvision's resnet18, eval, random statistics: every conv → BN (→ relu / + identity →
+    relu) is absorbed (the downsample blocks' ends split between their two convolutions) but
+    the stem's (its kernel also computes the max pool) and the last block's (its output buffer
+    is laid out for the average pool)."""
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(4)
+    model = torchvision.models.resnet18().eval()
+    with torch.no_grad():
+        for bn in (m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2)
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-0.5, 0.5)
+    x = torch.randn(2, 3, 64, 64)
+    with torch.no_grad():
+        actual = compile_cpp(model)(x)
+        expected = model(x)
+    assert_same(actual, expected, rtol=1e-4, atol=1e-4)
+    graph = the_graph()
+    steps = conv_steps(graph.plan_text)
+    assert len(steps) == 20, graph.plan_text
+    assert sum("-> batch_norm(" in s for s in steps) >= 18, graph.plan_text
+    assert graph.counters()["kernels"] <= 4, graph.plan_text

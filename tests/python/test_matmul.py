@@ -302,3 +302,50 @@ def test_sgd_training_loop_matches_eager():
         for _ in range(3):
             assert_same(compiled(x), ref(x), rtol=RTOL, atol=ATOL)
     assert any(matmul_steps(g.plan_text) for g in test_graphs())
+
+
+def test_denormals_are_flushed_only_when_the_user_asks():
+    """torch.set_flush_denormal(True) (MXCSR FTZ|DAZ on the calling thread) reaches the matrix
+    library's worker threads: products 1e-21 · 1e-21 (and their sums) are denormal and become zero; without
+    it the result keeps them (IEEE). 256³ runs on several threads when there are several."""
+    a = torch.full((256, 256), 1e-21)
+    b = torch.full((256, 256), 1e-21)
+    fn = compile_cpp(torch.mm)
+    ieee = fn(a, b)
+    assert (ieee > 0).all() and (ieee < torch.finfo(torch.float32).tiny).all(), ieee.max()
+    assert torch.set_flush_denormal(True)
+    try:
+        flushed = fn(a, b)
+    finally:
+        torch.set_flush_denormal(False)
+    assert (flushed == 0).all(), flushed.abs().max()
+    assert torch.equal(fn(a, b), ieee)  # and the library restores IEEE afterwards
+
+
+def test_activation_behind_a_view_is_absorbed():
+    """nn.Linear on [B, S, K] is addmm on [B·S, K] and a view back to [B, S, N]: the GELU
+    after the view still joins the matmul's epilogue, which then writes the 3-D result."""
+    lin = torch.nn.Linear(64, 48)
+    with torch.no_grad():
+        plan, c = run_one_graph(lambda x: F.gelu(lin(x)), torch.randn(3, 7, 64))
+    steps = matmul_steps(plan)
+    assert len(steps) == 1 and "-> gelu" in steps[0], plan
+    assert c["kernels"] == 0 and c["ops_fallback"] == 0, (plan, c)
+
+
+def test_residual_behind_a_view_is_absorbed():
+    lin = torch.nn.Linear(64, 48)
+    with torch.no_grad():
+        plan, c = run_one_graph(lambda x, r: F.relu(lin(x) + r), torch.randn(3, 7, 64),
+                                torch.randn(3, 7, 48))
+    steps = matmul_steps(plan)
+    assert len(steps) == 1 and "-> residual(" in steps[0] and "-> relu" in steps[0], plan
+    assert c["kernels"] == 0, (plan, c)
+
+
+def test_view_that_reorders_elements_is_not_absorbed():
+    """A permute between the matmul and the activation changes the element order: the
+    activation stays a kernel of its own."""
+    x, w = torch.randn(12, 32), torch.randn(32, 20)
+    plan, c = run_one_graph(lambda x, w: F.relu((x @ w).view(3, 4, 20).permute(1, 0, 2)) * 2, x, w)
+    assert c["kernels"] >= 1, plan
