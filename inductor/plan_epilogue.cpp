@@ -157,7 +157,7 @@ bool only_read_by(const ir::Graph& g, const ir::ScheduledProgram& program, int32
   return true;
 }
 
-std::optional<StaticMeta> meta_of(const ir::Graph& g, const Arg& a) {
+const ir::TensorMeta* tensor_meta_of(const ir::Graph& g, const Arg& a) {
   const ir::TensorMeta* m = nullptr;
   if (a.kind == Arg::Kind::Input && a.index >= 0 &&
       a.index < static_cast<int64_t>(g.inputs.size())) {
@@ -171,6 +171,11 @@ std::optional<StaticMeta> meta_of(const ir::Graph& g, const Arg& a) {
     if (a.output >= 0 && a.output < static_cast<int64_t>(outs.size()) && outs[a.output])
       m = &*outs[a.output];
   }
+  return m;
+}
+
+std::optional<StaticMeta> meta_of(const ir::Graph& g, const Arg& a) {
+  const ir::TensorMeta* m = tensor_meta_of(g, a);
   if (!m) return std::nullopt;
   auto sizes = static_dims(m->sizes);
   auto strides = static_dims(m->strides);

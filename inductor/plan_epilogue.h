@@ -27,6 +27,8 @@ struct StaticMeta {
   std::string dtype, device;
 };
 
+/// The recorded meta of a graph input, constant or node output (sizes may be symbolic), or null.
+const ir::TensorMeta* tensor_meta_of(const ir::Graph& g, const ir::Arg& a);
 /// The meta of a graph input, constant or node output; nothing for a symbolic or missing one.
 std::optional<StaticMeta> meta_of(const ir::Graph& g, const ir::Arg& a);
 /// A float32 CPU tensor of rank `rank` with no empty dim.

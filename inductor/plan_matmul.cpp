@@ -12,6 +12,72 @@ using ir::Arg;
 
 using namespace matrix_plan;
 
+namespace {
+
+std::optional<int64_t> static_dim(const ir::Dim& d) {
+  if (const int64_t* v = std::get_if<int64_t>(&d)) return *v;
+  return std::nullopt;
+}
+
+bool is_f32_cpu_2d(const ir::TensorMeta* m) {
+  return m && m->dtype == "float32" && m->device == "cpu" && m->sizes.size() == 2 &&
+         m->strides.size() == 2;
+}
+
+/// An mm / addmm whose row count is symbolic (Dynamo's dynamic batch: A [M, K], a weight
+/// B [K, N], the output [M, N] with K and N static, row-major). The step's output has rows -1:
+/// the runtime allocates [rows of A, N] per call. addmm's bias must be a [N] / [1, N] vector;
+/// nothing is absorbed (the chain's sizes are symbolic too).
+std::optional<MatmulMatch> match_dynamic_rows(
+    const ir::Graph& g, int64_t n, bool addmm,
+    const std::function<int32_t(const std::string&)>& slot_of_buffer) {
+  const ir::Node& node = g.nodes.at(static_cast<size_t>(n));
+  const size_t first = addmm ? 1 : 0;
+  const Arg& a = node.args[first];
+  const Arg& b = node.args[first + 1];
+  const ir::TensorMeta* a_meta = tensor_meta_of(g, a);
+  const ir::TensorMeta* out_meta = tensor_meta_of(g, Arg::value(n, 0));
+  const auto b_meta = meta_of(g, b);
+  if (!is_f32_cpu_2d(a_meta) || !is_f32_cpu_2d(out_meta) || !is_f32_cpu(b_meta, 2))
+    return std::nullopt;
+  const int64_t k = b_meta->sizes[0], cols = b_meta->sizes[1];
+  const auto a_k = static_dim(a_meta->sizes[1]), out_cols = static_dim(out_meta->sizes[1]);
+  const auto row_stride = static_dim(out_meta->strides[0]),
+             col_stride = static_dim(out_meta->strides[1]);
+  if (!a_k || *a_k != k || !out_cols || *out_cols != cols || !row_stride || *row_stride != cols ||
+      !col_stride || *col_stride != 1)
+    return std::nullopt;
+  MatmulMatch match;
+  match.step.node = static_cast<int32_t>(n);
+  runtime::MatmulLaunch& launch = match.step.matmul;
+  launch.op = addmm ? "addmm" : "mm";
+  launch.a = slot_of_buffer(buffer_name_of(a));
+  launch.b = slot_of_buffer(buffer_name_of(b));
+  launch.nodes = {static_cast<int32_t>(n)};
+  if (addmm) {
+    const auto beta = number_or(node, 3, "beta", 1), alpha = number_or(node, 4, "alpha", 1);
+    if (!beta || *beta != 1 || !alpha) return std::nullopt;
+    launch.alpha = static_cast<float>(*alpha);
+    const Arg& bias = node.args[0];
+    const auto bias_meta = meta_of(g, bias);
+    if (!is_tensor_ref(bias) || !bias_meta || bias_meta->dtype != "float32" ||
+        bias_meta->device != "cpu" ||
+        (bias_meta->sizes != std::vector<int64_t>{cols} &&
+         bias_meta->sizes != std::vector<int64_t>{1, cols}))
+      return std::nullopt;
+    launch.epilogue.push_back({"bias_col", slot_of_buffer(buffer_name_of(bias)), 0, 0});
+  }
+  launch.out = runtime::BufferAlloc{slot_of_buffer(buffer_name_of(Arg::value(n, 0))),
+                                    {runtime::kRowsOfA, cols},
+                                    {cols, 1},
+                                    "float32",
+                                    "cpu",
+                                    -1};
+  return match;
+}
+
+}  // namespace
+
 std::optional<MatmulMatch> match_matmul(
     const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
     const std::set<std::string>& into_inputs,
@@ -32,6 +98,7 @@ std::optional<MatmulMatch> match_matmul(
   const size_t rank = bmm ? 3 : 2;
   const auto out_meta = meta_of(g, Arg::value(n, 0));
   const auto a_meta = meta_of(g, a), b_meta = meta_of(g, b);
+  if (!bmm && (!out_meta || !a_meta)) return match_dynamic_rows(g, n, addmm, slot_of_buffer);
   if (!is_f32_cpu(out_meta, rank) || !is_f32_cpu(a_meta, rank) || !is_f32_cpu(b_meta, rank))
     return std::nullopt;
   if (!is_row_major(*out_meta)) return std::nullopt;

@@ -337,7 +337,10 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   TORCH_CHECK(a.dim() == rank && b.dim() == rank, "inductor_cpp: ", bm.label, ": operands of rank ", a.dim(), " and ",
               b.dim(), ", expected ", rank);
   // `stored` goes to the slot; the GEMM writes its 2-D view when the absorbed chain reshaped it.
-  const at::Tensor stored = at::empty_strided(m.out.sizes, m.out.strides, bm.options);
+  // Dynamic shapes: rows kRowsOfA are A's rows in this call.
+  std::vector<int64_t> out_sizes = m.out.sizes;
+  if (!batched && !out_sizes.empty() && out_sizes[0] == kRowsOfA) out_sizes[0] = a.size(0);
+  const at::Tensor stored = at::empty_strided(out_sizes, m.out.strides, bm.options);
   const at::Tensor c = stored.dim() == rank ? stored : stored.view({a.size(0), b.size(1)});
   const int64_t batch = batched ? c.size(0) : 1;
   const int64_t rows = c.size(rank - 2), cols = c.size(rank - 1), inner = a.size(rank - 1);

@@ -102,6 +102,10 @@ struct ConvGeometry {
   std::array<int64_t, 2> dilation = {1, 1};
 };
 
+/// MatmulLaunch::out.sizes[0] of an mm / addmm whose row count is symbolic (dynamic shapes):
+/// the output is [rows of A, N], allocated per call.
+inline constexpr int64_t kRowsOfA = -1;
+
 /// A float32 CPU matrix kernel run by our library (runtime/matrix): a matrix multiply
 /// (gemm.h) out = epilogue(alpha · a · b), "mm" and "addmm" 2-D, "bmm" 3-D (batched), whose
 /// operand strides are read at run time (plain, transposed, or made contiguous); or "conv2d"

@@ -349,3 +349,40 @@ def test_view_that_reorders_elements_is_not_absorbed():
     x, w = torch.randn(12, 32), torch.randn(32, 20)
     plan, c = run_one_graph(lambda x, w: F.relu((x @ w).view(3, 4, 20).permute(1, 0, 2)) * 2, x, w)
     assert c["kernels"] >= 1, plan
+
+
+@pytest.mark.parametrize("with_relu", [False, True])
+def test_dynamic_batch_stays_on_the_library(with_relu):
+    """Dynamo's dynamic shapes make the batch of a Linear symbolic: the matmul still runs on
+    the library (its output allocated per call from A's rows), for every batch size, 0 included."""
+    lin = torch.nn.Linear(64, 48)
+
+    def fn(x):
+        y = lin(x)
+        return F.relu(y) if with_relu else y
+
+    compiled = torch.compile(fn, backend="inductor_cpp", dynamic=True,
+                             options={"matrix_kernels": True})
+    with torch.no_grad():
+        for rows in (5, 17, 33):
+            x = torch.randn(rows, 64)
+            assert_same(compiled(x), fn(x), rtol=RTOL, atol=ATOL)
+        graphs = test_graphs()
+        assert len(graphs) == 1, [g.plan_text for g in graphs]  # one graph for all three
+        plan, c = graphs[0].plan_text, graphs[0].counters()
+        assert c["matrix_kernels"] == 1 and "aten::addmm" not in plan, plan
+        assert "-> bias_col(" in plan, plan
+        for rows in (1, 0):  # Dynamo specializes these: graphs of their own, same answers
+            x = torch.randn(rows, 64)
+            assert_same(compiled(x), fn(x), rtol=RTOL, atol=ATOL)
+
+
+def test_dynamic_rows_with_a_symbolic_weight_stay_aten():
+    """Only the rows may be symbolic: a B with symbolic sizes keeps the ATen call."""
+    compiled = torch.compile(torch.mm, backend="inductor_cpp", dynamic=True,
+                             options={"matrix_kernels": True})
+    for n in (7, 9):
+        a, b = torch.randn(5, n), torch.randn(n, 3)
+        assert_same(compiled(a, b), a @ b, rtol=RTOL, atol=ATOL)
+    graphs = test_graphs()
+    assert graphs and all("aten::mm" in g.plan_text for g in graphs), [g.plan_text for g in graphs]
