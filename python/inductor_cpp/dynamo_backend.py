@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import copy
 import itertools
 import json
 import os
@@ -24,7 +25,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch._dynamo.backends.common import aot_autograd
 
-from . import _C, debug_dir, decompositions, fx_import, joint_graph, layout_opt, logs
+from . import _C, debug_dir, decompositions, fx_import, joint_graph, layout_opt, logs, specialize
 from . import options as options_mod
 
 # Compiled graphs alive in this process, for counters and tests; weak, so that
@@ -109,7 +110,20 @@ recent_eager_fallback_reasons: "collections.deque[str]" = collections.deque(maxl
 
 def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str,
                        opts: options_mod.Options) -> Callable:
-    """Compile one ATen FX graph (forward, backward or inference) into a boxed callable."""
+    """Compile one ATen FX graph (forward, backward or inference) into a boxed callable. A
+    graph with symbolic sizes gets its plan of ATen calls plus, per concrete shape, a static
+    compile (specialize.py)."""
+    if opts.shape_specializations > 0 and specialize.has_symbolic_sizes(example_inputs):
+        pristine = copy.deepcopy(gm)  # the layout pass below rewrites gm in place
+        fallback = _compile_one_graph(gm, example_inputs, kind, opts)
+        static = lambda g, example: _compile_one_graph(g, example, kind, opts)  # noqa: E731
+        return specialize.ShapeSpecializedGraph(pristine, kind, opts.shape_specializations,
+                                                bool(opts.strict), fallback, static).boxed()
+    return _compile_one_graph(gm, example_inputs, kind, opts)
+
+
+def _compile_one_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str,
+                       opts: options_mod.Options) -> Callable:
     number = next(_graph_numbers)
     start = time.perf_counter()
     if opts.layout_optimization:

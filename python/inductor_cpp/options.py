@@ -31,6 +31,12 @@ KNOWN: dict[str, tuple[str | None, str]] = {
         "False: keep convolution graphs in the layouts they come in (default True: inference "
         "graphs with 2-D convolutions run channels-last; see layout_opt.py)",
     ),
+    "shape_specializations": (
+        "INDUCTOR_CPP_SHAPE_SPECIALIZATIONS",
+        "how many concrete shapes a graph with symbolic sizes (Dynamo's dynamic shapes) is "
+        "compiled for, each as a static graph with generated kernels (default 8; 0: none, every "
+        "shape runs the symbolic graph's plan of ATen calls); see specialize.py",
+    ),
     "debug_dir": (
         "INDUCTOR_CPP_DEBUG_DIR",
         "a directory: dump each compiled graph there (FX graph, IR after every pass, C++ "
@@ -50,6 +56,11 @@ def _env_value(name: str) -> Any:
         return None
     if name == "debug_dir":
         return raw
+    if name == "shape_specializations":
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError(f"inductor_cpp: {var} must be a whole number, not {raw!r}") from None
     if name == "strict" and raw.lower() == "all":
         return "all"
     return raw.lower() not in ("0", "false", "no", "off")
@@ -62,6 +73,7 @@ class Options:
     cache: bool = True
     debug_dir: str | None = None
     layout_optimization: bool = True  # a graph rewrite in Python: the graph's hash covers it
+    shape_specializations: int = 8  # Python-side (specialize.py): each static graph has its key
     extra: dict[str, Any] = field(default_factory=dict)
 
     def for_compiler(self) -> dict[str, Any]:
@@ -99,9 +111,15 @@ def resolve(mode: str | None = None, options: dict[str, Any] | None = None) -> O
     if not isinstance(layout_optimization, bool):
         raise ValueError('inductor_cpp: option "layout_optimization" must be True or False, '
                          f"not {layout_optimization!r}")
+    shape_specializations = values.get("shape_specializations", 8)
+    if isinstance(shape_specializations, bool) or not isinstance(shape_specializations, int) or \
+            shape_specializations < 0:
+        raise ValueError('inductor_cpp: option "shape_specializations" must be a whole number '
+                         f">= 0, not {shape_specializations!r}")
     # Code generation options enter the cache key; only non-default values are sent, so default
     # keys stay what they were.
     extra = {"matrix_kernels": True} if matrix_kernels else {}
     return Options(mode=mode, strict=strict, cache=cache,
                    debug_dir=os.fspath(debug_dir) if debug_dir else None,
-                   layout_optimization=layout_optimization, extra=extra)
+                   layout_optimization=layout_optimization,
+                   shape_specializations=shape_specializations, extra=extra)

@@ -151,8 +151,19 @@ def test_new_shapes_keep_working_and_compile_once():
         x = torch.randn(n, 3)
         assert_same(g(x), torch.tanh(x).sum(-1) * n)
     c = inductor_cpp.counters()
-    # one static graph, then one with symbolic sizes that serves every later shape
-    assert c["graphs_compiled"] == 2 and c["eager_graph_fallbacks"] == 0, c
+    # one static graph; then one with symbolic sizes (its plan of ATen calls is the fallback)
+    # and a static graph for each later shape (specialize.py)
+    assert c["graphs_compiled"] == 2 + 3 and c["eager_graph_fallbacks"] == 0, c
+
+    torch._dynamo.reset()
+    inductor_cpp.reset_counters()
+    h = torch.compile(lambda x: torch.tanh(x).sum(-1) * x.shape[0], backend="inductor_cpp",
+                      options={"shape_specializations": 0})
+    for n in (4, 7, 13, 5):
+        x = torch.randn(n, 3)
+        assert_same(h(x), torch.tanh(x).sum(-1) * n)
+    # without specializations the symbolic graph serves every later shape
+    assert inductor_cpp.counters()["graphs_compiled"] == 2
 
 
 def test_dynamic_shapes_training():

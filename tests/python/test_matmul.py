@@ -353,8 +353,9 @@ def test_view_that_reorders_elements_is_not_absorbed():
 
 @pytest.mark.parametrize("with_relu", [False, True])
 def test_dynamic_batch_stays_on_the_library(with_relu):
-    """Dynamo's dynamic shapes make the batch of a Linear symbolic: the matmul still runs on
-    the library (its output allocated per call from A's rows), for every batch size, 0 included."""
+    """Dynamo's dynamic shapes make the batch of a Linear symbolic: the symbolic graph's own plan
+    still runs the matmul on the library (its output allocated per call from A's rows), for
+    every batch size. (shape_specializations=0: no static graph per shape, test_dynamic_shapes.)"""
     lin = torch.nn.Linear(64, 48)
 
     def fn(x):
@@ -362,7 +363,7 @@ def test_dynamic_batch_stays_on_the_library(with_relu):
         return F.relu(y) if with_relu else y
 
     compiled = torch.compile(fn, backend="inductor_cpp", dynamic=True,
-                             options={"matrix_kernels": True})
+                             options={"matrix_kernels": True, "shape_specializations": 0})
     with torch.no_grad():
         for rows in (5, 17, 33):
             x = torch.randn(rows, 64)
@@ -380,7 +381,7 @@ def test_dynamic_batch_stays_on_the_library(with_relu):
 def test_dynamic_rows_with_a_symbolic_weight_stay_aten():
     """Only the rows may be symbolic: a B with symbolic sizes keeps the ATen call."""
     compiled = torch.compile(torch.mm, backend="inductor_cpp", dynamic=True,
-                             options={"matrix_kernels": True})
+                             options={"matrix_kernels": True, "shape_specializations": 0})
     for n in (7, 9):
         a, b = torch.randn(5, n), torch.randn(n, 3)
         assert_same(compiled(a, b), a @ b, rtol=RTOL, atol=ATOL)

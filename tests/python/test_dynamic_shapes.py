@@ -1,0 +1,111 @@
+"""Graphs with symbolic sizes (Dynamo's dynamic shapes): a static compile per concrete shape,
+up to the `shape_specializations` limit, then the symbolic graph's plan of ATen calls
+(python/inductor_cpp/specialize.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import inductor_cpp
+from conftest import assert_same, collect_logs, test_graphs
+
+
+def softmax_of_sin(x):
+    return (x.sin() + 1).softmax(-1)
+
+
+def graphs_by_kind():
+    """(static graphs with generated kernels, graphs made only of ATen calls) of this test."""
+    graphs = test_graphs()
+    generated = [g for g in graphs if g.counters()["kernels"] > 0]
+    aten_only = [g for g in graphs if g.counters()["kernels"] == 0]
+    return generated, aten_only
+
+
+def test_each_new_shape_gets_a_static_graph_with_kernels():
+    compiled = torch.compile(softmax_of_sin, backend="inductor_cpp", dynamic=True)
+    for rows in (5, 7, 5, 9, 7):
+        x = torch.randn(rows, 8)
+        assert_same(compiled(x), softmax_of_sin(x))
+    generated, aten_only = graphs_by_kind()
+    assert len(generated) == 3, [g.plan_text for g in generated]  # 5, 7 and 9 rows
+    assert sorted(g.counters()["calls"] for g in generated) == [1, 2, 2]
+    # The symbolic graph's own plan (ATen calls) exists as the fallback, but nothing ran it.
+    assert len(aten_only) == 1 and aten_only[0].counters()["calls"] == 0
+
+
+def test_shapes_past_the_limit_run_the_symbolic_plan():
+    compiled = torch.compile(softmax_of_sin, backend="inductor_cpp", dynamic=True,
+                             options={"shape_specializations": 2})
+    with collect_logs() as messages:
+        for rows in (3, 4, 5, 6, 3):
+            x = torch.randn(rows, 8)
+            assert_same(compiled(x), softmax_of_sin(x))
+    generated, aten_only = graphs_by_kind()
+    assert len(generated) == 2 and sum(g.counters()["calls"] for g in generated) == 3
+    assert len(aten_only) == 1 and aten_only[0].counters()["calls"] == 2  # 5 and 6 rows
+    assert sum("shape_specializations" in m for m in messages) == 1, messages  # warned once
+
+
+def test_zero_specializations_keep_every_shape_on_the_symbolic_plan():
+    compiled = torch.compile(softmax_of_sin, backend="inductor_cpp", dynamic=True,
+                             options={"shape_specializations": 0})
+    for rows in (3, 4):
+        x = torch.randn(rows, 8)
+        assert_same(compiled(x), softmax_of_sin(x))
+    generated, aten_only = graphs_by_kind()
+    assert not generated and len(aten_only) == 1 and aten_only[0].counters()["calls"] == 2
+
+
+def test_training_with_dynamic_batch_matches_eager():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16),
+                                torch.nn.Linear(16, 4))
+    compiled = torch.compile(model, backend="inductor_cpp", dynamic=True)
+    for rows in (5, 7, 3):
+        x = torch.randn(rows, 8, requires_grad=True)
+        model.zero_grad()
+        out = compiled(x)
+        out.square().sum().backward()
+        grads = [p.grad.clone() for p in model.parameters()] + [x.grad.clone()]
+        x.grad = None
+        model.zero_grad()
+        expected = model(x)
+        expected.square().sum().backward()
+        assert_same(out, expected, rtol=1e-5, atol=1e-5)
+        for got, want in zip(grads, [p.grad for p in model.parameters()] + [x.grad]):
+            assert_same(got, want, rtol=1e-4, atol=1e-5)
+    generated, _ = graphs_by_kind()
+    assert len(generated) >= 6  # a forward and a backward per shape
+
+
+def test_matrix_steps_and_layouts_follow_each_shape():
+    """A dynamic-batch Linear + GELU: each static graph absorbs the GELU into the matmul."""
+    lin = torch.nn.Linear(32, 24)
+    fn = lambda x: F.gelu(lin(x))  # noqa: E731
+    compiled = torch.compile(fn, backend="inductor_cpp", dynamic=True,
+                             options={"matrix_kernels": True})
+    with torch.no_grad():
+        for rows in (6, 10):
+            x = torch.randn(rows, 32)
+            assert_same(compiled(x), fn(x), rtol=1e-4, atol=1e-5)
+    static = [g for g in test_graphs() if g.counters()["calls"] > 0]
+    assert len(static) == 2
+    for g in static:
+        assert "matrix::addmm" in g.plan_text and "-> gelu" in g.plan_text, g.plan_text
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "4"])
+def test_bad_limit_is_an_error(bad):
+    with pytest.raises(ValueError, match="shape_specializations"):
+        inductor_cpp.options.resolve(options={"shape_specializations": bad})
+
+
+def test_limit_from_the_environment(monkeypatch):
+    monkeypatch.setenv("INDUCTOR_CPP_SHAPE_SPECIALIZATIONS", "3")
+    assert inductor_cpp.options.resolve().shape_specializations == 3
+    monkeypatch.setenv("INDUCTOR_CPP_SHAPE_SPECIALIZATIONS", "many")
+    with pytest.raises(ValueError, match="whole number"):
+        inductor_cpp.options.resolve()
