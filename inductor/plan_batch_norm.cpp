@@ -24,19 +24,6 @@ const ir::Node* node_of(const ir::Graph& g, const Arg& a) {
   return &g.nodes[static_cast<size_t>(a.index)];
 }
 
-int64_t mentions(const Arg& a, int64_t node) {
-  int64_t n = a.kind == Arg::Kind::Value && a.index == node ? 1 : 0;
-  for (const Arg& item : a.items) n += mentions(item, node);
-  return n;
-}
-
-int64_t mentions(const ir::Node& user, int64_t node) {
-  int64_t n = 0;
-  for (const Arg& a : user.args) n += mentions(a, node);
-  for (const auto& kw : user.kwargs) n += mentions(kw.second, node);
-  return n;
-}
-
 /// The one node that reads node `node`'s value (once), or nothing.
 std::optional<int32_t> sole_reader(const ir::Graph& g, int64_t node) {
   std::optional<int32_t> reader;

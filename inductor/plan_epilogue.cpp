@@ -27,20 +27,6 @@ bool is_value(const Arg& a, int64_t node, int64_t output) {
   return a.kind == Arg::Kind::Value && a.index == node && a.output == output;
 }
 
-/// How many times `a` (and the items of lists in it) mentions any output of node `node`.
-int64_t mentions(const Arg& a, int64_t node) {
-  int64_t n = a.kind == Arg::Kind::Value && a.index == node ? 1 : 0;
-  for (const Arg& item : a.items) n += mentions(item, node);
-  return n;
-}
-
-int64_t mentions(const ir::Node& user, int64_t node) {
-  int64_t n = 0;
-  for (const Arg& a : user.args) n += mentions(a, node);
-  for (const auto& kw : user.kwargs) n += mentions(kw.second, node);
-  return n;
-}
-
 /// The epilogue op of node `act` applied to node `prev`'s output, or nothing. A residual add
 /// sets `residual` to its other operand.
 std::optional<runtime::MatmulEpilogue> epilogue_op_of(const ir::Node& act, int64_t prev,
@@ -155,6 +141,19 @@ bool only_read_by(const ir::Graph& g, const ir::ScheduledProgram& program, int32
     if (static_cast<int32_t>(n) == next ? uses != 1 : uses != 0) return false;
   }
   return true;
+}
+
+int64_t mentions(const Arg& a, int64_t node) {
+  int64_t n = a.kind == Arg::Kind::Value && a.index == node ? 1 : 0;
+  for (const Arg& item : a.items) n += mentions(item, node);
+  return n;
+}
+
+int64_t mentions(const ir::Node& user, int64_t node) {
+  int64_t n = 0;
+  for (const Arg& a : user.args) n += mentions(a, node);
+  for (const auto& kw : user.kwargs) n += mentions(kw.second, node);
+  return n;
 }
 
 const ir::TensorMeta* tensor_meta_of(const ir::Graph& g, const Arg& a) {

@@ -27,6 +27,10 @@ struct StaticMeta {
   std::string dtype, device;
 };
 
+/// How many times `a` (and the items of lists in it) mentions any output of node `node`.
+int64_t mentions(const ir::Arg& a, int64_t node);
+/// How many times node `user`'s arguments mention any output of node `node`.
+int64_t mentions(const ir::Node& user, int64_t node);
 /// The recorded meta of a graph input, constant or node output (sizes may be symbolic), or null.
 const ir::TensorMeta* tensor_meta_of(const ir::Graph& g, const ir::Arg& a);
 /// The meta of a graph input, constant or node output; nothing for a symbolic or missing one.

@@ -24,6 +24,46 @@ bool is_f32_cpu_2d(const ir::TensorMeta* m) {
          m->strides.size() == 2;
 }
 
+/// The launch of mm / addmm / bmm node `n` before anything is absorbed: operands, alpha, and
+/// addmm's bias as the first epilogue op (`[cols]` / `[1, cols]` → bias_col; with static
+/// `rows`, `[rows, 1]` → bias_row and `[rows, cols]` → residual). Nothing when addmm's beta is
+/// not the literal 1, its alpha not a literal, or its bias none of those.
+std::optional<MatmulMatch> start_launch(
+    const ir::Graph& g, int64_t n, const std::string& op, const Arg& a, const Arg& b,
+    std::optional<int64_t> rows, int64_t cols,
+    const std::function<int32_t(const std::string&)>& slot_of_buffer) {
+  const ir::Node& node = g.nodes.at(static_cast<size_t>(n));
+  MatmulMatch match;
+  match.step.node = static_cast<int32_t>(n);
+  runtime::MatmulLaunch& launch = match.step.matmul;
+  launch.op = op;
+  launch.a = slot_of_buffer(buffer_name_of(a));
+  launch.b = slot_of_buffer(buffer_name_of(b));
+  launch.nodes = {static_cast<int32_t>(n)};
+  if (op != "addmm") return match;
+  const auto beta = number_or(node, 3, "beta", 1), alpha = number_or(node, 4, "alpha", 1);
+  if (!beta || *beta != 1 || !alpha) return std::nullopt;
+  launch.alpha = static_cast<float>(*alpha);
+  const Arg& bias = node.args[0];
+  const auto bias_meta = meta_of(g, bias);
+  if (!is_tensor_ref(bias) || !bias_meta || bias_meta->dtype != "float32" ||
+      bias_meta->device != "cpu")
+    return std::nullopt;
+  const std::vector<int64_t>& bs = bias_meta->sizes;
+  std::string kind;
+  if (bs == std::vector<int64_t>{cols} || bs == std::vector<int64_t>{1, cols}) {
+    kind = "bias_col";
+  } else if (rows && bs == std::vector<int64_t>{*rows, 1}) {
+    kind = "bias_row";
+  } else if (rows && bs == std::vector<int64_t>{*rows, cols}) {
+    kind = "residual";
+  } else {
+    return std::nullopt;
+  }
+  launch.epilogue.push_back({kind, slot_of_buffer(buffer_name_of(bias)), 0, 0});
+  return match;
+}
+
 /// An mm / addmm whose row count is symbolic (Dynamo's dynamic batch: A [M, K], a weight
 /// B [K, N], the output [M, N] with K and N static, row-major). The step's output has rows -1:
 /// the runtime allocates [rows of A, N] per call. addmm's bias must be a [N] / [1, N] vector;
@@ -47,27 +87,10 @@ std::optional<MatmulMatch> match_dynamic_rows(
   if (!a_k || *a_k != k || !out_cols || *out_cols != cols || !row_stride || *row_stride != cols ||
       !col_stride || *col_stride != 1)
     return std::nullopt;
-  MatmulMatch match;
-  match.step.node = static_cast<int32_t>(n);
-  runtime::MatmulLaunch& launch = match.step.matmul;
-  launch.op = addmm ? "addmm" : "mm";
-  launch.a = slot_of_buffer(buffer_name_of(a));
-  launch.b = slot_of_buffer(buffer_name_of(b));
-  launch.nodes = {static_cast<int32_t>(n)};
-  if (addmm) {
-    const auto beta = number_or(node, 3, "beta", 1), alpha = number_or(node, 4, "alpha", 1);
-    if (!beta || *beta != 1 || !alpha) return std::nullopt;
-    launch.alpha = static_cast<float>(*alpha);
-    const Arg& bias = node.args[0];
-    const auto bias_meta = meta_of(g, bias);
-    if (!is_tensor_ref(bias) || !bias_meta || bias_meta->dtype != "float32" ||
-        bias_meta->device != "cpu" ||
-        (bias_meta->sizes != std::vector<int64_t>{cols} &&
-         bias_meta->sizes != std::vector<int64_t>{1, cols}))
-      return std::nullopt;
-    launch.epilogue.push_back({"bias_col", slot_of_buffer(buffer_name_of(bias)), 0, 0});
-  }
-  launch.out = runtime::BufferAlloc{slot_of_buffer(buffer_name_of(Arg::value(n, 0))),
+  auto match = start_launch(g, n, addmm ? "addmm" : "mm", a, b, std::nullopt, cols,
+                            slot_of_buffer);
+  if (!match) return std::nullopt;
+  match->step.matmul.out = runtime::BufferAlloc{slot_of_buffer(buffer_name_of(Arg::value(n, 0))),
                                     {runtime::kRowsOfA, cols},
                                     {cols, 1},
                                     "float32",
@@ -109,36 +132,11 @@ std::optional<MatmulMatch> match_matmul(
   if (bmm && (a_meta->sizes[0] != out_meta->sizes[0] || b_meta->sizes[0] != out_meta->sizes[0]))
     return std::nullopt;
 
-  MatmulMatch match;
-  runtime::Step& step = match.step;
-  step.node = static_cast<int32_t>(n);
-  runtime::MatmulLaunch& launch = step.matmul;
-  launch.op = op.substr(6);  // after "aten::"
-  launch.a = slot_of_buffer(buffer_name_of(a));
-  launch.b = slot_of_buffer(buffer_name_of(b));
-  launch.nodes = {static_cast<int32_t>(n)};
-  if (addmm) {
-    const auto beta = number_or(node, 3, "beta", 1), alpha = number_or(node, 4, "alpha", 1);
-    if (!beta || *beta != 1 || !alpha) return std::nullopt;
-    launch.alpha = static_cast<float>(*alpha);
-    const Arg& bias = node.args[0];
-    const auto bias_meta = meta_of(g, bias);
-    if (!is_tensor_ref(bias) || !bias_meta || bias_meta->dtype != "float32" ||
-        bias_meta->device != "cpu")
-      return std::nullopt;
-    const std::vector<int64_t>& bs = bias_meta->sizes;
-    std::string kind;
-    if (bs == std::vector<int64_t>{cols} || bs == std::vector<int64_t>{1, cols}) {
-      kind = "bias_col";
-    } else if (bs == std::vector<int64_t>{m, 1}) {
-      kind = "bias_row";
-    } else if (bs == std::vector<int64_t>{m, cols}) {
-      kind = "residual";
-    } else {
-      return std::nullopt;
-    }
-    launch.epilogue.push_back({kind, slot_of_buffer(buffer_name_of(bias)), 0, 0});
-  }
+  auto started = start_launch(g, n, op.substr(6) /* after "aten::" */, a, b, m, cols,
+                              slot_of_buffer);
+  if (!started) return std::nullopt;
+  MatmulMatch match = std::move(*started);
+  runtime::MatmulLaunch& launch = match.step.matmul;
   const std::string out = buffer_name_of(Arg::value(n, 0));
   auto absorbed =
       absorbable(g, program, step_index, n, *out_meta, is_row_major, into_inputs, slot_of_buffer,

@@ -34,6 +34,13 @@ class UnsupportedGraph(Exception):
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)\n\s*(?P<code>[^\n]*)')
 
 
+def placeholder_values(gm: torch.fx.GraphModule, inputs: list[Any]) -> list[Any]:
+    """Each placeholder's recorded value (`meta["val"]`: a fake tensor, a SymInt), else the
+    input passed for it (numbers often carry no recorded value)."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    return [n.meta.get("val", x) for n, x in zip(placeholders, inputs)]
+
+
 def source_of(node: torch.fx.Node) -> str:
     """'model.py:12 in forward: x = self.fc(x)' from the innermost frame of the node's trace."""
     trace = node.meta.get("stack_trace") or ""

@@ -29,7 +29,7 @@ import torch
 from torch._guards import detect_fake_mode
 from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
-from . import logs
+from . import fx_import, logs
 
 aten = torch.ops.aten
 
@@ -84,8 +84,7 @@ def _outputs(graph: torch.fx.Graph) -> tuple[torch.fx.Node, list[Any]]:
 
 def _propagate(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> None:
     fake_mode = detect_fake_mode(example_inputs)
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    inputs = [n.meta.get("val", x) for n, x in zip(placeholders, example_inputs)]
+    inputs = fx_import.placeholder_values(gm, example_inputs)
     if fake_mode is None:
         fake_mode = detect_fake_mode(inputs)
     if fake_mode is None:

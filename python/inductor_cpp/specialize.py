@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from . import logs
+from . import fx_import, logs
 
 
 def has_symbolic_sizes(example_inputs: list[Any]) -> bool:
@@ -100,10 +100,8 @@ class ShapeSpecializedGraph:
                 return self.fallback
             try:
                 static_gm = make_fx(self.gm, tracing_mode="fake")(*args)
-                placeholders = [n for n in static_gm.graph.nodes if n.op == "placeholder"]
                 # Tensors: their fake values; numbers (the sizes, now constants): themselves.
-                example = [n.meta.get("val", a) for n, a in zip(placeholders, args)]
-                fn = self.compile_static(static_gm, example)
+                fn = self.compile_static(static_gm, fx_import.placeholder_values(static_gm, args))
             except Exception as e:  # noqa: BLE001 - the fallback plan is always correct
                 if self.strict:
                     raise
