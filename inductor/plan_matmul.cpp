@@ -87,15 +87,14 @@ std::optional<MatmulMatch> match_dynamic_rows(
   if (!a_k || *a_k != k || !out_cols || *out_cols != cols || !row_stride || *row_stride != cols ||
       !col_stride || *col_stride != 1)
     return std::nullopt;
-  auto match = start_launch(g, n, addmm ? "addmm" : "mm", a, b, std::nullopt, cols,
-                            slot_of_buffer);
+  auto match = start_launch(g, n, addmm ? "addmm" : "mm", a, b, std::nullopt, cols, slot_of_buffer);
   if (!match) return std::nullopt;
   match->step.matmul.out = runtime::BufferAlloc{slot_of_buffer(buffer_name_of(Arg::value(n, 0))),
-                                    {runtime::kRowsOfA, cols},
-                                    {cols, 1},
-                                    "float32",
-                                    "cpu",
-                                    -1};
+                                                {runtime::kRowsOfA, cols},
+                                                {cols, 1},
+                                                "float32",
+                                                "cpu",
+                                                -1};
   return match;
 }
 
@@ -132,8 +131,8 @@ std::optional<MatmulMatch> match_matmul(
   if (bmm && (a_meta->sizes[0] != out_meta->sizes[0] || b_meta->sizes[0] != out_meta->sizes[0]))
     return std::nullopt;
 
-  auto started = start_launch(g, n, op.substr(6) /* after "aten::" */, a, b, m, cols,
-                              slot_of_buffer);
+  auto started =
+      start_launch(g, n, op.substr(6) /* after "aten::" */, a, b, m, cols, slot_of_buffer);
   if (!started) return std::nullopt;
   MatmulMatch match = std::move(*started);
   runtime::MatmulLaunch& launch = match.step.matmul;
