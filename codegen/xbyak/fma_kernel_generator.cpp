@@ -4,6 +4,8 @@
 /// Register plan: accumulators acc[i][v] for i < mr, v < nv (nv = ceil(nr / vector width)),
 /// then nv B vectors, then one broadcast register for A. Only caller-saved general registers are
 /// used, so nothing needs saving. The k loop is unrolled by kUnroll with baked displacements.
+/// A tile over two B panels (desc.b_panel_cols) reads its right-hand vectors through a second
+/// B pointer (r_b2 = b + args.b_panel_stride), advanced with the first.
 #include "codegen/xbyak/fma_kernel_generator.h"
 
 #include <xbyak/xbyak.h>
@@ -38,6 +40,8 @@ class FmaKernel : public CodeGenerator {
 
   const Reg64 r_args = rdi, r_a = rax, r_b = rdx, r_k = rcx, r_batch = r8, r_aptrs = r9,
               r_bptrs = r10, r_c = r11, r_tmp = rsi;
+  // The second B panel's pointer: r_tmp is free from the batch loop's start to the epilogue.
+  const Reg64 r_b2 = rsi;
   Label mask_table_;
 
   Xmm vreg(int i) const { return avx512_ ? Xmm(Zmm(i)) : Xmm(Ymm(i)); }
@@ -83,10 +87,22 @@ class FmaKernel : public CodeGenerator {
     vmovups(avx2_mask(), ptr[r_tmp + (8 - tail_) * 4]);
   }
 
+  /// Where vector v of B row u (of the unrolled group) is: its panel's pointer and offset.
+  Address b_vector(int u, int v) const {
+    const int64_t row = int64_t(u) * d_.ldb * 4, col = int64_t(v) * vw_;
+    if (d_.b_panel_cols && col >= d_.b_panel_cols)
+      return ptr[r_b2 + row + (col - d_.b_panel_cols) * 4];
+    return ptr[r_b + row + col * 4];
+  }
+
+  void advance_b(int64_t bytes) {
+    add(r_b, bytes);
+    if (d_.b_panel_cols) add(r_b2, bytes);
+  }
+
   void k_step(int u) {
-    const int64_t b_off = int64_t(u) * d_.ldb * 4;
     const bool plain = d_.b_layout == BLayout::Plain;
-    for (int v = 0; v < nv_; ++v) load(bvec(v), ptr[r_b + b_off + v * vw_ * 4], plain && masked(v));
+    for (int v = 0; v < nv_; ++v) load(bvec(v), b_vector(u, v), plain && masked(v));
     for (int i = 0; i < d_.mr; ++i) {
       vbroadcastss(bcast(), ptr[r_a + (i * d_.a_row_stride + u * d_.a_k_stride) * 4]);
       for (int v = 0; v < nv_; ++v) vfmadd231ps(acc(i, v), bvec(v), bcast());
@@ -104,7 +120,7 @@ class FmaKernel : public CodeGenerator {
     jl(rem_loop, T_NEAR);
     for (int u = 0; u < kUnroll; ++u) k_step(u);
     add(r_a, kUnroll * d_.a_k_stride * 4);
-    add(r_b, kUnroll * d_.ldb * 4);
+    advance_b(kUnroll * d_.ldb * 4);
     sub(r_k, kUnroll);
     jmp(main_loop, T_NEAR);
     L(rem_loop);
@@ -112,7 +128,7 @@ class FmaKernel : public CodeGenerator {
     jz(done, T_NEAR);
     k_step(0);
     add(r_a, d_.a_k_stride * 4);
-    add(r_b, d_.ldb * 4);
+    advance_b(d_.ldb * 4);
     dec(r_k);
     jmp(rem_loop, T_NEAR);
     L(done);
@@ -250,6 +266,10 @@ class FmaKernel : public CodeGenerator {
     L(batch_loop);
     mov(r_a, ptr[r_aptrs]);
     mov(r_b, ptr[r_bptrs]);
+    if (d_.b_panel_cols) {
+      mov(r_b2, ptr[r_args + offsetof(MicroKernelArgs, b_panel_stride)]);
+      add(r_b2, r_b);
+    }
     add(r_aptrs, 8);
     add(r_bptrs, 8);
     k_loop();

@@ -34,6 +34,11 @@ void validate(const MicroKernelDesc& d) {
   if (d.nr < 1 || d.mr < 1 || d.mr > max_rows(d.isa, d.nr))
     throw std::invalid_argument("microkernel: tile does not fit the registers: " + d.to_string());
   if (d.k < 0) throw std::invalid_argument("microkernel: negative k");
+  if (d.b_panel_cols != 0 &&
+      (d.b_layout != BLayout::Packed || d.b_panel_cols % vector_floats(d.isa) != 0 ||
+       d.b_panel_cols >= d.nr || 2 * d.b_panel_cols < d.nr))
+    throw std::invalid_argument("microkernel: b_panel_cols must split a packed tile in two: " +
+                                d.to_string());
 }
 
 struct DescHash {
@@ -61,14 +66,14 @@ bool MicroKernelDesc::operator==(const MicroKernelDesc& o) const {
   return isa == o.isa && mr == o.mr && nr == o.nr && k == o.k && a_row_stride == o.a_row_stride &&
          a_k_stride == o.a_k_stride && ldb == o.ldb && ldc == o.ldc && b_layout == o.b_layout &&
          accumulate == o.accumulate && float_bits(alpha) == float_bits(o.alpha) &&
-         epilogue == o.epilogue;
+         b_panel_cols == o.b_panel_cols && epilogue == o.epilogue;
 }
 
 uint64_t MicroKernelDesc::hash() const {
   uint64_t h = 0;
   for (uint64_t v : {uint64_t(isa), uint64_t(mr), uint64_t(nr), uint64_t(k), uint64_t(a_row_stride),
                      uint64_t(a_k_stride), uint64_t(ldb), uint64_t(ldc), uint64_t(b_layout),
-                     uint64_t(accumulate), float_bits(alpha)})
+                     uint64_t(accumulate), float_bits(alpha), uint64_t(b_panel_cols)})
     h = mix(h, v);
   for (const auto& e : epilogue)
     h = mix(mix(mix(mix(h, uint64_t(e.kind)), float_bits(e.a)), float_bits(e.b)), uint64_t(e.ld));
@@ -79,8 +84,9 @@ std::string MicroKernelDesc::to_string() const {
   std::ostringstream s;
   s << (isa == Isa::Avx512 ? "avx512" : "avx2") << " f32 " << mr << "x" << nr << " k=" << k
     << " a_strides=(" << a_row_stride << "," << a_k_stride << ") ldb=" << ldb << " ldc=" << ldc
-    << (b_layout == BLayout::Packed ? " packed" : " plain") << (accumulate ? " acc" : "")
-    << " alpha=" << alpha << " epilogue=" << epilogue.size();
+    << (b_layout == BLayout::Packed ? " packed" : " plain");
+  if (b_panel_cols) s << " panels_of=" << b_panel_cols;
+  s << (accumulate ? " acc" : "") << " alpha=" << alpha << " epilogue=" << epilogue.size();
   return s.str();
 }
 

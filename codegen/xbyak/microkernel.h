@@ -60,6 +60,11 @@ struct MicroKernelDesc {
   int64_t ldb = 64;          ///< Distance between consecutive k rows of B.
   int64_t ldc = 0;           ///< Distance between C rows.
   BLayout b_layout = BLayout::Packed;
+  /// Packed B only: 0 when the tile's nr columns lie in one panel (row k at b + k·ldb); else the
+  /// tile spans two panels of this many columns (a multiple of the vector width, ≥ nr / 2):
+  /// columns [0, b_panel_cols) from b, the rest from b + args.b_panel_stride bytes, both with
+  /// row stride ldb. A 6×64 tile then runs on the 32-column panels that 14×32 tiles use.
+  int b_panel_cols = 0;
   bool accumulate = false;  ///< C = alpha·acc + C instead of C = alpha·acc.
   float alpha = 1.0f;
   std::vector<KernelEpilogueOp> epilogue;
@@ -77,6 +82,7 @@ struct MicroKernelArgs {
   float* c = nullptr;                           ///< C tile (row 0, column 0).
   int64_t k = 0;                                ///< Used when desc.k == 0.
   const float* const* epilogue_data = nullptr;  ///< One pointer per epilogue op, tile-offset.
+  int64_t b_panel_stride = 0;  ///< Bytes from B's first panel to its second (desc.b_panel_cols).
 };
 
 using MicroKernelFn = void (*)(const MicroKernelArgs*);

@@ -45,6 +45,7 @@ const GemmBlocking& gemm_blocking() {
       b.nr = 16;
       b.mc = 6 * 64;
       b.plain_nr = 0;
+      b.pair_min_rows = 0;
     }
     // Tuning knob: INDUCTOR_CPP_MATRIX_BLOCKING="mr,nr,kc,mc,nc[,plain_kc,pack_b_min_row_tiles]"
     // (read once).
@@ -57,6 +58,14 @@ const GemmBlocking& gemm_blocking() {
       }
     }
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PLAIN_NR")) b.plain_nr = std::atoi(env);
+    // Tuning knob: INDUCTOR_CPP_MATRIX_PAIR="min_rows[,mr,mc,kc]" (min_rows 0: no wide tile).
+    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PAIR")) {
+      long min_rows = b.pair_min_rows, mr = b.pair_mr, mc = b.pair_mc, kc = b.pair_kc;
+      if (std::sscanf(env, "%ld,%ld,%ld,%ld", &min_rows, &mr, &mc, &kc) >= 1) {
+        b.pair_min_rows = b.isa == xbyak::Isa::Avx512 ? min_rows : 0;
+        b.pair_mr = int(mr), b.pair_mc = mc / mr * mr, b.pair_kc = kc;
+      }
+    }
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PACK_A"))
       b.pack_a_always = std::string(env) == "always";
     return b;

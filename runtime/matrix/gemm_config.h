@@ -11,6 +11,8 @@
 /// with C rows a multiple of 16 KiB apart (4096 columns) they fall into 8 L2 set groups, and a
 /// 224-row C block no longer stayed in L2 (mc 224 → 112: +3–5 % at 4096³, same at 1024³).
 /// Nc = 1024 columns per packed B block and thread column (2 MiB, shared by the threads, L2/L3).
+/// With many rows per thread the driver switches to the wide tile, 6 × 64 over two adjacent
+/// 32-column panels (pair_*; docs/codegen/matrix.md: +4–8 % on the BERT Linear shapes).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +35,12 @@ struct GemmBlocking {
   bool pack_a_always = false;            ///< Pack A whenever reused (else only at lda % 512 == 0).
   int64_t serial_macs = 128 * 128 * 64;  ///< Problems with fewer multiply-adds run on one thread…
   int64_t serial_b_floats = 128 * 1024;  ///< …unless B has at least this many elements.
+  /// The wide tile: pair_mr × 2·nr over two adjacent packed panels, used on packed B when each
+  /// thread has at least pair_min_rows rows (0: never).
+  int64_t pair_min_rows = 64;
+  int pair_mr = 6;
+  int64_t pair_mc = 120;  ///< Multiple of pair_mr.
+  int64_t pair_kc = 384;
 };
 
 /// Splits threads into a tm × tn grid (tm·tn = threads) minimising the largest per-thread tile

@@ -102,11 +102,20 @@ struct Plan {
   int64_t pack_chunk = 1;   ///< Panels packed together (BSource::Shared).
   bool private_b = false;   ///< BSource::Shared, but each thread packs its own copy.
   size_t jit_epilogue = 0;
-  /// [phase][row kind][column tail]: row kind 0 = mr rows, 1 and 2 = the (at most two) row
-  /// counts of the threads' last tiles (thread row ranges need not be multiples of mr).
-  MicroKernelFn kernels[kNumPhases][3][2] = {};
+  /// Tiles span two adjacent packed panels (mr × 2·nr, gemm_config.h: the wide tile); a
+  /// thread's odd last panel is a tile of its own.
+  bool pair_panels = false;
+  /// [phase][row kind][column kind]: row kind 0 = mr rows, 1 and 2 = the (at most two) row
+  /// counts of the threads' last tiles (thread row ranges need not be multiples of mr); column
+  /// kind (col_kind) 0 = a full tile, 1 = one full panel of a pair plan, 2 = a tile ending in
+  /// B's partial last panel, 3 = that panel alone in a pair plan.
+  MicroKernelFn kernels[kNumPhases][3][4] = {};
   int tail_rows[2] = {0, 0};
   int row_kind(int rows) const { return rows == blk.mr ? 0 : rows == tail_rows[0] ? 1 : 2; }
+  int tile_cols() const { return pair_panels ? 2 * blk.nr : blk.nr; }
+  int col_kind(int cols) const {
+    return cols == tile_cols() ? 0 : cols == blk.nr ? 1 : cols > blk.nr || !pair_panels ? 2 : 3;
+  }
 };
 
 /// Rows [m0, m1) of thread row ti: an even split of M in rows, not tiles (1024 rows on 16
@@ -129,6 +138,7 @@ MicroKernelFn kernel_for(const Plan& plan, Phase phase, int rows, int cols) {
   const bool b_packed = plan.b_source != BSource::Plain;
   d.ldb = b_packed ? plan.blk.nr : p.ldb;
   d.b_layout = b_packed ? xbyak::BLayout::Packed : xbyak::BLayout::Plain;
+  if (plan.pair_panels && cols > plan.blk.nr) d.b_panel_cols = plan.blk.nr;
   d.ldc = p.ldc;
   d.alpha = p.alpha;
   d.accumulate = (phase == kOnly || phase == kFirst) ? p.accumulate : true;
@@ -149,15 +159,21 @@ void select_kernels(Plan& plan) {
       plan.tail_rows[tails++] = tail;
     }
   }
+  // Column counts a tile can have (col_kind): a full tile, one full panel, a tile ending in
+  // the partial last panel (col_tail columns), that panel alone (pair plans).
   const int col_tail = int(p.n % nr);
+  const int tile = plan.tile_cols();
+  const int widths[4] = {int(std::min<int64_t>(tile, p.n)), plan.pair_panels ? nr : 0,
+                         col_tail ? (plan.pair_panels ? nr + col_tail : col_tail) : 0,
+                         plan.pair_panels ? col_tail : 0};
   const bool phases[kNumPhases] = {plan.nkb == 1, plan.nkb > 1, plan.nkb > 2, plan.nkb > 1};
   for (int ph = 0; ph < kNumPhases; ++ph) {
     if (!phases[ph]) continue;
     for (int rk = 0; rk < 3; ++rk)
-      for (int ct = 0; ct < 2; ++ct) {
+      for (int ct = 0; ct < 4; ++ct) {
         const int rows = rk ? plan.tail_rows[rk - 1] : int(std::min<int64_t>(mr, p.m));
-        const int cols = ct ? col_tail : std::min<int64_t>(nr, p.n);
-        if (rows == 0 || cols == 0) continue;
+        const int cols = widths[ct];
+        if (rows == 0 || cols == 0 || plan.col_kind(cols) != ct) continue;
         plan.kernels[ph][rk][ct] = kernel_for(plan, Phase(ph), rows, cols);
       }
   }
@@ -182,8 +198,17 @@ Plan make_plan(const GemmProblem& p, const PackedB* packed, int num_threads) {
     plan.blk.mc = std::max<int64_t>(1, plan.blk.mc / plan.blk.mr) * plan.blk.mr;
     g = partition(plan.blk, p, num_threads);
   }
-  plan.grid = g;
   plan.b_source = packed ? BSource::Prepacked : pack_b ? BSource::Shared : BSource::Plain;
+  // Many rows per thread on packed B: the wide tile, over pairs of panels (gemm_config.h).
+  if (plan.b_source != BSource::Plain && plan.blk.pair_min_rows > 0 &&
+      ceil_div(p.m, g.tm) >= plan.blk.pair_min_rows) {
+    plan.pair_panels = true;
+    plan.blk.mr = plan.blk.pair_mr;
+    plan.blk.mc = plan.blk.pair_mc;
+    plan.blk.kc = plan.blk.pair_kc;
+    g = partition(plan.blk, p, num_threads);
+  }
+  plan.grid = g;
   // Pack A into row tiles when it is transposed, or reused across column panels while its rows
   // are a multiple of 2 KiB apart (they would then share one or two L1 sets: 14 rows, 12 ways),
   // or always when the blocking says so (tuning knob).
@@ -224,7 +249,10 @@ struct SharedB {
   static constexpr int kSlots = 3;
   int tm = 1, tn = 1;  ///< The readers' grid (1 × 1 for a thread's private copy).
   float* data = nullptr;
-  size_t slot_floats = 0;                               ///< kc · nc.
+  /// kc · nc. Panel q of a slot starts at q · kc · nr whatever the step's K length: thread
+  /// columns may be up to kSlots steps apart, and a shorter last K block laid out at
+  /// q · kcur · nr would overlap the panels of another column still reading the slot.
+  size_t slot_floats = 0;
   int64_t block_panels = 0;                             ///< Panels per block (nc / nr).
   std::unique_ptr<std::atomic<int64_t>[]> panel_state;  ///< kSlots × block_panels.
   struct alignas(64) Counter {
@@ -285,12 +313,12 @@ const float* shared_panel(const Plan& plan, SharedB& sb, int64_t step, int tj, i
     if (state.compare_exchange_strong(seen, claimed, std::memory_order_acq_rel)) {
       const int64_t j = nc0 + c0 * nr;
       pack_b_panels(p.b, p.ldb, p.trans_b, k0, kcur, j, std::min<int64_t>((c1 - c0) * nr, p.n - j),
-                    nr, kcur * nr, block + c0 * kcur * nr);
+                    nr, plan.kc * nr, block + c0 * plan.kc * nr);
       state.store(ready, std::memory_order_release);
       break;
     }
   }
-  return block + panel * kcur * nr;
+  return block + panel * plan.kc * nr;
 }
 
 /// One thread's share of one B block: rows [m0, m1) × panels [p0, p1) of the block starting at
@@ -313,15 +341,23 @@ void compute_block(const Plan& plan, Phase phase, int64_t step, int tj, int64_t 
       a_block = a_buf;
       a_tile_stride = mr * kcur;
     }
-    for (int64_t n = 0; n < p1 - p0; ++n) {
-      const int64_t panel = p0 + (first - p0 + n) % (p1 - p0);
+    auto panel_data = [&](int64_t panel) {
       const int64_t j = nc0 + panel * nr;
-      const int cols = int(std::min<int64_t>(nr, p.n - j));
-      const float* b_ptr = plan.b_source == BSource::Prepacked
-                               ? plan.packed->panel(j / nr) + k0 * nr
-                           : plan.b_source == BSource::Shared
-                               ? shared_panel(plan, *sb, step, tj, nc0, p0, p1, panel, k0, kcur)
-                               : p.b + k0 * p.ldb + j;
+      return plan.b_source == BSource::Prepacked ? plan.packed->panel(j / nr) + k0 * nr
+             : plan.b_source == BSource::Shared
+                 ? shared_panel(plan, *sb, step, tj, nc0, p0, p1, panel, k0, kcur)
+                 : p.b + k0 * p.ldb + j;
+    };
+    // Tiles of `per_tile` panels, walked cyclically from the one holding `first`.
+    const int64_t per_tile = plan.pair_panels ? 2 : 1, tiles = ceil_div(p1 - p0, per_tile);
+    for (int64_t n = 0; n < tiles; ++n) {
+      const int64_t panel = p0 + ((first - p0) / per_tile + n) % tiles * per_tile;
+      const int64_t j = nc0 + panel * nr;
+      const bool two = per_tile == 2 && panel + 1 < p1;
+      const int cols = int(std::min<int64_t>(two ? 2 * nr : nr, p.n - j));
+      const float* b_ptr = panel_data(panel);
+      const int64_t b_panel_stride =
+          two ? (panel_data(panel + 1) - b_ptr) * int64_t(sizeof(float)) : 0;
       for (int64_t i = mc0; i < mc1; i += mr) {
         const int rows = int(std::min<int64_t>(mr, mc1 - i));
         const float* a_ptr = a_block + (i - mc0) / mr * a_tile_stride;
@@ -332,12 +368,13 @@ void compute_block(const Plan& plan, Phase phase, int64_t step, int tj, int64_t 
         args.batch = 1;
         args.c = c_ptr;
         args.k = kcur;
+        args.b_panel_stride = b_panel_stride;
         if (epilogue_now) {
           for (size_t e = 0; e < plan.jit_epilogue; ++e)
             epilogue_data[e] = epilogue_tile_data(p.epilogue[e], i, j);
           args.epilogue_data = epilogue_data;
         }
-        plan.kernels[phase][plan.row_kind(rows)][cols != nr](&args);
+        plan.kernels[phase][plan.row_kind(rows)][plan.col_kind(cols)](&args);
         if (epilogue_now && plan.jit_epilogue < p.epilogue.size())
           apply_epilogue_tile(c_ptr, p.ldc, rows, cols, i, j, p.epilogue, plan.jit_epilogue);
       }

@@ -211,6 +211,58 @@ TEST_F(GemmTest, SameThreadCountIsBitIdentical) {
   }
 }
 
+TEST_F(GemmTest, WideTilesOverPanelPairs) {
+  // Many rows per thread on packed B take the wide tile over pairs of panels
+  // (gemm_config.h: pair_min_rows): even and odd panel counts per thread column, a partial
+  // last panel alone or second in its pair, uneven K blocks, prepacked and per-call packed B.
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (Shape s :
+       {Shape{131, 100, 300}, Shape{140, 64, 900}, Shape{200, 1060, 130}, Shape{70, 40, 50}})
+    for (int threads : {1, 2, 3})
+      for (bool prepacked : {false, true}) {
+        Fixture f(s.m, s.n, s.k, false, true, rng);
+        f.p.epilogue = {f.op(EpilogueKind::BiasCol), f.op(EpilogueKind::AddResidual),
+                        f.op(EpilogueKind::Relu)};
+        SCOPED_TRACE(std::to_string(threads) + " threads, prepacked " + std::to_string(prepacked));
+        if (prepacked) {
+          const PackedB packed = pack_b_f32(f.p.b, f.p.k, f.p.n, f.p.ldb, true);
+          gemm_f32_packed(f.p, packed, threads);
+        } else {
+          gemm_f32(f.p, threads);
+        }
+        f.check();
+        if (HasFatalFailure()) return;
+      }
+}
+
+TEST_F(GemmTest, SharedRingSurvivesThreadSkew) {
+  // More threads than cores: thread columns drift up to the ring's 3 slots apart while the last
+  // K block is shorter than the others (K = 2000: 5 × 334 + 330 on the wide tile). Each panel
+  // has a fixed place in its slot; a layout by the step's own K length let a column that was
+  // ahead overwrite panels another column was still reading (seen with 8 threads on 2 cores).
+  std::mt19937 local(7);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  const int64_t m = 512, n = 2048, k = 2000;
+  std::vector<float> a(m * k), b(k * n), reference(m * n), c(m * n);
+  for (float& x : a) x = dist(local);
+  for (float& x : b) x = dist(local);
+  GemmProblem p;
+  p.m = m, p.n = n, p.k = k, p.a = a.data(), p.lda = k, p.b = b.data(), p.ldb = n;
+  p.c = reference.data(), p.ldc = n;
+  gemm_f32(p, 1);
+  p.c = c.data();
+  for (int threads : {8, 12})
+    for (int rep = 0; rep < 5; ++rep) {
+      std::fill(c.begin(), c.end(), 0.0f);
+      gemm_f32(p, threads);
+      for (int64_t i = 0; i < m * n; ++i)
+        ASSERT_NEAR(c[i], reference[i], 1e-3f * (1 + std::fabs(reference[i])))
+            << "element " << i << ", " << threads << " threads, repeat " << rep;
+    }
+}
+
 TEST_F(GemmTest, CalledFromInsideAParallelRegion) {
   // Each of two OpenMP threads asks for a 3-thread GEMM; without nesting the inner region would
   // get a team of one, so the call must run on its thread instead of skipping work.

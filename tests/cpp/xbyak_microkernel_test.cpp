@@ -64,6 +64,7 @@ struct Case {
   int batch;
   float alpha;
   std::vector<KernelEpilogueOp> epilogue;
+  int panel_cols = 0;  ///< Packed B over two panels (desc.b_panel_cols), apart in memory.
 };
 
 /// Runs one kernel on random data and compares with a double-precision reference.
@@ -73,8 +74,14 @@ void check_case(const Case& c, std::mt19937& rng) {
                << " acc=" << c.accumulate << " batch=" << c.batch << " epi=" << c.epilogue.size());
   std::uniform_real_distribution<float> dist(-1, 1);
   const int64_t lda = c.k + 3, ldb = c.packed ? 64 : c.nr + 5, ldc = c.nr + 7;
+  // Two panels: the second starts after the first plus a gap (its stride is a runtime argument).
+  const int64_t panel_stride = c.panel_cols ? c.k * ldb + 96 : 0;
   std::vector<std::vector<float>> a(c.batch, std::vector<float>(c.mr * lda)),
-      b(c.batch, std::vector<float>(c.k * ldb + 64));
+      b(c.batch, std::vector<float>(panel_stride + c.k * ldb + 64));
+  auto b_at = [&](int t, int64_t kk, int j) {
+    return c.panel_cols && j >= c.panel_cols ? b[t][panel_stride + kk * ldb + j - c.panel_cols]
+                                             : b[t][kk * ldb + j];
+  };
   std::vector<const float*> a_ptrs, b_ptrs;
   for (int t = 0; t < c.batch; ++t) {
     for (float& x : a[t]) x = dist(rng);
@@ -105,6 +112,7 @@ void check_case(const Case& c, std::mt19937& rng) {
   d.accumulate = c.accumulate;
   d.alpha = c.alpha;
   d.epilogue = c.epilogue;
+  d.b_panel_cols = c.panel_cols;
   std::vector<const float*> epi_data;
   for (auto& op : d.epilogue) {
     if (op.kind == KernelEpilogueKind::AddResidual) op.ld = c.nr + 2;
@@ -120,6 +128,7 @@ void check_case(const Case& c, std::mt19937& rng) {
   args.c = cm;
   args.k = c.baked_k && c.k > 0 ? 12345 : c.k;  // must be ignored when K is baked
   args.epilogue_data = epi_data.data();
+  args.b_panel_stride = panel_stride * int64_t(sizeof(float));
   static const AbiThunk thunk;
   ASSERT_EQ(thunk.run(get_microkernel(d), &args), 0) << "callee-saved register or MXCSR clobbered";
 
@@ -128,7 +137,7 @@ void check_case(const Case& c, std::mt19937& rng) {
       double acc = 0, mag = 0;
       for (int t = 0; t < c.batch; ++t)
         for (int64_t kk = 0; kk < c.k; ++kk) {
-          const double p = double(a[t][i * lda + kk]) * b[t][kk * ldb + j];
+          const double p = double(a[t][i * lda + kk]) * b_at(t, kk, j);
           acc += p;
           mag += std::fabs(p);
         }
@@ -182,6 +191,35 @@ TEST_F(MicroKernelTest, EveryTileShapeAndTail) {
     for (int mr = 1; mr <= max_rows(Isa::Avx512, nr); mr += (mr < 4 ? 1 : 3))
       for (bool packed : {false, true})
         check_case({mr, nr, 7, false, packed, false, 1, 1.0f, {}}, rng);
+}
+
+TEST_F(MicroKernelTest, TileOverTwoPanels) {
+  // The wide tile (6 × 64) and its column tails over two 32-column panels: runtime and baked K,
+  // unrolled remainders, batch-reduce, accumulate, and an epilogue that reads per column.
+  using K = KernelEpilogueKind;
+  for (int nr : {33, 40, 48, 63, 64})
+    for (int64_t k : {1, 5, 64})
+      for (int mr : {1, 4, 6})
+        check_case({mr,
+                    nr,
+                    k,
+                    k == 5,
+                    true,
+                    k == 64,
+                    k == 64 ? 2 : 1,
+                    1.0f,
+                    {{K::BiasCol}, {K::Relu}},
+                    32},
+                   rng);
+  // One FMA scale+shift pair and a residual on the wide tile.
+  check_case(
+      {6, 64, 9, false, true, false, 1, 1.0f, {{K::ScaleCol}, {K::BiasCol}, {K::AddResidual}}, 32},
+      rng);
+  MicroKernelDesc bad;
+  bad.mr = 6, bad.nr = 64, bad.b_panel_cols = 16;  // would need three panels
+  EXPECT_THROW(get_microkernel(bad), std::invalid_argument);
+  bad.b_panel_cols = 32, bad.b_layout = BLayout::Plain;
+  EXPECT_THROW(get_microkernel(bad), std::invalid_argument);
 }
 
 TEST_F(MicroKernelTest, KLengthsBakedAndRuntime) {
