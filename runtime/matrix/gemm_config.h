@@ -36,7 +36,7 @@ struct GemmBlocking {
   int64_t serial_macs = 128 * 128 * 64;  ///< Problems with fewer multiply-adds run on one thread…
   int64_t serial_b_floats = 128 * 1024;  ///< …unless B has at least this many elements.
   /// The wide tile: pair_mr × 2·nr over two adjacent packed panels, used on packed B when each
-  /// thread has at least pair_min_rows rows (0: never).
+  /// thread has at least pair_min_rows rows, or M ≤ pair_mr (pair_min_rows 0: never).
   int64_t pair_min_rows = 64;
   int pair_mr = 6;
   int64_t pair_mc = 120;  ///< Multiple of pair_mr.

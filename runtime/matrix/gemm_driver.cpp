@@ -199,9 +199,11 @@ Plan make_plan(const GemmProblem& p, const PackedB* packed, int num_threads) {
     g = partition(plan.blk, p, num_threads);
   }
   plan.b_source = packed ? BSource::Prepacked : pack_b ? BSource::Shared : BSource::Plain;
-  // Many rows per thread on packed B: the wide tile, over pairs of panels (gemm_config.h).
+  // Packed B with many rows per thread, or a single short row tile (M ≤ pair_mr: no B panel is
+  // read twice, and a kernel then reads two B streams): the wide tile, over pairs of panels
+  // (gemm_config.h).
   if (plan.b_source != BSource::Plain && plan.blk.pair_min_rows > 0 &&
-      ceil_div(p.m, g.tm) >= plan.blk.pair_min_rows) {
+      (ceil_div(p.m, g.tm) >= plan.blk.pair_min_rows || p.m <= plan.blk.pair_mr)) {
     plan.pair_panels = true;
     plan.blk.mr = plan.blk.pair_mr;
     plan.blk.mc = plan.blk.pair_mc;

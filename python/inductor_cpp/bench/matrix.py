@@ -44,7 +44,8 @@ from typing import Any
 import torch
 
 from . import timing
-from .matrix_cases import EAGER, LIBRARY, OURS, OURS_OFF, STOCK, Case, Workload, build_cases
+from .matrix_cases import (EAGER, FLOOR, LIBRARY, OURS, OURS_OFF, STOCK, Case, Workload,
+                           build_cases)
 from .micro import _count_flops
 from .micro_checks import compare, fp64_verdict, reference64
 
@@ -86,6 +87,8 @@ def _compiled_variants(case: Case, args: argparse.Namespace) -> dict[str, tuple[
     out[OURS] = ("inductor_cpp", {"matrix_kernels": True})
     if case.ours_off or args.mk_off:
         out[OURS_OFF] = ("inductor_cpp", {"matrix_kernels": False})
+    if case.group == "small":
+        out[FLOOR] = ("eager", {})
     return out
 
 
@@ -258,7 +261,7 @@ def geomeans(cases: list[Case]) -> dict[str, dict[str, float | None]]:
     out: dict[str, dict[str, float | None]] = {}
     for group in dict.fromkeys(c.group for c in cases):
         out[group] = {}
-        for name in (STOCK, OURS, OURS_OFF, LIBRARY):
+        for name in (STOCK, OURS, OURS_OFF, LIBRARY, FLOOR):
             ratios = [r for c in cases if c.group == group for r in [c.ratio(EAGER, name)] if r]
             if ratios:
                 out[group][name] = math.exp(sum(map(math.log, ratios)) / len(ratios))
@@ -332,7 +335,9 @@ def print_report(cases: list[Case], info: dict[str, Any], peaks: dict[str, float
           f"{peak_text('amx', 'not usable here')}")
     print(f"variants: {EAGER}; {STOCK} = torch.compile(backend='inductor'); {OURS} / {OURS_OFF} "
           "= backend='inductor_cpp' with matrix_kernels on / off; library = _C.matrix.gemm_bf16 "
-          "called directly. median of interleaved rounds; path: matmul/conv steps on our library")
+          "called directly; compile floor (small shapes) = torch.compile(backend='eager'), Dynamo's "
+          "per-call cost with no compiler. median of interleaved rounds; path: matmul/conv steps "
+          "on our library")
     print()
     print(results_table(cases, peaks))
     for warning in peak_warnings(cases, peaks):
