@@ -212,14 +212,14 @@ TEST_F(GemmTest, SameThreadCountIsBitIdentical) {
 }
 
 TEST_F(GemmTest, WideTilesOverPanelPairs) {
-  // Many rows per thread on packed B take the wide tile over pairs of panels
+  // Many rows per thread (or M ≤ 6) on packed B take the wide tile over pairs of panels
   // (gemm_config.h: pair_min_rows): even and odd panel counts per thread column, a partial
   // last panel alone or second in its pair, uneven K blocks, prepacked and per-call packed B.
   struct Shape {
     int64_t m, n, k;
   };
-  for (Shape s :
-       {Shape{131, 100, 300}, Shape{140, 64, 900}, Shape{200, 1060, 130}, Shape{70, 40, 50}})
+  for (Shape s : {Shape{131, 100, 300}, Shape{140, 64, 900}, Shape{200, 1060, 130},
+                  Shape{70, 40, 50}, Shape{5, 100, 300}, Shape{1, 1060, 64}})
     for (int threads : {1, 2, 3})
       for (bool prepacked : {false, true}) {
         Fixture f(s.m, s.n, s.k, false, true, rng);
