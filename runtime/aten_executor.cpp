@@ -19,6 +19,7 @@
 #include "runtime/cuda/gpu_step.h"
 #include "runtime/matmul_step.h"
 #include "runtime/matrix/gemm.h"
+#include "runtime/matrix/gemv.h"
 #include "runtime/scalar_ops.h"
 
 namespace inductor_cpp::runtime {
@@ -400,6 +401,8 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   if (batched) {
     const int64_t stride_a = batch == 1 ? 0 : ao.keep.stride(0), stride_b = batch == 1 ? 0 : bo.keep.stride(0);
     matrix::bmm_f32(p, batch, stride_a, stride_b, c.stride(0), threads);
+  } else if (matrix::gemv_applies(p)) {  // one row times Wᵀ: dot products along W, no packed copy
+    matrix::gemm_f32(p, threads);
   } else if (auto packed = bm.packed_b->lookup(
                  b, [&] { return matrix::pack_b_f32(bo.data, inner, cols, bo.ld, bo.trans); })) {
     matrix::gemm_f32_packed(p, *packed, threads);

@@ -10,6 +10,8 @@
 #   bash scripts/gpu.sh bench    GPU micro benchmark: eager vs stock Inductor vs inductor_cpp
 #   bash scripts/gpu.sh matrix   CPU matrix-kernel benchmark on the host's CPU (issue 7):
 #                                `bench matrix --threads 16` (MATRIX_THREADS, MATRIX_ARGS)
+#   bash scripts/gpu.sh sweep    GEMM blocking settings as ratios to torch.mm on the host's CPU
+#                                (scripts/matrix_sweep.py; SWEEP_ARGS: its shapes and settings)
 #   bash scripts/gpu.sh diag     the transformer encoder's training step, every compiled graph
 #                                (forward, backward) checked against its ATen graph run eagerly
 #                                on the same inputs: the worst outputs per graph, with the node
@@ -31,7 +33,7 @@ mkdir -p "$OUT"
 export CXX=${GPU_CXX:-/usr/bin/g++} CC=${GPU_CC:-/usr/bin/gcc}
 
 # Few files come back from a device call, so $OUT gets only: summary.txt (this log),
-# test_gpu.txt, bench_gpu.txt/.json, opinfo_cuda.txt/.json, matrix_cpu.txt/.json, diag_gpu.txt. Build logs stay in
+# test_gpu.txt, bench_gpu.txt/.json, opinfo_cuda.txt/.json, matrix_cpu.txt/.json, sweep_cpu.txt, diag_gpu.txt. Build logs stay in
 # $BUILD. (Run at most about six of these per call: e.g. "build test bench diag".)
 log() { echo "[gpu.sh $(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt" >&2; }
 
@@ -154,6 +156,14 @@ stage_matrix() {
     --threads "${MATRIX_THREADS:-16}" ${MATRIX_ARGS:-} --json "$OUT/matrix_cpu.json" \
     >"$OUT/matrix_cpu.txt" 2>&1)
   tail -60 "$OUT/matrix_cpu.txt"
+}
+
+stage_sweep() {
+  setup_carry
+  log "GEMM blocking sweep (scripts/matrix_sweep.py), ${MATRIX_THREADS:-16} threads"
+  (cd "$ROOT" && timeout "${SWEEP_SECONDS:-420}" "$PY" scripts/matrix_sweep.py \
+    --threads "${MATRIX_THREADS:-16}" ${SWEEP_ARGS:-default} >"$OUT/sweep_cpu.txt" 2>&1)
+  cat "$OUT/sweep_cpu.txt"
 }
 
 stage_diag() {

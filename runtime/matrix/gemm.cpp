@@ -1,6 +1,7 @@
 /// \file gemm.cpp
-/// \brief The public fp32 GEMM entry points: B argument checks, pack_b_f32, split-K for long-K
-/// problems with too few output tiles, and bmm; the driver itself is gemm_driver.cpp.
+/// \brief The public fp32 GEMM entry points: B argument checks, pack_b_f32, one-row problems on
+/// Bᵀ as dot products (gemv.h), split-K for long-K problems with too few output tiles, and bmm;
+/// the driver itself is gemm_driver.cpp.
 #include "runtime/matrix/gemm.h"
 
 #include <omp.h>
@@ -14,6 +15,7 @@
 #include "runtime/matrix/epilogue.h"
 #include "runtime/matrix/gemm_config.h"
 #include "runtime/matrix/gemm_driver.h"
+#include "runtime/matrix/gemv.h"
 #include "runtime/matrix/pack.h"
 
 namespace inductor_cpp::matrix {
@@ -81,6 +83,7 @@ bool caller_flushes_denormals() {
 void gemm_f32(const GemmProblem& p, int num_threads) {
   if (p.k > 0 && (!p.b || p.ldb < (p.trans_b ? p.k : p.n)))
     throw std::invalid_argument("gemm: bad B / ldb");
+  if (gemv_applies(p)) return gemv_f32(p, num_threads);
   if (use_split_k(p, num_threads)) return run_split_k(p, num_threads);
   run_gemm_f32(p, nullptr, num_threads);
 }

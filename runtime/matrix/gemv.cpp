@@ -1,0 +1,133 @@
+/// \file gemv.cpp
+/// \brief y = x · Wᵀ as dot products along W's rows (see gemv.h): four rows per pass, two
+/// accumulators per row (32 floats of K per step on AVX-512, 16 on AVX2), masked K tails.
+#include "runtime/matrix/gemv.h"
+
+#include <immintrin.h>
+#include <omp.h>
+#include <xmmintrin.h>
+
+// GCC 12 warns inside its own avx512fintrin.h (_mm512_undefined_ps) under target attributes.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "runtime/matrix/epilogue.h"
+#include "runtime/matrix/gemm_config.h"
+#include "runtime/matrix/gemm_driver.h"
+
+namespace inductor_cpp::matrix {
+namespace {
+
+#define AVX512_FN __attribute__((target("avx512f")))
+#define AVX2_FN __attribute__((target("avx2,fma")))
+
+constexpr int kRows = 4;                      ///< W rows per pass (4 streams per thread).
+constexpr int64_t kSerialFloats = 32 * 1024;  ///< Smaller W: one thread.
+constexpr int64_t kMinRowsPerThread = 4 * kRows;
+
+/// out[r] = W[r, :k] · x for r < rows (rows ≤ kRows).
+AVX512_FN void dot_rows_avx512(const float* w, int64_t ldw, const float* x, int64_t k, int rows,
+                               float* out) {
+  __m512 acc[kRows][2];
+  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  int64_t kk = 0;
+  for (; kk + 32 <= k; kk += 32) {
+    const __m512 x0 = _mm512_loadu_ps(x + kk), x1 = _mm512_loadu_ps(x + kk + 16);
+    for (int r = 0; r < rows; ++r) {
+      acc[r][0] = _mm512_fmadd_ps(_mm512_loadu_ps(w + r * ldw + kk), x0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(_mm512_loadu_ps(w + r * ldw + kk + 16), x1, acc[r][1]);
+    }
+  }
+  for (int half = 0; kk < k; kk += 16, ++half) {
+    const int64_t left = k - kk;
+    const __mmask16 mask = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+    const __m512 xv = _mm512_maskz_loadu_ps(mask, x + kk);
+    for (int r = 0; r < rows; ++r)
+      acc[r][half] =
+          _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, w + r * ldw + kk), xv, acc[r][half]);
+  }
+  for (int r = 0; r < rows; ++r) out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
+}
+
+AVX2_FN float horizontal_sum(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+}
+
+AVX2_FN void dot_rows_avx2(const float* w, int64_t ldw, const float* x, int64_t k, int rows,
+                           float* out) {
+  __m256 acc[kRows][2];
+  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  int64_t kk = 0;
+  for (; kk + 16 <= k; kk += 16) {
+    const __m256 x0 = _mm256_loadu_ps(x + kk), x1 = _mm256_loadu_ps(x + kk + 8);
+    for (int r = 0; r < rows; ++r) {
+      acc[r][0] = _mm256_fmadd_ps(_mm256_loadu_ps(w + r * ldw + kk), x0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(_mm256_loadu_ps(w + r * ldw + kk + 8), x1, acc[r][1]);
+    }
+  }
+  for (int half = 0; kk < k; kk += 8, ++half) {
+    const int64_t left = std::min<int64_t>(k - kk, 8);
+    alignas(32) int32_t lanes[8];
+    for (int i = 0; i < 8; ++i) lanes[i] = i < left ? -1 : 0;
+    const __m256i mask = _mm256_load_si256(reinterpret_cast<const __m256i*>(lanes));
+    const __m256 xv = _mm256_maskload_ps(x + kk, mask);
+    for (int r = 0; r < rows; ++r)
+      acc[r][half] = _mm256_fmadd_ps(_mm256_maskload_ps(w + r * ldw + kk, mask), xv, acc[r][half]);
+  }
+  for (int r = 0; r < rows; ++r) out[r] = horizontal_sum(_mm256_add_ps(acc[r][0], acc[r][1]));
+}
+
+/// Outputs [j0, j1): the dot products, alpha and accumulate, then the whole epilogue.
+void gemv_range(const GemmProblem& p, int64_t j0, int64_t j1, bool avx512) {
+  for (int64_t j = j0; j < j1; j += kRows) {
+    const int rows = int(std::min<int64_t>(kRows, j1 - j));
+    float dots[kRows];
+    if (avx512)
+      dot_rows_avx512(p.b + j * p.ldb, p.ldb, p.a, p.k, rows, dots);
+    else
+      dot_rows_avx2(p.b + j * p.ldb, p.ldb, p.a, p.k, rows, dots);
+    for (int r = 0; r < rows; ++r)
+      p.c[j + r] = p.alpha * dots[r] + (p.accumulate ? p.c[j + r] : 0.0f);
+  }
+  if (!p.epilogue.empty()) apply_epilogue_tile(p.c + j0, p.ldc, 1, j1 - j0, 0, j0, p.epilogue, 0);
+}
+
+}  // namespace
+
+bool gemv_applies(const GemmProblem& p) {
+  return p.m == 1 && p.trans_b && p.b && p.k > 0 && p.n > 0 && p.ldb >= p.k &&
+         (!p.trans_a || p.lda == 1);
+}
+
+void gemv_f32(const GemmProblem& p, int num_threads) {
+  check_gemm_problem(p);
+  if (!gemv_applies(p)) throw std::invalid_argument("gemv_f32: not a one-row GEMM with Bᵀ");
+  const bool avx512 = gemm_blocking().isa == xbyak::Isa::Avx512;
+  int threads = int(std::clamp<int64_t>(p.n / kMinRowsPerThread, 1, std::max(num_threads, 1)));
+  if (p.n * p.k < kSerialFloats || omp_get_active_level() >= omp_get_max_active_levels())
+    threads = 1;
+  auto worker = [&](int t) {
+    const unsigned saved_csr = _mm_getcsr();
+    if (p.flush_denormals) _mm_setcsr(saved_csr | 0x8040);  // FTZ | DAZ
+    // Contiguous ranges in whole passes of kRows rows.
+    const int64_t passes = (p.n + kRows - 1) / kRows;
+    const int64_t j0 = std::min(p.n, passes * t / threads * kRows),
+                  j1 = std::min(p.n, passes * (t + 1) / threads * kRows);
+    if (j0 < j1) gemv_range(p, j0, j1, avx512);
+    _mm_setcsr(saved_csr);
+  };
+  if (threads == 1) return worker(0);
+#pragma omp parallel num_threads(threads)
+  {
+    // A smaller team than asked for: its threads cover the ranges of the missing ones too.
+    const int team = omp_get_num_threads();
+    for (int t = omp_get_thread_num(); t < threads; t += team) worker(t);
+  }
+}
+
+}  // namespace inductor_cpp::matrix
