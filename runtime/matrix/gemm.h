@@ -89,8 +89,8 @@ PackedB pack_b_f32(const float* b, int64_t k, int64_t n, int64_t ldb, bool trans
 /// workers follow the numerics the user chose for the thread.
 bool caller_flushes_denormals();
 
-/// C = epilogue(alpha·op(A)·op(B) [+ C]). Throws std::invalid_argument on bad arguments. One row
-/// times a transposed B runs as dot products along B's rows (gemv.h).
+/// C = epilogue(alpha·op(A)·op(B) [+ C]). Throws std::invalid_argument on bad arguments. One-row
+/// problems run as matrix-vector products (gemv.h).
 void gemm_f32(const GemmProblem& p, int num_threads);
 
 /// Same with a pre-packed B (p.b, p.ldb, p.trans_b ignored; packed.k()/n() must match).

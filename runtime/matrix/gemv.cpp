@@ -1,6 +1,8 @@
 /// \file gemv.cpp
-/// \brief y = x · Wᵀ as dot products along W's rows (see gemv.h): four rows per pass, two
-/// accumulators per row (32 floats of K per step on AVX-512, 16 on AVX2), masked K tails.
+/// \brief One-row GEMMs (see gemv.h). y = x · Wᵀ: dot products along W's rows, four rows per
+/// pass, two accumulators per row (32 floats of K per step on AVX-512, 16 on AVX2), masked K
+/// tails. y = x · B: B's rows streamed in order, four per pass, into the thread's slice of y
+/// (in L1), vector by vector.
 #include "runtime/matrix/gemv.h"
 
 #include <immintrin.h>
@@ -13,6 +15,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include "runtime/matrix/epilogue.h"
 #include "runtime/matrix/gemm_config.h"
@@ -82,17 +85,64 @@ AVX2_FN void dot_rows_avx2(const float* w, int64_t ldw, const float* x, int64_t 
   for (int r = 0; r < rows; ++r) out[r] = horizontal_sum(_mm256_add_ps(acc[r][0], acc[r][1]));
 }
 
-/// Outputs [j0, j1): the dot products, alpha and accumulate, then the whole epilogue.
+/// acc[0, n) = Σ_k x[k] · B[k, 0:n), rows of B in order (each element summed in k order, as
+/// the tile kernels do), kRows rows per pass over acc.
+AVX512_FN void rows_axpy_avx512(const float* b, int64_t ldb, const float* x, int64_t k, int64_t n,
+                                float* acc) {
+  for (int64_t k0 = 0; k0 < k; k0 += kRows) {
+    const int rows = int(std::min<int64_t>(kRows, k - k0));
+    __m512 xs[kRows];
+    for (int r = 0; r < rows; ++r) xs[r] = _mm512_set1_ps(x[k0 + r]);
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 mask = n - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
+      __m512 v = k0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, acc + j);
+      for (int r = 0; r < rows; ++r)
+        v = _mm512_fmadd_ps(xs[r], _mm512_maskz_loadu_ps(mask, b + (k0 + r) * ldb + j), v);
+      _mm512_mask_storeu_ps(acc + j, mask, v);
+    }
+  }
+}
+
+AVX2_FN void rows_axpy_avx2(const float* b, int64_t ldb, const float* x, int64_t k, int64_t n,
+                            float* acc) {
+  alignas(32) int32_t lanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  for (int64_t k0 = 0; k0 < k; k0 += kRows) {
+    const int rows = int(std::min<int64_t>(kRows, k - k0));
+    __m256 xs[kRows];
+    for (int r = 0; r < rows; ++r) xs[r] = _mm256_set1_ps(x[k0 + r]);
+    for (int64_t j = 0; j < n; j += 8) {
+      const int64_t left = std::min<int64_t>(n - j, 8);
+      const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + 8 - left));
+      __m256 v = k0 == 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(acc + j, mask);
+      for (int r = 0; r < rows; ++r)
+        v = _mm256_fmadd_ps(xs[r], _mm256_maskload_ps(b + (k0 + r) * ldb + j, mask), v);
+      _mm256_maskstore_ps(acc + j, mask, v);
+    }
+  }
+}
+
+/// Outputs [j0, j1): the products, alpha and accumulate, then the whole epilogue.
 void gemv_range(const GemmProblem& p, int64_t j0, int64_t j1, bool avx512) {
-  for (int64_t j = j0; j < j1; j += kRows) {
-    const int rows = int(std::min<int64_t>(kRows, j1 - j));
-    float dots[kRows];
+  if (p.trans_b) {
+    for (int64_t j = j0; j < j1; j += kRows) {
+      const int rows = int(std::min<int64_t>(kRows, j1 - j));
+      float dots[kRows];
+      if (avx512)
+        dot_rows_avx512(p.b + j * p.ldb, p.ldb, p.a, p.k, rows, dots);
+      else
+        dot_rows_avx2(p.b + j * p.ldb, p.ldb, p.a, p.k, rows, dots);
+      for (int r = 0; r < rows; ++r)
+        p.c[j + r] = p.alpha * dots[r] + (p.accumulate ? p.c[j + r] : 0.0f);
+    }
+  } else {
+    thread_local std::vector<float> acc;
+    acc.resize(size_t(j1 - j0));
     if (avx512)
-      dot_rows_avx512(p.b + j * p.ldb, p.ldb, p.a, p.k, rows, dots);
+      rows_axpy_avx512(p.b + j0, p.ldb, p.a, p.k, j1 - j0, acc.data());
     else
-      dot_rows_avx2(p.b + j * p.ldb, p.ldb, p.a, p.k, rows, dots);
-    for (int r = 0; r < rows; ++r)
-      p.c[j + r] = p.alpha * dots[r] + (p.accumulate ? p.c[j + r] : 0.0f);
+      rows_axpy_avx2(p.b + j0, p.ldb, p.a, p.k, j1 - j0, acc.data());
+    for (int64_t j = j0; j < j1; ++j)
+      p.c[j] = p.alpha * acc[j - j0] + (p.accumulate ? p.c[j] : 0.0f);
   }
   if (!p.epilogue.empty()) apply_epilogue_tile(p.c + j0, p.ldc, 1, j1 - j0, 0, j0, p.epilogue, 0);
 }
@@ -100,13 +150,13 @@ void gemv_range(const GemmProblem& p, int64_t j0, int64_t j1, bool avx512) {
 }  // namespace
 
 bool gemv_applies(const GemmProblem& p) {
-  return p.m == 1 && p.trans_b && p.b && p.k > 0 && p.n > 0 && p.ldb >= p.k &&
+  return p.m == 1 && p.b && p.k > 0 && p.n > 0 && p.ldb >= (p.trans_b ? p.k : p.n) &&
          (!p.trans_a || p.lda == 1);
 }
 
 void gemv_f32(const GemmProblem& p, int num_threads) {
   check_gemm_problem(p);
-  if (!gemv_applies(p)) throw std::invalid_argument("gemv_f32: not a one-row GEMM with Bᵀ");
+  if (!gemv_applies(p)) throw std::invalid_argument("gemv_f32: not a one-row GEMM");
   const bool avx512 = gemm_blocking().isa == xbyak::Isa::Avx512;
   int threads = int(std::clamp<int64_t>(p.n / kMinRowsPerThread, 1, std::max(num_threads, 1)));
   if (p.n * p.k < kSerialFloats || omp_get_active_level() >= omp_get_max_active_levels())
@@ -114,10 +164,10 @@ void gemv_f32(const GemmProblem& p, int num_threads) {
   auto worker = [&](int t) {
     const unsigned saved_csr = _mm_getcsr();
     if (p.flush_denormals) _mm_setcsr(saved_csr | 0x8040);  // FTZ | DAZ
-    // Contiguous ranges in whole passes of kRows rows.
-    const int64_t passes = (p.n + kRows - 1) / kRows;
-    const int64_t j0 = std::min(p.n, passes * t / threads * kRows),
-                  j1 = std::min(p.n, passes * (t + 1) / threads * kRows);
+    // Contiguous output ranges: whole passes of kRows rows of Wᵀ, or whole 64-byte lines of y.
+    const int64_t unit = p.trans_b ? kRows : 16, units = (p.n + unit - 1) / unit;
+    const int64_t j0 = std::min(p.n, units * t / threads * unit),
+                  j1 = std::min(p.n, units * (t + 1) / threads * unit);
     if (j0 < j1) gemv_range(p, j0, j1, avx512);
     _mm_setcsr(saved_csr);
   };

@@ -1,21 +1,23 @@
 /// \file gemv.h
-/// \brief The matrix-vector form of a one-row GEMM whose B is a transposed row-major matrix
-/// (nn.Linear's weight W [N, K], y = x · Wᵀ): each output is a dot product along a contiguous
-/// row of W, so W streams from memory once, four rows at a time, with no packing.
+/// \brief One-row GEMMs as matrix-vector products, B read in place once, with no packing:
+///   * B transposed (nn.Linear's weight W [N, K], y = x · Wᵀ): each output is a dot product
+///     along a contiguous row of W, four rows of W at a time;
+///   * B plain (y = x · B, torch.mm of one row): B's rows are streamed in order, four at a
+///     time, into the thread's slice of y (in L1), so B is read as long sequential runs.
 ///
 /// Why: a one-row GEMM is bound by reading B. The tile kernels need B packed into panels (a
 /// second copy of W, as large as W, made on first use and kept by the packed-weight cache) or
-/// read Bᵀ down its columns; the dot-product form reads W in place at full width and its result
-/// does not depend on the thread count (each output is one thread's dot product, summed in a
-/// fixed order: 32 lanes over K, then a fixed tree).
+/// read B in short K chunks across all columns (many concurrent streams per thread); these
+/// forms read B at full width. Results do not depend on the thread count (each output is
+/// computed by one thread in a fixed order: dot products in 32 lanes over K then a fixed tree;
+/// plain B summed in k order, as the tile kernels do).
 #pragma once
 
 #include "runtime/matrix/gemm.h"
 
 namespace inductor_cpp::matrix {
 
-/// Whether gemv_f32 computes p: one row (m = 1), B transposed (W = Bᵀ row-major, ldb ≥ k) and
-/// A's row contiguous.
+/// Whether gemv_f32 computes p: one row (m = 1) with A's row contiguous.
 bool gemv_applies(const GemmProblem& p);
 
 /// C (1 × n) = epilogue(alpha · A · B [+ C]) for a problem where gemv_applies, on up to

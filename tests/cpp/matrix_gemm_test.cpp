@@ -264,11 +264,11 @@ TEST_F(GemmTest, SharedRingSurvivesThreadSkew) {
     }
 }
 
-TEST_F(GemmTest, OneRowTimesTransposedBIsADotProductPerOutput) {
-  // M = 1 with Bᵀ (nn.Linear on one row) runs as dot products along B's rows (gemv.h): K
-  // around the 16/32-float steps and their masked tails, N around the 4-row passes, padded
-  // leading dimensions, alpha, accumulate and epilogues, 1–3 threads; the result does not
-  // depend on the thread count.
+TEST_F(GemmTest, OneRowRunsAsAMatrixVectorProduct) {
+  // M = 1 (gemv.h): with Bᵀ (nn.Linear on one row) dot products along B's rows, with a plain B
+  // B's rows streamed into y. K around the 16/32-float steps and their masked tails and the
+  // 4-row passes, N around the vector widths and passes, padded leading dimensions, alpha,
+  // accumulate and epilogues, 1–3 threads; the result does not depend on the thread count.
   ASSERT_TRUE(gemv_applies([] {
     GemmProblem p;
     p.m = 1, p.n = 8, p.k = 8, p.trans_b = true, p.ldb = 8;
@@ -276,28 +276,30 @@ TEST_F(GemmTest, OneRowTimesTransposedBIsADotProductPerOutput) {
     p.b = b;
     return p;
   }()));
-  for (int64_t k : {1, 7, 16, 31, 32, 33, 100, 1000})
-    for (int64_t n : {1, 3, 4, 5, 17, 1000}) {
-      Fixture f(1, n, k, false, true, rng, 1 + k % 3);
-      f.p.alpha = k % 2 ? 1.0f : -0.5f;
-      f.p.accumulate = n % 2 == 1;
-      f.p.epilogue = {f.op(EpilogueKind::BiasCol), f.op(EpilogueKind::Gelu),
-                      f.op(EpilogueKind::AddResidual)};
-      SCOPED_TRACE("k " + std::to_string(k) + ", n " + std::to_string(n));
-      ASSERT_TRUE(gemv_applies(f.p));
-      const std::vector<float> c_before = f.c_frame;
-      gemm_f32(f.p, 1);
-      f.check();
-      if (HasFatalFailure()) return;
-      const std::vector<float> one_thread = f.c_frame;
-      for (int threads : {2, 3}) {
-        f.c_frame = c_before;
-        f.p.c = f.c_frame.data() + f.frame_ld;
-        gemm_f32(f.p, threads);
-        ASSERT_EQ(std::memcmp(one_thread.data(), f.c_frame.data(), one_thread.size() * 4), 0)
-            << threads << " threads";
+  for (bool trans_b : {true, false})
+    for (int64_t k : {1, 7, 16, 31, 32, 33, 100, 1000})
+      for (int64_t n : {1, 3, 4, 5, 17, 1000}) {
+        Fixture f(1, n, k, false, trans_b, rng, 1 + k % 3);
+        f.p.alpha = k % 2 ? 1.0f : -0.5f;
+        f.p.accumulate = n % 2 == 1;
+        f.p.epilogue = {f.op(EpilogueKind::BiasCol), f.op(EpilogueKind::Gelu),
+                        f.op(EpilogueKind::AddResidual)};
+        SCOPED_TRACE("k " + std::to_string(k) + ", n " + std::to_string(n) + ", trans_b " +
+                     std::to_string(trans_b));
+        ASSERT_TRUE(gemv_applies(f.p));
+        const std::vector<float> c_before = f.c_frame;
+        gemm_f32(f.p, 1);
+        f.check();
+        if (HasFatalFailure()) return;
+        const std::vector<float> one_thread = f.c_frame;
+        for (int threads : {2, 3}) {
+          f.c_frame = c_before;
+          f.p.c = f.c_frame.data() + f.frame_ld;
+          gemm_f32(f.p, threads);
+          ASSERT_EQ(std::memcmp(one_thread.data(), f.c_frame.data(), one_thread.size() * 4), 0)
+              << threads << " threads";
+        }
       }
-    }
 }
 
 TEST_F(GemmTest, CalledFromInsideAParallelRegion) {
