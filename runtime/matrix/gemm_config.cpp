@@ -18,18 +18,21 @@ int64_t ceil_div(int64_t a, int64_t b) {
 }  // namespace
 
 void choose_grid(int64_t tiles_m, int64_t tiles_n, int threads, int& tm, int& tn,
-                 bool prefer_split_n) {
+                 bool prefer_split_n, double slack) {
+  auto cost = [&](int cand_tn) {
+    return ceil_div(tiles_m, threads / cand_tn) * ceil_div(tiles_n, cand_tn);
+  };
   int64_t best = -1;
+  for (int cand_tn = 1; cand_tn <= threads; ++cand_tn)
+    if (threads % cand_tn == 0 && (best < 0 || cost(cand_tn) < best)) best = cost(cand_tn);
+  // The preferred side among the grids within `slack` of the best.
+  const double limit = double(best) * (1 + slack);
   for (int i = 1; i <= threads; ++i) {
     const int cand_tn = prefer_split_n ? threads + 1 - i : i;
-    if (threads % cand_tn) continue;
-    const int cand_tm = threads / cand_tn;
-    const int64_t cost = ceil_div(tiles_m, cand_tm) * ceil_div(tiles_n, cand_tn);
-    if (best < 0 || cost < best) {
-      best = cost;
-      tm = cand_tm;
-      tn = cand_tn;
-    }
+    if (threads % cand_tn || double(cost(cand_tn)) > limit) continue;
+    tm = threads / cand_tn;
+    tn = cand_tn;
+    return;
   }
 }
 
@@ -58,6 +61,8 @@ const GemmBlocking& gemm_blocking() {
       }
     }
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PLAIN_NR")) b.plain_nr = std::atoi(env);
+    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_GRID_SLACK"))
+      b.grid_slack = std::atof(env);
     // Tuning knob: INDUCTOR_CPP_MATRIX_PAIR="min_rows[,mr,mc,kc]" (min_rows 0: no wide tile).
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PAIR")) {
       long min_rows = b.pair_min_rows, mr = b.pair_mr, mc = b.pair_mc, kc = b.pair_kc;

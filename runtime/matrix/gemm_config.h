@@ -41,13 +41,16 @@ struct GemmBlocking {
   int pair_mr = 6;
   int64_t pair_mc = 120;  ///< Multiple of pair_mr.
   int64_t pair_kc = 384;
+  /// choose_grid's slack for the GEMM's thread grid.
+  double grid_slack = 0;
 };
 
 /// Splits threads into a tm × tn grid (tm·tn = threads) minimising the largest per-thread tile
-/// count; ties go to splitting M (fp32: each thread then packs a disjoint part of A, B rows are a
-/// cheap memcpy), or to splitting N with prefer_split_n (bf16: the VNNI packing of B costs more).
+/// count; among the grids within `slack` (a fraction) of that minimum, the one splitting M most
+/// (fp32: A is packed by each thread column, B once by the team, so tn is A's redundancy), or N
+/// most with prefer_split_n (bf16: the VNNI packing of B costs more).
 void choose_grid(int64_t tiles_m, int64_t tiles_n, int threads, int& tm, int& tn,
-                 bool prefer_split_n = false);
+                 bool prefer_split_n = false, double slack = 0);
 
 /// The blocking in use, chosen once per process: AVX-512 values above; AVX2 (hosts without
 /// AVX-512, or INDUCTOR_CPP_MATRIX_ISA=avx2) uses a 6×16 tile.

@@ -85,7 +85,7 @@ Grid partition(const GemmBlocking& blk, const GemmProblem& p, int num_threads) {
   if (p.m * p.n * std::max<int64_t>(p.k, 1) < blk.serial_macs && p.n * p.k < blk.serial_b_floats)
     g.threads = 1;
   g.threads = int(std::min<int64_t>(g.threads, g.tiles_m * g.tiles_n));
-  choose_grid(g.tiles_m, g.tiles_n, g.threads, g.tm, g.tn);
+  choose_grid(g.tiles_m, g.tiles_n, g.threads, g.tm, g.tn, false, blk.grid_slack);
   return g;
 }
 
