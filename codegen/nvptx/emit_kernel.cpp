@@ -93,8 +93,12 @@ int column_groups_for(const ir::Expr& columns, int t) {
 
 }  // namespace
 
-KernelEmitter::KernelEmitter(llvm::Module& module, const ir::Kernel& kernel)
-    : module_(module), ctx_(module.getContext()), kernel_(kernel), b_(module.getContext()) {}
+KernelEmitter::KernelEmitter(llvm::Module& module, const ir::Kernel& kernel, int sm)
+    : module_(module),
+      ctx_(module.getContext()),
+      kernel_(kernel),
+      b_(module.getContext()),
+      sm_(sm) {}
 
 void KernelEmitter::unsupported(const std::string& what) const {
   throw std::runtime_error("nvptx: kernel " + kernel_.name + ": " + what);

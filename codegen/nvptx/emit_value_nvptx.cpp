@@ -391,9 +391,9 @@ bool KernelEmitter::load_contiguous_chunk(const ir::ValueNode& n) {
   vec_.lane = 0;
   llvm::Value* address = element_address(param_index(n.name), expr(n.index[0]));
   vec_.lane = lane;
-  llvm::Type* mt = memory_type(n.dtype);
-  llvm::Value* packed =
-      b_.CreateAlignedLoad(llvm::FixedVectorType::get(mt, vec_.lanes), address, llvm::Align(bytes));
+  llvm::Type* vector_type = llvm::FixedVectorType::get(memory_type(n.dtype), vec_.lanes);
+  llvm::Value* packed = row_load_with_policy(n, vector_type, address, bytes);
+  if (!packed) packed = b_.CreateAlignedLoad(vector_type, address, llvm::Align(bytes));
   for (int l = 0; l < vec_.lanes; ++l) {
     scopes_.back().values[{&n, l}] = from_memory(b_.CreateExtractElement(packed, l), n.dtype);
   }

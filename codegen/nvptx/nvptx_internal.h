@@ -87,7 +87,8 @@ struct AccState {
 
 class KernelEmitter {
  public:
-  KernelEmitter(llvm::Module& module, const ir::Kernel& kernel);
+  /// `sm`: the target (sm_80 and later have L2 cache policies: row_load_with_policy).
+  KernelEmitter(llvm::Module& module, const ir::Kernel& kernel, int sm);
   /// Emits the kernel's function and returns how to launch it.
   codegen::nvptx::GpuLaunch emit();
 
@@ -141,6 +142,11 @@ class KernelEmitter {
   /// remembers the lanes just loaded.
   bool cached_row_chunk(const ir::ValueNode& n);
   void remember_row_chunk(const ir::ValueNode& n);
+  /// Persistent version of a row that is stored back: the `bytes` (4, 8 or 16) at `address`
+  /// as `type`, loaded with the L2 evict_last policy when the load reads the row itself (its
+  /// index uses the row variable); nullptr for any other load (a plain load is emitted).
+  llvm::Value* row_load_with_policy(const ir::ValueNode& n, llvm::Type* type, llvm::Value* address,
+                                    int64_t bytes);
   /// Runs `then` under `cond` (no values flow out).
   void if_then(llvm::Value* cond, const std::function<void()>& then);
   /// Runs `then` (in a block named `label`) under `cond`, else `otherwise` (no values flow out).
@@ -280,6 +286,11 @@ class KernelEmitter {
   int persistent_chunk_ = -1;   ///< the thread's chunk being emitted there
   /// Persistent version: "buffer|index|chunk" -> the lanes loaded (registers of the row).
   std::map<std::string, std::vector<llvm::Value*>> row_cache_;
+  /// Persistent version of a row that is stored back: the row variable and the i64 L2
+  /// evict_last cache policy its loads carry (row_load_with_policy); else "" and nullptr.
+  std::string policy_row_var_;
+  llvm::Value* row_load_policy_ = nullptr;
+  int sm_ = 0;  ///< the target's sm (80, 90)
 };
 
 }  // namespace inductor_cpp::codegen::nvptx_detail

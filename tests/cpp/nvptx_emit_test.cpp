@@ -480,13 +480,25 @@ TEST_F(NvptxEmit, PersistentRowsAreLoadedOnce) {
   ASSERT_NE(m.llvm_ir.find("row.persistent:"), std::string::npos) << m.llvm_ir;
   // The persistent version: the blocks reached from row.persistent before row.done.
   const std::string persistent_part = reachable_blocks(m.llvm_ir, "row.persistent", "row.done");
-  size_t loads = 0;
-  const std::string global_load = "load float, ptr addrspace(1)";  // LLVM splits the vectors
-  for (size_t at = persistent_part.find(global_load); at != std::string::npos;
-       at = persistent_part.find(global_load, at + 1)) {
-    ++loads;
+  // The row is stored back: its loads carry the L2 evict_last policy (inline PTX, one
+  // 128-bit load per chunk) instead of plain loads.
+  EXPECT_EQ(occurrences(persistent_part, "load float, ptr addrspace(1)"), 0u) << persistent_part;
+  EXPECT_EQ(occurrences(persistent_part, "asm \"ld.global.L2::cache_hint.v4.b32"), 3u)
+      << "three chunks of 4 per thread, loaded once for the three loops";
+  EXPECT_EQ(occurrences(m.ptx, "createpolicy.fractional.L2::evict_last.b64"), 1u) << m.ptx;
+  // The general version (a misaligned row) keeps plain loads.
+  const std::string general_part = reachable_blocks(m.llvm_ir, "row.general", "row.done");
+  EXPECT_EQ(occurrences(general_part, "cache_hint"), 0u);
+  EXPECT_GT(occurrences(general_part, "ptr addrspace(1)"), 0u);
+  // Before sm_80 there are no L2 cache policies: plain loads (still assembled by ptxas).
+  GpuTarget sm75;
+  sm75.sm = 75;
+  const PtxModule old = emit_ptx(kernels, sm75, default_libdevice_path());
+  EXPECT_EQ(occurrences(old.ptx, "cache_hint"), 0u) << old.ptx;
+  EXPECT_EQ(occurrences(old.ptx, "createpolicy"), 0u);
+  if (!ptxas_path().empty()) {
+    EXPECT_EQ(assemble(old.ptx, 75, "softmax_persistent_sm75"), "");
   }
-  EXPECT_EQ(loads, 3u * 4u) << "three chunks of 4 per thread, loaded once for the three loops";
 }
 
 // The GPU micro benchmark's kernels (python -m inductor_cpp.bench gpu: 16384 x 8192 float32), as
@@ -554,7 +566,13 @@ TEST_F(NvptxEmit, BenchmarkKernelsAssemble) {
   output %4
 )",
                                   {}, false);
-  EXPECT_EQ(emit_and_assemble(affine, "bench_layernorm_affine").launches.at(0).block[0], 256);
+  const PtxModule affine_module = emit_and_assemble(affine, "bench_layernorm_affine");
+  EXPECT_EQ(affine_module.launches.at(0).block[0], 256);
+  // The row's 8 chunks per thread with the L2 evict_last policy; weight and bias (the same
+  // for every row) stay plain 128-bit loads.
+  EXPECT_EQ(occurrences(affine_module.ptx, "ld.global.L2::cache_hint.v4.b32"), 8u)
+      << affine_module.ptx;
+  EXPECT_GE(occurrences(affine_module.ptx, "ld.global.v4.f32"), 16u) << affine_module.ptx;
   ASSERT_EQ(layernorm_module.launches.size(), 1u);
   EXPECT_EQ(layernorm_module.launches[0].block[0], 256) << "a Welford row: 256 threads x 8 chunks";
   EXPECT_EQ(layernorm_module.launches[0].grid[0], 16384);
@@ -578,6 +596,7 @@ TEST_F(NvptxEmit, BenchmarkKernelsAssemble) {
   EXPECT_EQ(sums_module.launches[1].block[0], 1024);
   EXPECT_EQ(sums_module.launches[1].grid[0], 8192 / 64);
   EXPECT_GE(occurrences(sums_module.ptx, "ld.global.v4.f32"), 16u) << "unrolled 16";
+  EXPECT_EQ(occurrences(sums_module.ptx, "cache_hint"), 0u) << "rows only reduced: no policy";
 }
 
 // float32 division: div.full.f32 per element for a changing divisor, one reciprocal per row
