@@ -2,7 +2,7 @@
 /// \brief One-row GEMMs as matrix-vector products, B read in place once, with no packing:
 ///   * B transposed (nn.Linear's weight W [N, K], y = x · Wᵀ): each output is a dot product
 ///     along a contiguous row of W, four rows of W at a time;
-///   * B plain (y = x · B, torch.mm of one row): B's rows are streamed in order, four at a
+///   * B plain (y = x · B, torch.mm of one row): B's rows are streamed in order, eight at a
 ///     time, into the thread's slice of y (in L1), so B is read as long sequential runs.
 ///
 /// Why: a one-row GEMM is bound by reading B. The tile kernels need B packed into panels (a
