@@ -233,6 +233,20 @@ TEST_F(NvptxEmit, TransposeIsOneFlatLoop) {
   emit_and_assemble(kernels, "transpose");
 }
 
+TEST_F(NvptxEmit, LayoutCopyFollowsTheStore) {
+  // NCHW -> NHWC (a convolution input going channels-last): the threads walk the output in
+  // memory order, so a warp writes whole sectors and gathers its reads from the 3 planes.
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float32[2, 3, 8, 8]{192, 64, 8, 1} input 0 cuda
+  buffer %1: float32[2, 3, 8, 8]{192, 1, 24, 3} computed cuda
+  compute %1 (node 1) pointwise[2, 3, 8, 8] = load(%in0, [i0, i1, i2, i3])
+  kernel %1
+  output %1
+)");
+  const std::string text = kernels_text(kernels);
+  EXPECT_NE(text.find("%1[xf] = "), std::string::npos) << text;
+  emit_and_assemble(kernels, "layout_copy");
+}
+
 TEST_F(NvptxEmit, InnerReductionUsesWarpShuffles) {
   const auto kernels = gpu_kernels(R"(  buffer %in0: float32[32, 512]{512, 1} input 0 cuda
   buffer %1: float32[32]{1} computed cuda
