@@ -443,7 +443,7 @@ def print_report(workloads: list[Workload], info: dict[str, Any], args: argparse
           f"(median), cache: {'cold (temporary)' if args.cold_cache else 'user cache'}")
     load = info["load_average_1m"]
     print(f"load average (1 min) before the job: {'-' if load is None else f'{load:.2f}'} "
-          f"(well above 0: other work shares the cores and timings are noisy)\n")
+          f"(when well above 0, other work shares the cores and timings are noisy)\n")
     print(summary_table(workloads))
     print("\nCorrectness against eager:\n")
     print(checks_table(workloads))
