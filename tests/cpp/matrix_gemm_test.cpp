@@ -120,6 +120,13 @@ struct Fixture {
   }
 };
 
+/// Runs f's problem with B packed beforehand (gemm_f32_packed) or per call (gemm_f32).
+void run_gemm(Fixture& f, int threads, bool prepacked) {
+  if (!prepacked) return gemm_f32(f.p, threads);
+  const PackedB packed = pack_b_f32(f.p.b, f.p.k, f.p.n, f.p.ldb, f.p.trans_b);
+  gemm_f32_packed(f.p, packed, threads);
+}
+
 class GemmTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -187,12 +194,7 @@ TEST_F(GemmTest, ThreadCountsWithUnevenSplits) {
         f.p.accumulate = threads == 3;
         f.p.epilogue = {f.op(EpilogueKind::BiasCol), f.op(EpilogueKind::Relu)};
         SCOPED_TRACE(std::to_string(threads) + " threads, trans_b " + std::to_string(tb));
-        if (threads == 4) {
-          const PackedB packed = pack_b_f32(f.p.b, f.p.k, f.p.n, f.p.ldb, tb);
-          gemm_f32_packed(f.p, packed, threads);
-        } else {
-          gemm_f32(f.p, threads);
-        }
+        run_gemm(f, threads, /*prepacked=*/threads == 4);
         f.check();
         if (HasFatalFailure()) return;
       }
@@ -227,12 +229,7 @@ TEST_F(GemmTest, WideTilesOverPanelPairs) {
         f.p.epilogue = {f.op(EpilogueKind::BiasCol), f.op(EpilogueKind::AddResidual),
                         f.op(EpilogueKind::Relu)};
         SCOPED_TRACE(std::to_string(threads) + " threads, prepacked " + std::to_string(prepacked));
-        if (prepacked) {
-          const PackedB packed = pack_b_f32(f.p.b, f.p.k, f.p.n, f.p.ldb, true);
-          gemm_f32_packed(f.p, packed, threads);
-        } else {
-          gemm_f32(f.p, threads);
-        }
+        run_gemm(f, threads, prepacked);
         f.check();
         if (HasFatalFailure()) return;
       }
