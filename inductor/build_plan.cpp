@@ -289,7 +289,8 @@ PlanBuild build_plan(const ir::Graph& input_graph, const CodegenSettings& settin
     lowered = lower_graph(g);
     out.lowering_ms = milliseconds_since(lowering_start);
     result = ir::run_pipeline(lowered.program,
-                              gpu ? gpu_pipeline_options(settings.pipeline) : settings.pipeline);
+                              gpu ? gpu_pipeline_options(apply_gpu_tuning(settings.gpu_tuning, settings.pipeline))
+                                  : settings.pipeline);
   } catch (const std::exception& e) {
     PlanBuild fallback = build_aten_plan(g, std::string("code generation failed: ") + e.what());
     fallback.codegen_error = e.what();
@@ -352,7 +353,7 @@ PlanBuild build_plan(const ir::Graph& input_graph, const CodegenSettings& settin
   if (!kernels.empty() && gpu) {
     const auto emit_start = std::chrono::steady_clock::now();
     try {
-      attach_gpu_module(kernels, device, out);
+      attach_gpu_module(kernels, device, settings.gpu_tuning, out);
     } catch (const std::exception& e) {
       PlanBuild fallback = build_aten_plan(g, std::string("GPU code generation failed: ") + e.what());
       fallback.codegen_error = e.what();

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "inductor/gpu_tuning.h"
 #include "inductor/kernel_info.h"
 #include "ir/aten_graph.h"
 #include "ir/passes/pipeline.h"
@@ -33,6 +34,8 @@ struct CodegenSettings {
   /// Float32 CPU mm/addmm/bmm on our xbyak GEMM (plan_matmul.h) instead of ATen's; the option
   /// "matrix_kernels" (off by default: without pre-packed weights it is slower than MKL).
   bool matrix_kernels = false;
+  /// GPU graphs: the option "gpu_tuning" (schedule limits, emitter switches).
+  GpuTuning gpu_tuning;
 };
 
 struct PlanBuild {

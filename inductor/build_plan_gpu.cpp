@@ -95,9 +95,10 @@ bool kernel_checks_bounds(const ir::Kernel& kernel) {
 
 #if INDUCTOR_CPP_HAVE_NVPTX
 void attach_gpu_module(const std::vector<ir::Kernel>& kernels, const std::string& device,
-                       PlanBuild& build) {
+                       const GpuTuning& tuning, PlanBuild& build) {
   codegen::nvptx::GpuTarget target;
   target.sm = gpu_target_sm(device);
+  target.read_once_hints = tuning.read_once_hints;
   codegen::nvptx::PtxModule module =
       codegen::nvptx::emit_ptx(kernels, target, codegen::nvptx::default_libdevice_path());
   if (module.launches.size() != kernels.size())
@@ -135,7 +136,8 @@ void attach_gpu_module(const std::vector<ir::Kernel>& kernels, const std::string
   build.plan.library_kind = "ptx";
 }
 #else
-void attach_gpu_module(const std::vector<ir::Kernel>&, const std::string&, PlanBuild&) {
+void attach_gpu_module(const std::vector<ir::Kernel>&, const std::string&, const GpuTuning&,
+                       PlanBuild&) {
   throw std::runtime_error("inductor_cpp was built without the NVPTX emitter (LLVM 16)");
 }
 #endif

@@ -45,8 +45,9 @@ nlohmann::json gpu_toolchain(const std::string& device);
 /// kernel step's GPU launch dims and sets the plan's library to "kernels.ptx" (kind "ptx").
 /// Leaves the LLVM IR and PTX in build.gpu_llvm_ir / build.gpu_ptx. Throws
 /// std::runtime_error when the emitter cannot emit a kernel.
+/// `tuning`: the emitter switches of the option "gpu_tuning".
 void attach_gpu_module(const std::vector<ir::Kernel>& kernels, const std::string& device,
-                       PlanBuild& build);
+                       const GpuTuning& tuning, PlanBuild& build);
 
 /// Whether a kernel has indirect (bounds-checked) loads, i.e. may set the status word.
 bool kernel_checks_bounds(const ir::Kernel& kernel);

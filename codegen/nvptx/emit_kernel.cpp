@@ -93,12 +93,15 @@ int column_groups_for(const ir::Expr& columns, int t) {
 
 }  // namespace
 
-KernelEmitter::KernelEmitter(llvm::Module& module, const ir::Kernel& kernel, int sm)
+KernelEmitter::KernelEmitter(llvm::Module& module, const ir::Kernel& kernel,
+                             const codegen::nvptx::GpuTarget& target)
     : module_(module),
       ctx_(module.getContext()),
       kernel_(kernel),
       b_(module.getContext()),
-      sm_(sm) {}
+      sm_(target.sm),
+      read_once_hints_(target.read_once_hints),
+      read_once_(codegen::nvptx::loads_read_once(kernel)) {}
 
 void KernelEmitter::unsupported(const std::string& what) const {
   throw std::runtime_error("nvptx: kernel " + kernel_.name + ": " + what);

@@ -162,37 +162,7 @@ llvm::Value* KernelEmitter::row_load_with_policy(const ir::ValueNode& n, llvm::T
                                                  llvm::Value* address, int64_t bytes) {
   if (!row_load_policy_ || persistent_chunk_ < 0 || !ir::depends_on(n.index.at(0), policy_row_var_))
     return nullptr;  // e.g. layer_norm's weight and bias: the same for every row
-  const int words = static_cast<int>(bytes / 4);
-  if (bytes % 4 != 0 || (words != 1 && words != 2 && words != 4)) return nullptr;
-  std::string registers, constraints;
-  for (int w = 0; w < words; ++w) {
-    registers += (w ? ", $" : "$") + std::to_string(w);
-    constraints += "=r,";
-  }
-  const std::string vector = words == 1 ? "" : ".v" + std::to_string(words);
-  const std::string text = "ld.global.L2::cache_hint" + vector + ".b32 " +
-                           (words == 1 ? registers : "{" + registers + "}") + ", [$" +
-                           std::to_string(words) + "], $" + std::to_string(words + 1) + ";";
-  llvm::Type* i32 = b_.getInt32Ty();
-  llvm::Type* result = words == 1
-                           ? i32
-                           : static_cast<llvm::Type*>(llvm::StructType::get(
-                                 ctx_, std::vector<llvm::Type*>(static_cast<size_t>(words), i32)));
-  llvm::Type* i64 = b_.getInt64Ty();
-  // No side effects and no memory clobber: LLVM treats it as it would the plain load here
-  // (the row's loads come before any of its stores: no buffer of a persistent row is both
-  // loaded and stored).
-  llvm::InlineAsm* load = llvm::InlineAsm::get(llvm::FunctionType::get(result, {i64, i64}, false),
-                                               text, constraints + "l,l", /*hasSideEffects=*/false);
-  llvm::CallInst* call =
-      b_.CreateCall(load, {b_.CreatePtrToInt(address, i64), row_load_policy_}, n.name + ".hinted");
-  call->setDoesNotThrow();
-  llvm::Value* bits = llvm::UndefValue::get(llvm::FixedVectorType::get(i32, words));
-  for (int w = 0; w < words; ++w) {
-    llvm::Value* word = words == 1 ? call : b_.CreateExtractValue(call, w);
-    bits = b_.CreateInsertElement(bits, word, w);
-  }
-  return b_.CreateBitCast(bits, type);
+  return inline_ptx_load(type, address, bytes, ".L2::cache_hint", row_load_policy_);
 }
 
 }  // namespace inductor_cpp::codegen::nvptx_detail

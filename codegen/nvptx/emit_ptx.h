@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,16 @@ namespace inductor_cpp::codegen::nvptx {
 struct GpuTarget {
   int sm = 90;           ///< sm_80 / sm_90
   int ptx_version = 78;  ///< PTX ISA version (78 = 7.8, what LLVM 16 emits for sm_90)
+  /// Loads of data read exactly once in a kernel skip L1 (`ld.global.L1::no_allocate`,
+  /// sm_70 and later; emit_cache_hints_nvptx.cpp). The option "gpu_tuning" can turn it off.
+  bool read_once_hints = true;
 };
+
+/// The loads of `kernel` that read their data exactly once, which skip L1 when
+/// GpuTarget::read_once_hints: the buffer is never stored by the kernel, all its loads sit in
+/// one innermost loop under the top loop with one index, and that index uses every enclosing
+/// loop's variable (emit_cache_hints_nvptx.cpp).
+std::set<const ir::ValueNode*> loads_read_once(const ir::Kernel& kernel);
 
 /// How to launch one kernel (static sizes; symbols, if any, are passed as i64 params).
 struct GpuLaunch {

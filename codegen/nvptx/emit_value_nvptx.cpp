@@ -333,7 +333,10 @@ llvm::Value* KernelEmitter::load(const ir::ValueNode& n) {
   const llvm::Align align(ir::dtype_size(n.dtype));
   llvm::Value* result = nullptr;
   if (!guard) {
-    result = from_memory(b_.CreateAlignedLoad(mt, element_address(k, offset), align), n.dtype);
+    llvm::Value* address = element_address(k, offset);
+    llvm::Value* raw = read_once_load(n, mt, address, ir::dtype_size(n.dtype));
+    if (!raw) raw = b_.CreateAlignedLoad(mt, address, align);
+    result = from_memory(raw, n.dtype);
   } else {
     llvm::BasicBlock* before = b_.GetInsertBlock();
     llvm::BasicBlock* read = llvm::BasicBlock::Create(ctx_, "masked_load", function_);
@@ -393,6 +396,7 @@ bool KernelEmitter::load_contiguous_chunk(const ir::ValueNode& n) {
   vec_.lane = lane;
   llvm::Type* vector_type = llvm::FixedVectorType::get(memory_type(n.dtype), vec_.lanes);
   llvm::Value* packed = row_load_with_policy(n, vector_type, address, bytes);
+  if (!packed) packed = read_once_load(n, vector_type, address, bytes);
   if (!packed) packed = b_.CreateAlignedLoad(vector_type, address, llvm::Align(bytes));
   for (int l = 0; l < vec_.lanes; ++l) {
     scopes_.back().values[{&n, l}] = from_memory(b_.CreateExtractElement(packed, l), n.dtype);

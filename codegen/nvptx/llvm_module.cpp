@@ -146,7 +146,7 @@ PtxModule emit_ptx(const std::vector<ir::Kernel>& kernels, const GpuTarget& targ
   for (const ir::Kernel& k : kernels) {
     if (!names.insert(k.name).second)
       throw std::runtime_error("nvptx: two kernels named " + k.name);
-    nvptx_detail::KernelEmitter emitter(module, k, target.sm);
+    nvptx_detail::KernelEmitter emitter(module, k, target);
     result.launches.push_back(emitter.emit());
   }
   verify(module, "as emitted");

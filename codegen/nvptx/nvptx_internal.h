@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -87,8 +88,9 @@ struct AccState {
 
 class KernelEmitter {
  public:
-  /// `sm`: the target (sm_80 and later have L2 cache policies: row_load_with_policy).
-  KernelEmitter(llvm::Module& module, const ir::Kernel& kernel, int sm);
+  /// `target.sm`: sm_80 and later have L2 cache policies (row_load_with_policy), sm_70 and
+  /// later L1::no_allocate (read_once_load, when target.read_once_hints).
+  KernelEmitter(llvm::Module& module, const ir::Kernel& kernel, const codegen::nvptx::GpuTarget& target);
   /// Emits the kernel's function and returns how to launch it.
   codegen::nvptx::GpuLaunch emit();
 
@@ -147,6 +149,16 @@ class KernelEmitter {
   /// index uses the row variable); nullptr for any other load (a plain load is emitted).
   llvm::Value* row_load_with_policy(const ir::ValueNode& n, llvm::Type* type, llvm::Value* address,
                                     int64_t bytes);
+
+  // ---- emit_cache_hints_nvptx.cpp: global loads with cache qualifiers ------------------------
+  /// The `bytes` (4, 8 or 16) at `address` as `type`, loaded by inline PTX
+  /// `ld.global<qualifiers>[.vN].b32`, with an L2 cache `policy` operand when given (then
+  /// qualifiers include `.L2::cache_hint`); nullptr for other sizes.
+  llvm::Value* inline_ptx_load(llvm::Type* type, llvm::Value* address, int64_t bytes,
+                               const std::string& qualifiers, llvm::Value* policy);
+  /// The load `n` with L1::no_allocate when it reads data once (loads_read_once), else nullptr.
+  llvm::Value* read_once_load(const ir::ValueNode& n, llvm::Type* type, llvm::Value* address,
+                              int64_t bytes);
   /// Runs `then` under `cond` (no values flow out).
   void if_then(llvm::Value* cond, const std::function<void()>& then);
   /// Runs `then` (in a block named `label`) under `cond`, else `otherwise` (no values flow out).
@@ -291,6 +303,9 @@ class KernelEmitter {
   std::string policy_row_var_;
   llvm::Value* row_load_policy_ = nullptr;
   int sm_ = 0;  ///< the target's sm (80, 90)
+  bool read_once_hints_ = true;                    ///< GpuTarget::read_once_hints
+  std::set<const ir::ValueNode*> read_once_;       ///< loads_read_once(kernel_)
 };
+
 
 }  // namespace inductor_cpp::codegen::nvptx_detail

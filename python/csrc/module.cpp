@@ -22,6 +22,7 @@
 #include "codegen/cpu/emit_cpp.h"
 #include "inductor/compile_graph.h"
 #include "inductor/fingerprint.h"
+#include "inductor/gpu_tuning.h"
 #include "inductor/graph_json.h"
 #include "kernels_cache/store.h"
 #include "runtime/aten_executor.h"
@@ -406,6 +407,16 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "runtime_header", [] { return codegen::runtime_header_text(); },
       "ic_runtime.h as generated code includes it");
+  m.def(
+      "check_gpu_tuning",
+      [](const std::string& text) {
+        try {
+          inductor::parse_gpu_tuning(text);
+        } catch (const std::invalid_argument& e) {
+          throw py::value_error(std::string("inductor_cpp: ") + e.what());
+        }
+      },
+      "Raises ValueError when the gpu_tuning option's text is not valid (inductor/gpu_tuning.h).");
   m.def("stats", [] { return python::process_stats().to_json().dump(); });
   m.def("reset_stats", [] { python::process_stats().reset(); });
   m.def("build_id", [] { return inductor::build_id(); });

@@ -37,6 +37,13 @@ KNOWN: dict[str, tuple[str | None, str]] = {
         "compiled for, each as a static graph with generated kernels (default 8; 0: none, every "
         "shape runs the symbolic graph's plan of ATen calls); see specialize.py",
     ),
+    "gpu_tuning": (
+        "INDUCTOR_CPP_GPU_TUNING",
+        'GPU graphs: "name=value,..." (or a dict) overriding launch-shape limits of the GPU '
+        "schedule and emitter switches, for measuring alternatives without a rebuild: "
+        "max_threads, min_threads, persistent_chunks, vector_bytes, column_threads, "
+        "max_column_rows, min_rows_per_thread, read_once_hints (0/1); see docs/gpu.md",
+    ),
     "debug_dir": (
         "INDUCTOR_CPP_DEBUG_DIR",
         "a directory: dump each compiled graph there (FX graph, IR after every pass, C++ "
@@ -54,7 +61,7 @@ def _env_value(name: str) -> Any:
     raw = os.environ.get(var, "") if var else ""
     if raw == "":
         return None
-    if name == "debug_dir":
+    if name in ("debug_dir", "gpu_tuning"):
         return raw
     if name == "shape_specializations":
         try:
@@ -80,6 +87,22 @@ class Options:
         """What the C++ compiler receives; everything but strict/cache enters the cache key
         (diagnostic options such as debug_dir are not sent at all)."""
         return {"strict": self.strict, "cache": self.cache, "mode": self.mode or "default", **self.extra}
+
+
+def _gpu_tuning_text(value: Any) -> str:
+    """The "gpu_tuning" option as the compiler reads it: "name=value,..." (a dict is joined in
+    its order), checked by the compiler's own parser (inductor/gpu_tuning.h)."""
+    if isinstance(value, dict):
+        value = ",".join(f"{k}={int(v)}" for k, v in value.items())
+    if not isinstance(value, str):
+        raise ValueError(f'inductor_cpp: option "gpu_tuning" must be a string "name=value,..." or a '
+                         f"dict, not {value!r}")
+    text = ",".join(item.strip() for item in value.split(",") if item.strip())
+    if text:
+        from inductor_cpp import _C
+
+        _C.check_gpu_tuning(text)  # ValueError naming the bad item and the known names
+    return text
 
 
 def resolve(mode: str | None = None, options: dict[str, Any] | None = None) -> Options:
@@ -116,9 +139,12 @@ def resolve(mode: str | None = None, options: dict[str, Any] | None = None) -> O
             shape_specializations < 0:
         raise ValueError('inductor_cpp: option "shape_specializations" must be a whole number '
                          f">= 0, not {shape_specializations!r}")
+    gpu_tuning = _gpu_tuning_text(values.get("gpu_tuning", ""))
     # Code generation options enter the cache key; only non-default values are sent, so default
     # keys stay what they were.
-    extra = {"matrix_kernels": True} if matrix_kernels else {}
+    extra: dict[str, Any] = {"matrix_kernels": True} if matrix_kernels else {}
+    if gpu_tuning:
+        extra["gpu_tuning"] = gpu_tuning
     return Options(mode=mode, strict=strict, cache=cache,
                    debug_dir=os.fspath(debug_dir) if debug_dir else None,
                    layout_optimization=layout_optimization,

@@ -80,6 +80,13 @@ std::vector<ir::Kernel> gpu_kernels(const std::string& program_lines,
   return kernels;
 }
 
+/// Whether `ptx` has a vector load `ld.global.<plain>` or, for data read once (a reduction's
+/// input), the same bytes as `ld.global.L1::no_allocate.<hinted>` (inline PTX, in words).
+bool has_vector_load(const std::string& ptx, const std::string& plain, const std::string& hinted) {
+  return ptx.find("ld.global." + plain) != std::string::npos ||
+         ptx.find("ld.global.L1::no_allocate." + hinted) != std::string::npos;
+}
+
 std::string kernels_text(const std::vector<ir::Kernel>& kernels) {
   std::string text;
   for (const ir::Kernel& k : kernels) text += ir::kernel_to_text(k);
@@ -262,7 +269,7 @@ TEST_F(NvptxEmit, InnerReductionUsesWarpShuffles) {
   const PtxModule m = emit_and_assemble(kernels, "sum_inner");
   EXPECT_NE(m.ptx.find("shfl.sync.down"), std::string::npos) << m.ptx;
   EXPECT_NE(m.ptx.find("bar.sync"), std::string::npos) << m.ptx;
-  EXPECT_NE(m.ptx.find("ld.global.v4.f32"), std::string::npos) << m.ptx;
+  EXPECT_TRUE(has_vector_load(m.ptx, "v4.f32", "v4.b32")) << m.ptx;
   EXPECT_EQ(m.launches[0].block[0], 128);
   EXPECT_EQ(m.launches[0].grid[0], 32);
 }
@@ -301,7 +308,7 @@ TEST_F(NvptxEmit, OuterReductionSplitsRowsOverThreadRows) {
       << "threads of a column are in different warps";
   EXPECT_NE(m.ptx.find("bar.sync"), std::string::npos) << m.ptx;
   EXPECT_NE(m.ptx.find("kernel0_columns"), std::string::npos) << m.ptx;
-  EXPECT_NE(m.ptx.find("ld.global.v4.f32"), std::string::npos) << m.ptx;
+  EXPECT_TRUE(has_vector_load(m.ptx, "v4.f32", "v4.b32")) << m.ptx;
   EXPECT_NE(m.ptx.find("st.global.v4.f32"), std::string::npos) << m.ptx;
   EXPECT_EQ(m.launches[0].block[0], 256);
   EXPECT_EQ(m.launches[0].grid[0], 256 / 4 / 8);
@@ -323,7 +330,7 @@ TEST_F(NvptxEmit, OuterReductionVectorLanesPerDtype) {
   output %1
 )",
                                "columns_f16");
-  EXPECT_NE(half.find("ld.global.v4.b32"), std::string::npos) << half;
+  EXPECT_TRUE(has_vector_load(half, "v4.b32", "v4.b32")) << half;
   const std::string f64 = ptx(R"(  buffer %in0: float64[256, 64]{64, 1} input 0 cuda
   buffer %1: float64[64]{1} computed cuda
   compute %1 (node 1) reduce max[64] over [256] = load(%in0, [r0, i0])
@@ -331,7 +338,7 @@ TEST_F(NvptxEmit, OuterReductionVectorLanesPerDtype) {
   output %1
 )",
                               "columns_f64");
-  EXPECT_NE(f64.find("ld.global.v2.f64"), std::string::npos) << f64;
+  EXPECT_TRUE(has_vector_load(f64, "v2.f64", "v4.b32")) << f64;
   const std::string mixed = ptx(R"(  buffer %in0: float32[256, 64]{64, 1} input 0 cuda
   buffer %1: float32[64]{1} computed cuda
   buffer %2: int64[64]{1} computed cuda
@@ -342,7 +349,7 @@ TEST_F(NvptxEmit, OuterReductionVectorLanesPerDtype) {
   output %1, %2
 )",
                                 "columns_mixed");
-  EXPECT_NE(mixed.find("ld.global.v2.f32"), std::string::npos) << mixed;
+  EXPECT_TRUE(has_vector_load(mixed, "v2.f32", "v2.b32")) << mixed;
   EXPECT_NE(mixed.find("st.global.v2.u64"), std::string::npos) << mixed;
   // Epilogues per column lane: the column sum divided by the column max, a let per lane.
   const std::string epilogue = ptx(R"(  buffer %in0: float32[256, 64]{64, 1} input 0 cuda
@@ -358,7 +365,7 @@ TEST_F(NvptxEmit, OuterReductionVectorLanesPerDtype) {
   output %3
 )",
                                    "columns_epilogue");
-  EXPECT_NE(epilogue.find("ld.global.v4.f32"), std::string::npos) << epilogue;
+  EXPECT_TRUE(has_vector_load(epilogue, "v4.f32", "v4.b32")) << epilogue;
   EXPECT_NE(epilogue.find("div.full.f32"), std::string::npos) << epilogue;
   const std::string odd = ptx(R"(  buffer %in0: float32[256, 130]{130, 1} input 0 cuda
   buffer %1: float32[130]{1} computed cuda
@@ -609,8 +616,65 @@ TEST_F(NvptxEmit, BenchmarkKernelsAssemble) {
   EXPECT_EQ(sums_module.launches[0].block[0], 512) << "sum(-1) rows keep 512 threads";
   EXPECT_EQ(sums_module.launches[1].block[0], 1024);
   EXPECT_EQ(sums_module.launches[1].grid[0], 8192 / 64);
-  EXPECT_GE(occurrences(sums_module.ptx, "ld.global.v4.f32"), 16u) << "unrolled 16";
+  // Both sums read each element once: 128-bit loads that skip L1 (inline PTX), unrolled 16
+  // in sum(0), none plain.
+  EXPECT_GE(occurrences(sums_module.ptx, "ld.global.L1::no_allocate.v4.b32"), 16u + 1u)
+      << sums_module.ptx;
+  EXPECT_EQ(occurrences(sums_module.ptx, "ld.global.v4.f32"), 0u) << sums_module.ptx;
   EXPECT_EQ(occurrences(sums_module.ptx, "cache_hint"), 0u) << "rows only reduced: no policy";
+  GpuTarget plain;
+  plain.read_once_hints = false;
+  const PtxModule plain_sums = emit_ptx(sums, plain, default_libdevice_path());
+  EXPECT_EQ(occurrences(plain_sums.ptx, "no_allocate"), 0u);
+  EXPECT_GE(occurrences(plain_sums.ptx, "ld.global.v4.f32"), 16u + 1u) << plain_sums.ptx;
+  // Rows read by several loops (layer_norm's) keep L1.
+  EXPECT_EQ(occurrences(layernorm_module.ptx, "no_allocate"), 0u);
+  EXPECT_EQ(occurrences(affine_module.ptx, "no_allocate"), 0u);
+}
+
+// Which loads read their data exactly once (L1::no_allocate): every load of the buffer in one
+// innermost loop with one index that uses every enclosing loop's variable, never stored.
+TEST_F(NvptxEmit, ReadOnceLoads) {
+  const std::string inputs = R"(  buffer %in0: float32[64, 1000]{1000, 1} input 0 cuda
+  buffer %in1: float32[1000]{1} input 1 cuda
+  buffer %in2: float32[64]{1} input 2 cuda
+  buffer %1: float32[64]{1} computed cuda
+)";
+  auto read_once_buffers = [](const std::vector<ir::Kernel>& kernels) {
+    std::set<std::string> out;
+    for (const ir::Kernel& k : kernels) {
+      for (const ir::ValueNode* n : loads_read_once(k)) out.insert(n->name);
+    }
+    return out;
+  };
+  // A row sum: %in0 is read once; %in1 (the same for every row) is not.
+  const auto dot = gpu_kernels(inputs + R"(  compute %1 (node 1) reduce sum[64] over [1000] = mul(load(%in0, [i0, r0]), load(%in1, [r0]))
+  kernel %1
+  output %1
+)");
+  EXPECT_EQ(read_once_buffers(dot), std::set<std::string>{"%in0"}) << kernels_text(dot);
+  const PtxModule dot_module = emit_and_assemble(dot, "read_once_dot");
+  EXPECT_GE(occurrences(dot_module.ptx, "ld.global.L1::no_allocate.v4.b32"), 1u) << dot_module.ptx;
+  EXPECT_GE(occurrences(dot_module.ptx, "ld.global.v4.f32"), 1u) << "%in1 keeps L1";
+  // Softmax-like: the row is read by the reduction loop and by the loop that stores (the
+  // general version reads it twice); %in2 is read for every chunk of its row: neither is read once.
+  const auto reread = gpu_kernels(inputs + R"(  buffer %2: float32[64, 1000]{1000, 1} computed cuda
+  compute %1 (node 1) reduce sum[64] over [1000] = mul(load(%in0, [i0, r0]), load(%in2, [i0]))
+  compute %2 (node 2) pointwise[64, 1000] = div(load(%in0, [i0, i1]), load(%1, [i0]))
+  kernel %1
+  kernel %2
+  output %2
+)");
+  ASSERT_EQ(reread.size(), 1u) << kernels_text(reread);
+  EXPECT_EQ(read_once_buffers(reread), std::set<std::string>{}) << kernels_text(reread);
+  // A pointwise kernel has no loop under its top loop: nothing is marked.
+  const auto pointwise = gpu_kernels(R"(  buffer %in0: float32[64, 1000]{1000, 1} input 0 cuda
+  buffer %1: float32[64, 1000]{1000, 1} computed cuda
+  compute %1 (node 1) pointwise[64, 1000] = exp(load(%in0, [i0, i1]))
+  kernel %1
+  output %1
+)");
+  EXPECT_EQ(read_once_buffers(pointwise), std::set<std::string>{}) << kernels_text(pointwise);
 }
 
 // float32 division: div.full.f32 per element for a changing divisor, one reciprocal per row

@@ -202,3 +202,25 @@ def test_compiler_reset_frees_compiled_graphs():
     torch.compiler.reset()
     gc.collect()
     assert all(r() is None for r in alive)
+
+
+def test_gpu_tuning_option_is_checked_and_enters_the_key(monkeypatch):
+    """"gpu_tuning" (a string or a dict) is validated by the compiler: an unknown name is an
+    error that lists the known ones; a valid one keys its own cache entry (CPU graphs run the
+    same code, the key still differs)."""
+    x = torch.randn(3)
+    bad = torch.compile(lambda x: x.cos(), backend="inductor_cpp", options={"gpu_tuning": "threads=3"})
+    with pytest.raises(Exception, match="gpu_tuning.*max_threads"):
+        bad(x)
+    torch._dynamo.reset()
+    keys = []
+    for tuning in ({"max_threads": 256}, "max_threads=256", "max_threads=128"):
+        f = torch.compile(lambda x: x.cos(), backend="inductor_cpp", options={"gpu_tuning": tuning})
+        assert_same(f(x), x.cos())
+        keys.append(test_graphs()[-1].key)
+        torch._dynamo.reset()
+    assert keys[0] == keys[1] != keys[2]
+    monkeypatch.setenv("INDUCTOR_CPP_GPU_TUNING", "read_once_hints=2x")
+    env_bad = torch.compile(lambda x: x.cos(), backend="inductor_cpp")
+    with pytest.raises(Exception, match="read_once_hints needs a whole number"):
+        env_bad(x)

@@ -1,0 +1,79 @@
+/// \file
+/// parse_gpu_tuning / apply_gpu_tuning: the "gpu_tuning" option's names map onto fields of
+/// ir::ScheduleOptions (one table, so the parser and the error message agree).
+#include "inductor/gpu_tuning.h"
+
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+namespace inductor_cpp::inductor {
+namespace {
+
+using Setter = void (*)(ir::ScheduleOptions&, int64_t);
+
+const std::map<std::string, Setter>& schedule_fields() {
+  static const std::map<std::string, Setter> fields{
+      {"max_threads", [](ir::ScheduleOptions& o, int64_t v) { o.gpu_max_threads = static_cast<int>(v); }},
+      {"min_threads", [](ir::ScheduleOptions& o, int64_t v) { o.gpu_min_threads = static_cast<int>(v); }},
+      {"persistent_chunks", [](ir::ScheduleOptions& o, int64_t v) { o.gpu_persistent_chunks = v; }},
+      {"vector_bytes", [](ir::ScheduleOptions& o, int64_t v) { o.gpu_vector_bytes = static_cast<int>(v); }},
+      {"column_threads", [](ir::ScheduleOptions& o, int64_t v) { o.gpu_column_threads = v; }},
+      {"max_column_rows", [](ir::ScheduleOptions& o, int64_t v) { o.gpu_max_column_rows = static_cast<int>(v); }},
+      {"min_rows_per_thread", [](ir::ScheduleOptions& o, int64_t v) { o.gpu_min_rows_per_thread = v; }},
+  };
+  return fields;
+}
+
+std::string known_names() {
+  std::string out;
+  for (const auto& [name, setter] : schedule_fields()) out += name + ", ";
+  return out + "read_once_hints";
+}
+
+std::string trimmed(const std::string& s) {
+  const size_t first = s.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  return s.substr(first, s.find_last_not_of(" \t") - first + 1);
+}
+
+}  // namespace
+
+GpuTuning parse_gpu_tuning(const std::string& text) {
+  GpuTuning out;
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    item = trimmed(item);
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    const std::string name = trimmed(item.substr(0, eq));
+    if (eq == std::string::npos || (name != "read_once_hints" && !schedule_fields().count(name)))
+      throw std::invalid_argument("gpu_tuning: \"" + item + "\" is not name=value with a known name (" +
+                                  known_names() + ")");
+    const std::string value = trimmed(item.substr(eq + 1));
+    size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != value.size() || v < 0)
+      throw std::invalid_argument("gpu_tuning: " + name + " needs a whole number >= 0, not \"" + value + "\"");
+    if (name == "read_once_hints") {
+      out.read_once_hints = v != 0;
+      continue;
+    }
+    if (v == 0) throw std::invalid_argument("gpu_tuning: " + name + " must be > 0");
+    out.settings.emplace_back(name, v);
+  }
+  return out;
+}
+
+ir::PipelineOptions apply_gpu_tuning(const GpuTuning& tuning, ir::PipelineOptions options) {
+  for (const auto& [name, value] : tuning.settings) schedule_fields().at(name)(options.schedule, value);
+  return options;
+}
+
+}  // namespace inductor_cpp::inductor
