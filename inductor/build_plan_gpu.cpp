@@ -98,7 +98,12 @@ void attach_gpu_module(const std::vector<ir::Kernel>& kernels, const std::string
                        const GpuTuning& tuning, PlanBuild& build) {
   codegen::nvptx::GpuTarget target;
   target.sm = gpu_target_sm(device);
-  target.read_once_hints = tuning.read_once_hints;
+  const GpuEmitterTuning& e = tuning.emitter;
+  target.read_once_hints = e.read_once_hints;
+  if (e.row_unroll) target.row_unroll = e.row_unroll;
+  if (e.column_unroll) target.column_unroll = e.column_unroll;
+  if (e.max_column_block) target.max_column_block = e.max_column_block;
+  if (e.min_column_grid) target.min_column_grid = e.min_column_grid;
   codegen::nvptx::PtxModule module =
       codegen::nvptx::emit_ptx(kernels, target, codegen::nvptx::default_libdevice_path());
   if (module.launches.size() != kernels.size())

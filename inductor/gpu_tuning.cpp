@@ -25,10 +25,24 @@ const std::map<std::string, Setter>& schedule_fields() {
   return fields;
 }
 
+using EmitterSetter = void (*)(GpuEmitterTuning&, int64_t);
+
+const std::map<std::string, EmitterSetter>& emitter_fields() {
+  static const std::map<std::string, EmitterSetter> fields{
+      {"read_once_hints", [](GpuEmitterTuning& e, int64_t v) { e.read_once_hints = v != 0; }},
+      {"row_unroll", [](GpuEmitterTuning& e, int64_t v) { e.row_unroll = static_cast<int>(v); }},
+      {"column_unroll", [](GpuEmitterTuning& e, int64_t v) { e.column_unroll = static_cast<int>(v); }},
+      {"max_column_block", [](GpuEmitterTuning& e, int64_t v) { e.max_column_block = static_cast<int>(v); }},
+      {"min_column_grid", [](GpuEmitterTuning& e, int64_t v) { e.min_column_grid = v; }},
+  };
+  return fields;
+}
+
 std::string known_names() {
   std::string out;
   for (const auto& [name, setter] : schedule_fields()) out += name + ", ";
-  return out + "read_once_hints";
+  for (const auto& [name, setter] : emitter_fields()) out += name + ", ";
+  return out.substr(0, out.size() - 2);
 }
 
 std::string trimmed(const std::string& s) {
@@ -48,7 +62,8 @@ GpuTuning parse_gpu_tuning(const std::string& text) {
     if (item.empty()) continue;
     const size_t eq = item.find('=');
     const std::string name = trimmed(item.substr(0, eq));
-    if (eq == std::string::npos || (name != "read_once_hints" && !schedule_fields().count(name)))
+    const bool emitter = emitter_fields().count(name) > 0;
+    if (eq == std::string::npos || (!emitter && !schedule_fields().count(name)))
       throw std::invalid_argument("gpu_tuning: \"" + item + "\" is not name=value with a known name (" +
                                   known_names() + ")");
     const std::string value = trimmed(item.substr(eq + 1));
@@ -61,12 +76,15 @@ GpuTuning parse_gpu_tuning(const std::string& text) {
     }
     if (used == 0 || used != value.size() || v < 0)
       throw std::invalid_argument("gpu_tuning: " + name + " needs a whole number >= 0, not \"" + value + "\"");
-    if (name == "read_once_hints") {
-      out.read_once_hints = v != 0;
-      continue;
+    if (name != "read_once_hints" && v == 0)
+      throw std::invalid_argument("gpu_tuning: " + name + " must be > 0");
+    if (name == "max_column_block" && (v > 1024 || (v & (v - 1)) != 0))
+      throw std::invalid_argument("gpu_tuning: max_column_block must be a power of two <= 1024");
+    if (emitter) {
+      emitter_fields().at(name)(out.emitter, v);
+    } else {
+      out.settings.emplace_back(name, v);
     }
-    if (v == 0) throw std::invalid_argument("gpu_tuning: " + name + " must be > 0");
-    out.settings.emplace_back(name, v);
   }
   return out;
 }

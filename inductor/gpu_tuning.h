@@ -15,15 +15,25 @@
 
 namespace inductor_cpp::inductor {
 
+/// Emitter settings (codegen::nvptx::GpuTarget's fields of the same names); 0: the default.
+struct GpuEmitterTuning {
+  bool read_once_hints = true;
+  int row_unroll = 0;
+  int column_unroll = 0;
+  int max_column_block = 0;
+  int64_t min_column_grid = 0;
+};
+
 struct GpuTuning {
-  std::vector<std::pair<std::string, int64_t>> settings;  ///< in the order given
-  bool read_once_hints = true;  ///< codegen::nvptx::GpuTarget::read_once_hints
+  std::vector<std::pair<std::string, int64_t>> settings;  ///< schedule fields, in the order given
+  GpuEmitterTuning emitter;
 };
 
 /// Parses "name=value,..." (whitespace allowed around items; "" is no override). Names:
 /// max_threads, min_threads, persistent_chunks, vector_bytes, column_threads,
-/// max_column_rows, min_rows_per_thread (ir::ScheduleOptions::gpu_*), read_once_hints (0/1).
-/// Throws std::invalid_argument naming the bad item.
+/// max_column_rows, min_rows_per_thread (ir::ScheduleOptions::gpu_*); read_once_hints (0/1),
+/// row_unroll, column_unroll, max_column_block (<= 1024), min_column_grid (the emitter's,
+/// codegen/nvptx/emit_ptx.h GpuTarget). Throws std::invalid_argument naming the bad item.
 GpuTuning parse_gpu_tuning(const std::string& text);
 
 /// `options` with the schedule overrides of `tuning` applied.

@@ -12,6 +12,8 @@
 #                                `bench matrix --threads 16` (MATRIX_THREADS, MATRIX_ARGS)
 #   bash scripts/gpu.sh sweep    GEMM blocking settings as ratios to torch.mm on the host's CPU
 #                                (scripts/matrix_sweep.py; SWEEP_ARGS: its shapes and settings)
+#   bash scripts/gpu.sh tune     launch-shape variants of our GPU kernels (option gpu_tuning) vs
+#                                stock, several processes (TUNE_VARIANTS, TUNE_ONLY, TUNE_REPEATS)
 #   bash scripts/gpu.sh diag     the transformer encoder's training step, every compiled graph
 #                                (forward, backward) checked against its ATen graph run eagerly
 #                                on the same inputs: the worst outputs per graph, with the node
@@ -33,7 +35,7 @@ mkdir -p "$OUT"
 export CXX=${GPU_CXX:-/usr/bin/g++} CC=${GPU_CC:-/usr/bin/gcc}
 
 # Few files come back from a device call, so $OUT gets only: summary.txt (this log),
-# test_gpu.txt, bench_gpu.txt/.json, opinfo_cuda.txt/.json, matrix_cpu.txt/.json, sweep_cpu.txt, diag_gpu.txt. Build logs stay in
+# test_gpu.txt, bench_gpu.txt/.json, opinfo_cuda.txt/.json, matrix_cpu.txt/.json, sweep_cpu.txt, tune_gpu.txt, diag_gpu.txt. Build logs stay in
 # $BUILD. (Run at most about six of these per call: e.g. "build test bench diag".)
 log() { echo "[gpu.sh $(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt" >&2; }
 
@@ -164,6 +166,44 @@ stage_sweep() {
   (cd "$ROOT" && timeout "${SWEEP_SECONDS:-420}" "$PY" scripts/matrix_sweep.py \
     --threads "${MATRIX_THREADS:-16}" ${SWEEP_ARGS:-default} >"$OUT/sweep_cpu.txt" 2>&1)
   cat "$OUT/sweep_cpu.txt"
+}
+
+# Launch-shape variants of our GPU kernels (the option "gpu_tuning", docs/gpu.md): each
+# variant runs `bench gpu --only $TUNE_ONLY` in its own process, the variants interleaved and
+# repeated TUNE_REPEATS times; stock Inductor runs in every process, so each row is a ratio
+# taken in one process. TUNE_VARIANTS: "label=name=value,name=value;label2=...;base=".
+stage_tune() {
+  setup_carry
+  local variants=${TUNE_VARIANTS:-"base=;no_hints=read_once_hints=0"}
+  local repeats=${TUNE_REPEATS:-2} list r v
+  IFS=';' read -ra list <<<"$variants"
+  log "GPU tuning: ${#list[@]} variants x $repeats processes, workloads ${TUNE_ONLY:-sum1,sum0}"
+  rm -f "$BUILD".tune.*.json
+  for r in $(seq "$repeats"); do
+    for v in "${list[@]}"; do
+      (cd "$ROOT" && INDUCTOR_CPP_GPU_TUNING="${v#*=}" timeout "${TUNE_SECONDS:-150}" "$PY" -m inductor_cpp.bench \
+        gpu --only "${TUNE_ONLY:-sum1,sum0}" --iters "${TUNE_ITERS:-60}" \
+        --json "$BUILD.tune.${v%%=*}.$r.json" >>"$BUILD.tune.log" 2>&1) || log "variant ${v%%=*} run $r failed"
+    done
+  done
+  "$PY" - "$BUILD" "$variants" >"$OUT/tune_gpu.txt" 2>&1 <<'PYTUNE'
+import glob, json, statistics, sys
+build, variants = sys.argv[1], sys.argv[2].split(";")
+print("back to back, ms per call (median of rounds), ours / stock per process; x = stock / ours")
+for v in variants:
+    label, tuning = v.split("=", 1)
+    rows = {}
+    for path in sorted(glob.glob(f"{build}.tune.{label}.*.json")):
+        for case in json.load(open(path))["cases"]:
+            b2b = case.get("back_to_back_ms", {})
+            if "inductor_cpp" in b2b and "inductor" in b2b:
+                rows.setdefault(case["workload"], []).append((b2b["inductor_cpp"], b2b["inductor"]))
+    for workload, pairs in sorted(rows.items()):
+        ratios = [s / o for o, s in pairs]
+        runs = ", ".join(f"{o:.4f}/{s:.4f}" for o, s in pairs)
+        print(f"{label:>14} {workload:>9}  x {statistics.median(ratios):.4f}  [{runs}]  ({tuning or 'defaults'})")
+PYTUNE
+  cat "$OUT/tune_gpu.txt"
 }
 
 stage_diag() {

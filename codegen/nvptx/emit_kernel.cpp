@@ -25,6 +25,7 @@
 namespace inductor_cpp::codegen::nvptx_detail {
 
 using codegen::nvptx::GpuLaunch;
+using codegen::nvptx::GpuTarget;
 using ir::Stmt;
 using ir::StmtKind;
 
@@ -80,12 +81,13 @@ int64_t grid_for(const ir::Expr& work_items, int64_t per_block, int64_t max_grid
 }
 
 /// Columns per block of the column mapping with T thread rows: the widest block (up to
-/// kMaxColumnBlock threads) that still gives kMinColumnGrid blocks, at least kColumnBlock / T.
-int column_groups_for(const ir::Expr& columns, int t) {
+/// target.max_column_block threads) that still gives target.min_column_grid blocks, at least
+/// kColumnBlock / T.
+int column_groups_for(const ir::Expr& columns, int t, const GpuTarget& target) {
   int groups = kColumnBlock / t;
   if (!columns.is_const()) return groups;
-  while (groups * 2 * t <= kMaxColumnBlock &&
-         (columns.value() + groups * 2 - 1) / (groups * 2) >= kMinColumnGrid) {
+  while (groups * 2 * t <= std::min(target.max_column_block, 1024) &&
+         (columns.value() + groups * 2 - 1) / (groups * 2) >= target.min_column_grid) {
     groups *= 2;
   }
   return groups;
@@ -99,6 +101,7 @@ KernelEmitter::KernelEmitter(llvm::Module& module, const ir::Kernel& kernel,
       ctx_(module.getContext()),
       kernel_(kernel),
       b_(module.getContext()),
+      target_(target),
       sm_(target.sm),
       read_once_hints_(target.read_once_hints),
       read_once_(codegen::nvptx::loads_read_once(kernel)) {}
@@ -184,7 +187,7 @@ GpuLaunch KernelEmitter::emit() {
     // Column groups of `lanes` columns each (128-bit loads); the top loop then runs over groups.
     const int lanes = columns ? column_lanes(loop) : 1;
     const ir::Expr groups = lanes > 1 ? ir::Expr(loop.extent.value() / lanes) : loop.extent;
-    const int rows = columns   ? column_groups_for(groups, t)
+    const int rows = columns   ? column_groups_for(groups, t, target_)
                      : t <= 32 ? std::max(1, kSmallRowBlock / t)
                                : 1;
     launch.block[0] = t * rows;
@@ -284,7 +287,7 @@ void KernelEmitter::group_loop(const Stmt& s) {
     persistent_group_loop(s);
   } else {
     chunk_loop(s, thread_in_group_, b_.getInt64(group_threads_),
-               column_groups_ > 0 ? kColumnLoopUnroll : kRowLoopUnroll);
+               column_groups_ > 0 ? target_.column_unroll : target_.row_unroll);
   }
   in_group_context_ = true;
   std::vector<std::string> names;

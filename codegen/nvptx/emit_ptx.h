@@ -31,6 +31,12 @@ struct GpuTarget {
   /// Loads of data read exactly once in a kernel skip L1 (`ld.global.L1::no_allocate`,
   /// sm_70 and later; emit_cache_hints_nvptx.cpp). The option "gpu_tuning" can turn it off.
   bool read_once_hints = true;
+  /// Launch-shape constants of the emitter (nvptx_internal.h has what was measured for each);
+  /// the option "gpu_tuning" can override them.
+  int row_unroll = 4;              ///< kRowLoopUnroll
+  int column_unroll = 16;          ///< kColumnLoopUnroll
+  int max_column_block = 1024;     ///< kMaxColumnBlock
+  int64_t min_column_grid = 128;   ///< kMinColumnGrid
 };
 
 /// The loads of `kernel` that read their data exactly once, which skip L1 when

@@ -33,16 +33,14 @@ constexpr int kSingleRowBlock = 256;
 constexpr int kSmallRowBlock = 128;
 /// Threads per block when the threads of a group lie along the columns (outer-dim reductions:
 /// block = C columns x T thread rows, see KernelEmitter::column_groups_): up to
-/// kMaxColumnBlock, halved (down to kColumnBlock) while the grid would have fewer than
-/// kMinColumnGrid blocks. Wide blocks read wide strips of each row (16384 x 8192 sum(0): 64
-/// columns = 256 bytes per row and block instead of 64), fewer DRAM pages opened per byte.
+/// GpuTarget::max_column_block (1024), halved (down to kColumnBlock) while the grid would have
+/// fewer than GpuTarget::min_column_grid (128) blocks. Wide blocks read wide strips of each row
+/// (16384 x 8192 sum(0): 64 columns = 256 bytes per row and block instead of 64), fewer DRAM
+/// pages opened per byte.
 constexpr int kColumnBlock = 256;
-constexpr int kMaxColumnBlock = 1024;
-constexpr int64_t kMinColumnGrid = 128;
-/// Unroll count of the loops spread over a group's threads: independent loads in flight per
-/// thread (column groups: one 4-byte load per iteration; rows: one vector chunk).
-constexpr int kColumnLoopUnroll = 16;
-constexpr int kRowLoopUnroll = 4;
+/// The unroll counts of the loops spread over a group's threads (independent loads in flight
+/// per thread) are GpuTarget::column_unroll (16; column groups: one load per iteration) and
+/// GpuTarget::row_unroll (4; rows: one vector chunk).
 /// Most vector chunks per thread of a row kept in registers (emit_persistent_nvptx.cpp).
 constexpr int kMaxPersistentChunks = 8;
 /// Fewest threads per persistent row with a Welford state (layer_norm, var_mean) the emitter
@@ -302,6 +300,7 @@ class KernelEmitter {
   /// evict_last cache policy its loads carry (row_load_with_policy); else "" and nullptr.
   std::string policy_row_var_;
   llvm::Value* row_load_policy_ = nullptr;
+  const codegen::nvptx::GpuTarget target_;  ///< launch-shape constants (emit_ptx.h)
   int sm_ = 0;  ///< the target's sm (80, 90)
   bool read_once_hints_ = true;                    ///< GpuTarget::read_once_hints
   std::set<const ir::ValueNode*> read_once_;       ///< loads_read_once(kernel_)
