@@ -29,7 +29,7 @@ using EmitterSetter = void (*)(GpuEmitterTuning&, int64_t);
 
 const std::map<std::string, EmitterSetter>& emitter_fields() {
   static const std::map<std::string, EmitterSetter> fields{
-      {"read_once_hints", [](GpuEmitterTuning& e, int64_t v) { e.read_once_hints = v != 0; }},
+      {"read_once_hints", [](GpuEmitterTuning& e, int64_t v) { e.read_once_hints = static_cast<int>(v); }},
       {"row_unroll", [](GpuEmitterTuning& e, int64_t v) { e.row_unroll = static_cast<int>(v); }},
       {"column_unroll", [](GpuEmitterTuning& e, int64_t v) { e.column_unroll = static_cast<int>(v); }},
       {"max_column_block", [](GpuEmitterTuning& e, int64_t v) { e.max_column_block = static_cast<int>(v); }},
@@ -78,6 +78,8 @@ GpuTuning parse_gpu_tuning(const std::string& text) {
       throw std::invalid_argument("gpu_tuning: " + name + " needs a whole number >= 0, not \"" + value + "\"");
     if (name != "read_once_hints" && v == 0)
       throw std::invalid_argument("gpu_tuning: " + name + " must be > 0");
+    if (name == "read_once_hints" && v > 4)
+      throw std::invalid_argument("gpu_tuning: read_once_hints is 0 to 4 (emit_ptx.h)");
     if (name == "max_column_block" && (v > 1024 || (v & (v - 1)) != 0))
       throw std::invalid_argument("gpu_tuning: max_column_block must be a power of two <= 1024");
     if (emitter) {

@@ -17,7 +17,7 @@ namespace inductor_cpp::inductor {
 
 /// Emitter settings (codegen::nvptx::GpuTarget's fields of the same names); 0: the default.
 struct GpuEmitterTuning {
-  bool read_once_hints = true;
+  int read_once_hints = 1;
   int row_unroll = 0;
   int column_unroll = 0;
   int max_column_block = 0;
@@ -31,7 +31,7 @@ struct GpuTuning {
 
 /// Parses "name=value,..." (whitespace allowed around items; "" is no override). Names:
 /// max_threads, min_threads, persistent_chunks, vector_bytes, column_threads,
-/// max_column_rows, min_rows_per_thread (ir::ScheduleOptions::gpu_*); read_once_hints (0/1),
+/// max_column_rows, min_rows_per_thread (ir::ScheduleOptions::gpu_*); read_once_hints (0-4),
 /// row_unroll, column_unroll, max_column_block (<= 1024), min_column_grid (the emitter's,
 /// codegen/nvptx/emit_ptx.h GpuTarget). Throws std::invalid_argument naming the bad item.
 GpuTuning parse_gpu_tuning(const std::string& text);

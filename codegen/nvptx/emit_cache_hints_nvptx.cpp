@@ -121,9 +121,13 @@ llvm::Value* KernelEmitter::inline_ptx_load(llvm::Type* type, llvm::Value* addre
 
 llvm::Value* KernelEmitter::read_once_load(const ir::ValueNode& n, llvm::Type* type,
                                            llvm::Value* address, int64_t bytes) {
-  // L1::no_allocate: PTX ISA 7.4, sm_70 and later.
-  if (!read_once_hints_ || sm_ < 70 || !read_once_.count(&n)) return nullptr;
-  return inline_ptx_load(type, address, bytes, ".L1::no_allocate", nullptr);
+  // L1::no_allocate and the L2 prefetch sizes: PTX ISA 7.4, sm_70 and later.
+  static const char* const kQualifiers[] = {"", ".L1::no_allocate", ".L1::no_allocate.L2::256B",
+                                            ".nc.L1::no_allocate.L2::256B",
+                                            ".L1::no_allocate.L2::128B"};
+  if (read_once_hints_ <= 0 || read_once_hints_ > 4 || sm_ < 70 || !read_once_.count(&n))
+    return nullptr;
+  return inline_ptx_load(type, address, bytes, kQualifiers[read_once_hints_], nullptr);
 }
 
 }  // namespace inductor_cpp::codegen::nvptx_detail

@@ -28,15 +28,17 @@ namespace inductor_cpp::codegen::nvptx {
 struct GpuTarget {
   int sm = 90;           ///< sm_80 / sm_90
   int ptx_version = 78;  ///< PTX ISA version (78 = 7.8, what LLVM 16 emits for sm_90)
-  /// Loads of data read exactly once in a kernel skip L1 (`ld.global.L1::no_allocate`,
-  /// sm_70 and later; emit_cache_hints_nvptx.cpp). The option "gpu_tuning" can turn it off.
-  bool read_once_hints = true;
+  /// The cache qualifiers of loads of data read exactly once in a kernel (sm_70 and later;
+  /// emit_cache_hints_nvptx.cpp): 0 none, 1 `.L1::no_allocate`, 2 `.L1::no_allocate.L2::256B`,
+  /// 3 `.nc.L1::no_allocate.L2::256B`, 4 `.L1::no_allocate.L2::128B`. The option "gpu_tuning"
+  /// can choose another.
+  int read_once_hints = 1;
   /// Launch-shape constants of the emitter (nvptx_internal.h has what was measured for each);
   /// the option "gpu_tuning" can override them.
-  int row_unroll = 4;              ///< kRowLoopUnroll
-  int column_unroll = 16;          ///< kColumnLoopUnroll
-  int max_column_block = 1024;     ///< kMaxColumnBlock
-  int64_t min_column_grid = 128;   ///< kMinColumnGrid
+  int row_unroll = 2;              ///< rows: vector chunks in flight per thread
+  int column_unroll = 16;          ///< column groups: loads in flight per thread
+  int max_column_block = 1024;     ///< most threads per block of the column mapping
+  int64_t min_column_grid = 128;   ///< fewest blocks the column mapping narrows blocks for
 };
 
 /// The loads of `kernel` that read their data exactly once, which skip L1 when

@@ -40,7 +40,9 @@ constexpr int kSmallRowBlock = 128;
 constexpr int kColumnBlock = 256;
 /// The unroll counts of the loops spread over a group's threads (independent loads in flight
 /// per thread) are GpuTarget::column_unroll (16; column groups: one load per iteration) and
-/// GpuTarget::row_unroll (4; rows: one vector chunk).
+/// GpuTarget::row_unroll (2; rows: one vector chunk). H200, 16384 x 8192 sum(-1), 512 threads
+/// x 4 chunks per row, back to back, 3 processes (scripts/gpu.sh tune): unroll 1 0.1188-0.1214
+/// ms, 2 0.1172-0.1173, 4 0.1177; stock Inductor 0.1169-0.1172.
 /// Most vector chunks per thread of a row kept in registers (emit_persistent_nvptx.cpp).
 constexpr int kMaxPersistentChunks = 8;
 /// Fewest threads per persistent row with a Welford state (layer_norm, var_mean) the emitter
@@ -302,7 +304,7 @@ class KernelEmitter {
   llvm::Value* row_load_policy_ = nullptr;
   const codegen::nvptx::GpuTarget target_;  ///< launch-shape constants (emit_ptx.h)
   int sm_ = 0;  ///< the target's sm (80, 90)
-  bool read_once_hints_ = true;                    ///< GpuTarget::read_once_hints
+  int read_once_hints_ = 1;                        ///< GpuTarget::read_once_hints
   std::set<const ir::ValueNode*> read_once_;       ///< loads_read_once(kernel_)
 };
 

@@ -49,8 +49,11 @@ struct ScheduleOptions {
   /// columns * T < gpu_column_threads (columns counted in groups of 16 bytes when they split
   /// evenly: the emitter's 128-bit column lanes), T < gpu_max_column_rows and each thread keeps
   /// at least gpu_min_rows_per_thread rows. T = 1: one thread per column.
+  /// H200, 16384 x 8192 sum(0), back to back (scripts/gpu.sh tune, 3 processes in each of two
+  /// leases): T = 32 (128 blocks of 16 column groups x 32 = 512 threads) 0.1196 ms, T = 64
+  /// (blocks of 1024) 0.1247, T = 16 0.1249, T = 128 0.1405; stock Inductor 0.1230.
   int64_t gpu_column_threads = 131072;
-  int gpu_max_column_rows = 64;
+  int gpu_max_column_rows = 32;
   int64_t gpu_min_rows_per_thread = 32;
   int vector_width = 16;              ///< lanes asked of the emitter for vector loops
   int64_t parallel_min_work = 32768;  ///< elements below which a kernel runs on one thread

@@ -42,7 +42,7 @@ KNOWN: dict[str, tuple[str | None, str]] = {
         'GPU graphs: "name=value,..." (or a dict) overriding launch-shape limits of the GPU '
         "schedule and emitter switches, for measuring alternatives without a rebuild: "
         "max_threads, min_threads, persistent_chunks, vector_bytes, column_threads, "
-        "max_column_rows, min_rows_per_thread (schedule); read_once_hints (0/1), row_unroll, "
+        "max_column_rows, min_rows_per_thread (schedule); read_once_hints (0-4), row_unroll, "
         "column_unroll, max_column_block, min_column_grid (emitter); see docs/gpu.md",
     ),
     "debug_dir": (

@@ -17,13 +17,13 @@ namespace {
 
 TEST(GpuTuning, ParsesNamesIntoScheduleFields) {
   const GpuTuning t = parse_gpu_tuning(" max_threads=256, column_threads=262144 ,read_once_hints=0,");
-  EXPECT_FALSE(t.emitter.read_once_hints);
+  EXPECT_EQ(t.emitter.read_once_hints, 0);
   ASSERT_EQ(t.settings.size(), 2u);
   const ir::PipelineOptions o = apply_gpu_tuning(t, {});
   EXPECT_EQ(o.schedule.gpu_max_threads, 256);
   EXPECT_EQ(o.schedule.gpu_column_threads, 262144);
   EXPECT_EQ(o.schedule.gpu_max_column_rows, ir::ScheduleOptions{}.gpu_max_column_rows);
-  EXPECT_TRUE(parse_gpu_tuning("").emitter.read_once_hints);
+  EXPECT_EQ(parse_gpu_tuning("").emitter.read_once_hints, 1);
   EXPECT_EQ(parse_gpu_tuning("row_unroll=8,max_column_block=512").emitter.max_column_block, 512);
   EXPECT_EQ(parse_gpu_tuning("row_unroll=8").emitter.row_unroll, 8);
   EXPECT_TRUE(parse_gpu_tuning("").settings.empty());
@@ -32,7 +32,7 @@ TEST(GpuTuning, ParsesNamesIntoScheduleFields) {
 TEST(GpuTuning, BadItemsAreErrorsThatNameThem) {
   for (const char* bad : {"max_thread=4", "max_threads", "max_threads=x", "max_threads=-1",
                           "max_threads=0", "max_threads=4k",
-                          "max_column_block=384", "max_column_block=2048"}) {
+                          "max_column_block=384", "max_column_block=2048", "read_once_hints=5"}) {
     try {
       parse_gpu_tuning(bad);
       ADD_FAILURE() << bad << " was accepted";

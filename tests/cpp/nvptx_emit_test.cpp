@@ -403,7 +403,7 @@ TEST_F(NvptxEmit, OuterWelfordAndArgmaxCombineAlongColumns) {
   kernel %2
   output %1, %2
 )");
-  EXPECT_NE(kernels_text(kernels).find("parallel gpu(threads=64) {"), std::string::npos)
+  EXPECT_NE(kernels_text(kernels).find("parallel gpu(threads=32) {"), std::string::npos)
       << kernels_text(kernels);
   const PtxModule m = emit_and_assemble(kernels, "welford_outer");
   EXPECT_EQ(m.launches[0].block[0], 256);
@@ -606,15 +606,15 @@ TEST_F(NvptxEmit, BenchmarkKernelsAssemble) {
   output %1, %2
 )",
                                 {}, false);
-  EXPECT_NE(kernels_text(sums).find("for x0 in 0..8192 parallel gpu(threads=64) {"),
+  EXPECT_NE(kernels_text(sums).find("for x0 in 0..8192 parallel gpu(threads=32) {"),
             std::string::npos)
       << kernels_text(sums);
   const PtxModule sums_module = emit_and_assemble(sums, "bench_sums");
-  // sum(0): 2048 groups of 4 columns (128-bit loads), 64 thread rows (T counts groups) x 16
-  // groups per block (256 bytes of each row), 128 blocks.
+  // sum(0): 2048 groups of 4 columns (128-bit loads), 32 thread rows (T counts groups) x 16
+  // groups per block (256 bytes of each row), 128 blocks of 512.
   ASSERT_EQ(sums_module.launches.size(), 2u);
   EXPECT_EQ(sums_module.launches[0].block[0], 512) << "sum(-1) rows keep 512 threads";
-  EXPECT_EQ(sums_module.launches[1].block[0], 1024);
+  EXPECT_EQ(sums_module.launches[1].block[0], 512);
   EXPECT_EQ(sums_module.launches[1].grid[0], 8192 / 64);
   // Both sums read each element once: 128-bit loads that skip L1 (inline PTX), unrolled 16
   // in sum(0), none plain.
@@ -623,10 +623,20 @@ TEST_F(NvptxEmit, BenchmarkKernelsAssemble) {
   EXPECT_EQ(occurrences(sums_module.ptx, "ld.global.v4.f32"), 0u) << sums_module.ptx;
   EXPECT_EQ(occurrences(sums_module.ptx, "cache_hint"), 0u) << "rows only reduced: no policy";
   GpuTarget plain;
-  plain.read_once_hints = false;
+  plain.read_once_hints = 0;
   const PtxModule plain_sums = emit_ptx(sums, plain, default_libdevice_path());
   EXPECT_EQ(occurrences(plain_sums.ptx, "no_allocate"), 0u);
   EXPECT_GE(occurrences(plain_sums.ptx, "ld.global.v4.f32"), 16u + 1u) << plain_sums.ptx;
+  // The other qualifier sets assemble too (sm_90).
+  for (int level = 2; level <= 4; ++level) {
+    GpuTarget hinted;
+    hinted.read_once_hints = level;
+    const PtxModule m = emit_ptx(sums, hinted, default_libdevice_path());
+    EXPECT_GE(occurrences(m.ptx, "L1::no_allocate"), 16u + 1u) << m.ptx;
+    if (!ptxas_path().empty()) {
+      EXPECT_EQ(assemble(m.ptx, 90, "bench_sums_hints" + std::to_string(level)), "") << m.ptx;
+    }
+  }
   // Rows read by several loops (layer_norm's) keep L1.
   EXPECT_EQ(occurrences(layernorm_module.ptx, "no_allocate"), 0u);
   EXPECT_EQ(occurrences(affine_module.ptx, "no_allocate"), 0u);
