@@ -28,8 +28,12 @@ tol max|eager| with tol growing with the reduction length K (float32 summation e
 like sqrt(K)); a miss gets micro's second chance against float64 (error at most 3x eager's).
 GFLOP/s count 2 M N K per matmul (the epilogue is not counted); % peak is against the FMA peak
 (register-only JIT loop, _C.matrix.fma_peak_gflops) measured in the same process at the same
-thread count, or the AMX peak for the bf16 row. The 1-minute load average is printed: on a
-shared machine the numbers are indicative.
+thread count, or the AMX peak for the bf16 row (the best of many short runs before and after
+the cases). "% rnd peak" divides each timed round's rate by the FMA peak measured right after
+that round and takes the median: on a VM whose clock moves within a run (this dev machine's
+2-thread peak reads 374-480 GFLOP/s in one run), it compares the kernel with the hardware at
+the same moment. The 1-minute load average is printed: on a shared machine the numbers are
+indicative.
 """
 
 from __future__ import annotations
@@ -146,9 +150,10 @@ def _repeat(fn: Callable[[], Any], times: int) -> None:
 
 
 def _time_rounds(case: Case, calls: dict[str, Callable[[], Any]], iters: int,
-                 warmup: int) -> None:
+                 warmup: int, round_peak: Callable[[], float] | None = None) -> None:
     """Warm-up then timed rounds; each round calls every variant once (a batch of calls), in
-    an order rotated by one per round. A variant that raises is recorded and dropped."""
+    an order rotated by one per round. A variant that raises is recorded and dropped.
+    `round_peak`, when given, is measured after each timed round (Case.round_peaks)."""
     batch = _calls_per_sample(calls[EAGER])
     names = list(calls)
     samples: dict[str, list[float]] = {name: [] for name in names}
@@ -167,10 +172,13 @@ def _time_rounds(case: Case, calls: dict[str, Callable[[], Any]], iters: int,
                 continue
             if round_index >= warmup:
                 samples[name].append(seconds / batch)
+        if round_peak is not None and round_index >= warmup:
+            case.round_peaks.append(round_peak())
     for name, s in samples.items():
         if s and name in calls:
             case.results[name]["timing"] = timing.summarize(s)
             case.results[name]["calls_per_sample"] = batch
+            case.results[name]["round_s"] = s
 
 
 @torch.no_grad()
@@ -214,7 +222,16 @@ def run_case(case: Case, args: argparse.Namespace) -> None:
     del ref, ref64
     log(f"{case.name}: timing {', '.join(calls)} ({warmup} warm-up + {iters} timed rounds)")
     case.results[EAGER]["load_average_1m"] = timing.load_average()
-    _time_rounds(case, calls, iters, warmup)
+    _time_rounds(case, calls, iters, warmup, _round_peak(case, args.threads_used))
+
+
+def _round_peak(case: Case, threads: int) -> Callable[[], float] | None:
+    """The FMA peak at this moment (best of 3 runs of ~5 ms) for FMA-bound cases, else None."""
+    from inductor_cpp import _C
+
+    if case.peak != "fma" or not hasattr(_C, "matrix"):
+        return None
+    return lambda: _C.matrix.fma_peak_gflops(threads, iterations=1_000_000, reps=3)
 
 
 def variant_ok(result: dict[str, Any]) -> bool:
@@ -235,20 +252,22 @@ def _check_cell(result: dict[str, Any]) -> str:
 
 
 def results_table(cases: list[Case], peaks: dict[str, float | None]) -> str:
-    headers = ["group", "case", "variant", "median ms", "GFLOP/s", "% peak", "x eager",
+    headers = ["group", "case", "variant", "median ms", "GFLOP/s", "% peak", "% rnd peak", "x eager",
                "x stock", "first call s", "path", "check"]
     rows = []
     for case in cases:
         if case.skipped:
-            rows.append([case.group, case.name, "-"] + [""] * 7 + [f"skipped: {case.skipped}"])
+            rows.append([case.group, case.name, "-"] + [""] * 8 + [f"skipped: {case.skipped}"])
             continue
         for name, r in case.results.items():
             rate, peak = case.gflops(name), peaks.get(case.peak)
             share = f"{100 * rate / peak:.0f}%" if rate and peak else "-"
+            paired = case.paired_peak_share(name)
             median = case.median_s(name)
             rows.append([case.group, case.name, name,
                          "-" if median is None else f"{median * 1e3:.4g}",
                          "-" if rate is None else f"{rate:.1f}", share,
+                         "-" if paired is None else f"{100 * paired:.0f}%",
                          timing.format_ratio(case.ratio(EAGER, name)),
                          timing.format_ratio(case.ratio(STOCK, name)),
                          timing.format_s(r.get("first_call_s")), r.get("path", "-"),

@@ -47,6 +47,10 @@ class Case:
     skipped: str | None = None
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     flops: float | None = None
+    # The peak measured right after each timed round (a few short register-only runs): on a
+    # machine whose clock moves within a run, a round's rates divided by its own peak say how
+    # close to the hardware the kernel ran at that moment (paired_peak_share).
+    round_peaks: list[float] = field(default_factory=list)
 
     def median_s(self, variant: str) -> float | None:
         t = self.results.get(variant, {}).get("timing")
@@ -60,11 +64,21 @@ class Case:
         seconds = self.median_s(variant)
         return self.flops / seconds / 1e9 if seconds and self.flops else None
 
+    def paired_peak_share(self, variant: str) -> float | None:
+        """Median over timed rounds of (the variant's GFLOP/s in the round) / (the peak measured
+        right after that round); None without round peaks."""
+        seconds = self.results.get(variant, {}).get("round_s") or []
+        if not self.flops or not self.round_peaks or len(seconds) != len(self.round_peaks):
+            return None
+        shares = sorted(self.flops / s / 1e9 / p for s, p in zip(seconds, self.round_peaks) if s and p)
+        return shares[len(shares) // 2] if shares else None
+
     def to_dict(self) -> dict[str, Any]:
         out = {"group": self.group, "name": self.name, "peak": self.peak, "flops": self.flops,
-               "skipped": self.skipped, "variants": {}}
+               "skipped": self.skipped, "round_peaks": self.round_peaks, "variants": {}}
         for name, r in self.results.items():
             out["variants"][name] = {**r, "gflops": self.gflops(name),
+                                     "peak_share_paired": self.paired_peak_share(name),
                                      "vs_eager": self.ratio(EAGER, name),
                                      "vs_stock": self.ratio(STOCK, name)}
         return out
