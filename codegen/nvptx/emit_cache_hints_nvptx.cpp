@@ -106,11 +106,15 @@ llvm::Value* KernelEmitter::inline_ptx_load(llvm::Type* type, llvm::Value* addre
     operands.push_back(policy);
     constraints += ",l";
   }
-  // No side effects and no memory clobber: LLVM treats it as it would the plain load. Both
-  // users read buffers no store of the kernel writes before the load (the persistent row's
-  // loads precede its stores; read-once buffers are never stored).
+  // Marked as having side effects: an inline asm without them (and without a memory clobber)
+  // is, for LLVM's machine passes, a pure computation they may hoist above the branches that
+  // guard it (an alignment check, a row's tail): misaligned or out-of-range loads on the GPU
+  // (OpInfo triplet_margin_loss on 5 x 10 rows). With them it stays in place and in order
+  // among the kernel's memory accesses; ptxas still schedules the SASS. No memory clobber:
+  // both users read buffers no store of the kernel writes before the load (the persistent
+  // row's loads precede its stores; read-once buffers are never stored).
   llvm::InlineAsm* load = llvm::InlineAsm::get(llvm::FunctionType::get(result, operand_types, false),
-                                               text, constraints, /*hasSideEffects=*/false);
+                                               text, constraints, /*hasSideEffects=*/true);
   llvm::CallInst* call = b_.CreateCall(load, operands, "hinted");
   call->setDoesNotThrow();
   if (words == 1) return b_.CreateBitCast(call, type);
