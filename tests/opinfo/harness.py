@@ -37,6 +37,7 @@ other way round) is recorded as a note on the sample; it does not fail it.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import re
@@ -173,6 +174,9 @@ class SampleResult:
     eager_reasons: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # Why ops of the called graphs ran as ATen calls ("<op>: <reason>", each once): where
+    # "generated" is False although the sample compiled.
+    fallback_reasons: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -394,6 +398,24 @@ def _short_error(e: BaseException) -> str:
     return text if len(text) <= 600 else text[:597] + "..."
 
 
+def _fallback_reasons(graphs: list) -> list[str]:
+    """'<op>: <reason>' for every op of `graphs` that runs as an ATen call, each text once."""
+    out: list[str] = []
+    for g in graphs:
+        info = g.debug_info()  # texts, and JSON strings for the structured parts
+        labels, decisions = (json.loads(v) if isinstance(v, str) else v
+                             for v in (info.get("labels", "[]"), info.get("decisions", "[]")))
+        for d in decisions:
+            if d.get("generated"):
+                continue
+            node = d.get("node", -1)
+            label = labels[node].split(" (", 1)[0] if 0 <= node < len(labels) else "?"  # no source
+            text = f"{label}: {d.get('reason') or 'no reason recorded'}"
+            if text not in out:
+                out.append(text)
+    return out
+
+
 def _backend_state() -> tuple[int, list[str]]:
     reasons = list(_dynamo_backend.recent_eager_fallback_reasons)
     return inductor_cpp.counters()["eager_graph_fallbacks"], reasons
@@ -445,6 +467,9 @@ def run_sample(op, sample, index: int, dtype: str) -> SampleResult:
         result.how = "no_graph"
     result.generated = (result.how == "compiled"
                         and all(c.get("ops_fallback", 1) == 0 for c in called))
+    if result.how == "compiled" and not result.generated:
+        result.fallback_reasons = _fallback_reasons(
+            [g for g, c in zip(new_graphs, counters) if c.get("calls", 0) > 0])
 
     if result.status == "pass":
         try:

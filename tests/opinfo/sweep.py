@@ -235,6 +235,19 @@ def eager_reason_groups(results: list[harness.PairResult]) -> list[tuple[str, li
     return sorted(((k, sorted(v)) for k, v in groups.items()), key=lambda kv: -len(kv[1]))
 
 
+def fallback_reason_groups(results: list[harness.PairResult]) -> list[tuple[str, list[str]]]:
+    """[(normalized '<op>: <reason>', [pair keys])], most pairs first: why correct pairs are not
+    'generated' (ops of their compiled graphs that ran as ATen calls)."""
+    groups: dict[str, set[str]] = collections.defaultdict(set)
+    for r in results:
+        if r.status != "pass":
+            continue
+        for s in r.run_samples:
+            for reason in s.fallback_reasons:
+                groups[group_key(reason)].add(r.key)
+    return sorted(((k, sorted(v)) for k, v in groups.items()), key=lambda kv: (-len(kv[1]), kv[0]))
+
+
 def print_report(results: list[harness.PairResult], config: dict, out=sys.stdout,
                  examples: int = 4) -> None:
     s = summarize(results)
@@ -273,6 +286,15 @@ def print_report(results: list[harness.PairResult], config: dict, out=sys.stdout
         for key, pairs in eager:
             w(f"  [{len(pairs)} pair(s)] {key}: {', '.join(pairs[:8])}"
               + (" ..." if len(pairs) > 8 else ""))
+    fallbacks = fallback_reason_groups(results)
+    if fallbacks:
+        w(f"\nATen fallbacks in compiled graphs of correct pairs, by op and reason "
+          f"({len(fallbacks)} groups; a pair counts once per group):")
+        for key, pairs in fallbacks[:40]:
+            w(f"  [{len(pairs)} pair(s)] {key[:200]}: {', '.join(pairs[:6])}"
+              + (" ..." if len(pairs) > 6 else ""))
+        if len(fallbacks) > 40:
+            w(f"  ... and {len(fallbacks) - 40} smaller groups (all in --json)")
     notes = collections.defaultdict(list)
     for r in results:
         for smp in r.run_samples:

@@ -30,6 +30,9 @@ def test_clean_run_is_compiled_and_passes():
     assert r.generated  # sin has a generated kernel: no op fell back
     fallback = harness.run_pair(harness.find_op("cumsum"), "float32", max_samples=1)
     assert fallback.status == "pass" and not fallback.generated  # cumsum runs as an ATen call
+    reasons = fallback.samples[0].fallback_reasons
+    assert any(r.startswith("aten::cumsum: ") and "no lowering" in r for r in reasons), reasons
+    assert all(s.fallback_reasons == [] for s in r.samples)  # nothing fell back for sin
 
 
 def test_wrong_output_fails(monkeypatch):
