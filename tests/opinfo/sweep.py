@@ -2,8 +2,9 @@
 
 Why: the CI slice (test_opinfo_slice.py) covers ~40 representative (op, dtype) pairs; this
 script covers all ~700 OpInfos at float32/float64/int64/int32/bool and prints the numbers the
-project tracks -- pairs total / eager-supported / correct % / generated % / ran eagerly -- and
-the failures grouped by error message. It is slow (tens of minutes), so it is not a pytest test.
+project tracks -- pairs total / eager-supported / correct % / generated % / ran eagerly -- the
+failures grouped by error message, and, for correct pairs that are not fully generated, their
+ATen fallbacks grouped by op and reason (what to lower next). It is slow (tens of minutes), so it is not a pytest test.
 
     python -m tests.opinfo.sweep [--dtypes float32,int64] [--ops add,max.reduction_with_dim]
                                  [--max-samples N] [--json out.json] [--workers 2]
