@@ -335,6 +335,11 @@ void register_pointwise_special_ops(OpTable& table) {
     const TensorInfo src = n.tensor("self");
     lower_conversion(n, src, src.dtype, src.sizes);
   });
+  // torch.tensor(...) inside a compiled function: a copy of the constant Dynamo lifted.
+  table.add("aten::lift_fresh_copy", "self", [](NodeLowering& n) {
+    const TensorInfo src = n.tensor("self");
+    lower_conversion(n, src, src.dtype, src.sizes);
+  });
   table.add("aten::_to_copy", "self dtype layout device pin_memory non_blocking memory_format",
             lower_to_copy);
   table.add("aten::to.dtype", "self dtype non_blocking copy memory_format", lower_to_copy);
