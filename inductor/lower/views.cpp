@@ -13,11 +13,11 @@ namespace {
 using Index = std::vector<ir::Expr>;
 using IndexFn = std::function<Index(const Index& out_index)>;
 
-/// Defines output 0 as a view of `src` of shape `sizes`: out[i] = src[index_of(i)], each index
-/// simplified with the output's loop ranges.
+/// Defines output `k` as a view of `src` of shape `sizes`: out[i] = src[index_of(i)], each
+/// index simplified with the output's loop ranges.
 void define_view(NodeLowering& n, const TensorInfo& src, const std::vector<int64_t>& sizes,
-                 const IndexFn& index_of) {
-  const OutputInfo out = n.output(0);
+                 const IndexFn& index_of, size_t k = 0) {
+  const OutputInfo out = n.output(k);
   expect_output_sizes(out, sizes, "the view");
   if (out.dtype != src.dtype) decline("a view that changes the dtype");
   const ir::RangeMap ranges = range_map(out.sizes);
@@ -206,6 +206,62 @@ void lower_slice(NodeLowering& n) {
   });
 }
 
+/// split_with_sizes / split.Tensor / unbind: output k is the k-th piece of `self` along `dim`
+/// (`sizes` pieces; `drop_dim`: unbind's pieces of size 1 lose the dim), each a view.
+void define_pieces(NodeLowering& n, const TensorInfo& src, int64_t dim,
+                   const std::vector<int64_t>& sizes, bool drop_dim) {
+  if (sizes.size() != n.output_count())
+    decline("split into " + std::to_string(sizes.size()) + " pieces, the graph has " +
+            std::to_string(n.output_count()) + " outputs");
+  int64_t start = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    if (sizes[k] < 0) decline("a negative split size");
+    std::vector<int64_t> piece = src.sizes;
+    piece[dim] = sizes[k];
+    if (drop_dim) piece.erase(piece.begin() + dim);
+    define_view(
+        n, src, piece,
+        [&](const Index& i) {
+          Index index = i;
+          if (drop_dim) {
+            index.insert(index.begin() + dim, ir::Expr(start));
+          } else {
+            index[dim] = ir::Expr(start) + i[dim];
+          }
+          return index;
+        },
+        k);
+    start += sizes[k];
+  }
+  if (start != src.sizes[dim]) decline("split sizes do not add up to the dim's size");
+}
+
+void lower_split_with_sizes(NodeLowering& n) {
+  const TensorInfo src = n.tensor("self");
+  if (src.rank() == 0) decline("split of a 0-dim tensor");
+  define_pieces(n, src, wrap_dim(n.int_arg("dim", 0), src.rank()), n.int_list("split_sizes"),
+                false);
+}
+
+void lower_split(NodeLowering& n) {
+  const TensorInfo src = n.tensor("self");
+  if (src.rank() == 0) decline("split of a 0-dim tensor");
+  const int64_t dim = wrap_dim(n.int_arg("dim", 0), src.rank());
+  const int64_t each = n.int_arg("split_size");
+  if (each <= 0) decline("split size must be positive");
+  std::vector<int64_t> sizes;
+  for (int64_t left = src.sizes[dim]; left > 0; left -= each) sizes.push_back(std::min(each, left));
+  if (sizes.empty()) sizes.push_back(0);  // torch: one empty piece
+  define_pieces(n, src, dim, sizes, false);
+}
+
+void lower_unbind(NodeLowering& n) {
+  const TensorInfo src = n.tensor("self");
+  if (src.rank() == 0) decline("unbind of a 0-dim tensor");
+  const int64_t dim = wrap_dim(n.int_arg("dim", 0), src.rank());
+  define_pieces(n, src, dim, std::vector<int64_t>(static_cast<size_t>(src.sizes[dim]), 1), true);
+}
+
 void lower_select(NodeLowering& n) {
   const TensorInfo src = n.tensor("self");
   if (src.rank() == 0) decline("select of a 0-dim tensor");
@@ -318,6 +374,9 @@ void register_view_ops(OpTable& table) {
   table.add("aten::unsqueeze", "self dim", lower_unsqueeze);
   table.add("aten::slice.Tensor", "self dim start end step", lower_slice);
   table.add("aten::select.int", "self dim index", lower_select);
+  table.add("aten::split_with_sizes", "self split_sizes dim", lower_split_with_sizes);
+  table.add("aten::split.Tensor", "self split_size dim", lower_split);
+  table.add("aten::unbind.int", "self dim", lower_unbind);
   table.add("aten::alias", "self", [](NodeLowering& n) {
     const TensorInfo src = n.tensor("self");
     define_view(n, src, src.sizes, [](const Index& i) { return i; });

@@ -43,6 +43,26 @@ def test_tensor_constants_are_generated():
     assert counters and all(c["ops_fallback"] == 0 for c in counters), counters
 
 
+@pytest.mark.parametrize("name", ["split_with_sizes", "chunk", "unbind", "split_views_returned"])
+def test_split_pieces_are_generated_views(name):
+    """split / chunk / unbind: each piece is a view of the input (an index rewrite), so the
+    graph has no ATen call; pieces returned as they are keep eager's strides."""
+    fns = {
+        "split_with_sizes": lambda x: [t.sin() for t in torch.split(x, [2, 3, 1], dim=1)],
+        "chunk": lambda x: [t * 2 for t in x.chunk(3, 0)],
+        "unbind": lambda x: [t + 1 for t in x.unbind(1)],
+        "split_views_returned": lambda x: torch.split(x, 4, -1),
+    }
+    x = torch.randn(7, 6)
+    got, expected = compile_cpp(fns[name])(x), fns[name](x)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert_same(g, e)
+        assert g.stride() == e.stride()
+    counters = [g.counters() for g in test_graphs()]
+    assert counters and all(c["ops_fallback"] == 0 for c in counters), counters
+
+
 def test_graph_break_gives_two_graphs():
     def f(x):
         y = torch.sin(x) * 2
