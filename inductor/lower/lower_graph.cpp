@@ -130,7 +130,9 @@ std::string output_problem(const ir::Node& node) {
       if (!std::holds_alternative<int64_t>(d)) return "symbolic sizes not generated yet";
       numel *= std::get<int64_t>(d);
     }
-    if (numel == 0) return "zero-size tensors not generated";
+    // CPU kernels run loops of no iterations; GPU launches of empty work are not verified yet.
+    if (numel == 0 && meta->device.rfind("cuda", 0) == 0)
+      return "zero-size tensors not generated on the GPU yet";
   }
   return "";
 }

@@ -90,6 +90,8 @@ class NodeLowering {
 
   // ---- outputs ----
   size_t output_count() const { return node().outputs.size(); }
+  /// Every output has a zero size (the node computes nothing).
+  bool outputs_are_empty() const;
   OutputInfo output(size_t k = 0) const;
 
   // ---- results ----

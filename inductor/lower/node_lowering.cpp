@@ -67,6 +67,17 @@ std::optional<int64_t> const_value(const ir::Expr& e) {
 
 }  // namespace
 
+bool NodeLowering::outputs_are_empty() const {
+  for (const auto& meta : node().outputs) {
+    if (!meta) return false;
+    bool empty = false;
+    for (const ir::Dim& d : meta->sizes)
+      empty = empty || (std::holds_alternative<int64_t>(d) && std::get<int64_t>(d) == 0);
+    if (!empty) return false;
+  }
+  return !node().outputs.empty();
+}
+
 TensorInfo NodeLowering::tensor_of(const ir::Arg& ref) const {
   if (!ref.is_tensor_ref()) decline("expected a tensor, got " + ir::to_string(ref));
   if (ref.kind == ir::Arg::Kind::Input && !graph_.inputs.at(ref.index).tensor)
@@ -82,7 +93,10 @@ TensorInfo NodeLowering::tensor_of(const ir::Arg& ref) const {
   for (const ir::Expr& s : b->sizes) {
     auto v = const_value(s);
     if (!v) decline("symbolic sizes not generated yet");
-    if (*v == 0) decline("zero-size tensors not generated");
+    // A zero-size operand of a node whose outputs are all zero-size too: nothing to compute
+    // (loops of no iterations). Otherwise (a reduction over an empty dim: eager's identity,
+    // nan or an error) it stays an ATen call.
+    if (*v == 0 && !outputs_are_empty()) decline("zero-size operand of a non-empty result");
     t.sizes.push_back(*v);
   }
   for (const ir::Expr& s : b->strides) {

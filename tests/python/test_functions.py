@@ -63,6 +63,24 @@ def test_split_pieces_are_generated_views(name):
     assert counters and all(c["ops_fallback"] == 0 for c in counters), counters
 
 
+def test_empty_tensors():
+    """Zero-size results of zero-size operands are generated (loops of no iterations); a
+    reduction over an empty dim (sum: zeros; amax would raise in eager) stays an ATen call."""
+    def empty_chain(x):
+        return (x * 2 + 1).relu().t()
+
+    def empty_sum(x):
+        return x.sum(0) + 1
+
+    x = torch.randn(0, 3)
+    got = compile_cpp(empty_chain)(x)
+    assert_same(got, empty_chain(x))
+    assert got.shape == (3, 0) and got.stride() == empty_chain(x).stride()
+    assert all(g.counters()["ops_fallback"] == 0 for g in test_graphs())
+    torch._dynamo.reset()
+    assert_same(compile_cpp(empty_sum)(x), empty_sum(x))
+
+
 def test_graph_break_gives_two_graphs():
     def f(x):
         y = torch.sin(x) * 2
