@@ -129,9 +129,9 @@ llvm::Value* KernelEmitter::read_once_load(const ir::ValueNode& n, llvm::Type* t
   static const char* const kQualifiers[] = {"", ".L1::no_allocate", ".L1::no_allocate.L2::256B",
                                             ".nc.L1::no_allocate.L2::256B",
                                             ".L1::no_allocate.L2::128B"};
-  if (read_once_hints_ <= 0 || read_once_hints_ > 4 || sm_ < 70 || !read_once_.count(&n))
-    return nullptr;
-  return inline_ptx_load(type, address, bytes, kQualifiers[read_once_hints_], nullptr);
+  const int level = target_.read_once_hints;
+  if (level <= 0 || level > 4 || target_.sm < 70 || !read_once_.count(&n)) return nullptr;
+  return inline_ptx_load(type, address, bytes, kQualifiers[level], nullptr);
 }
 
 }  // namespace inductor_cpp::codegen::nvptx_detail

@@ -102,8 +102,6 @@ KernelEmitter::KernelEmitter(llvm::Module& module, const ir::Kernel& kernel,
       kernel_(kernel),
       b_(module.getContext()),
       target_(target),
-      sm_(target.sm),
-      read_once_hints_(target.read_once_hints),
       read_once_(codegen::nvptx::loads_read_once(kernel)) {}
 
 void KernelEmitter::unsupported(const std::string& what) const {

@@ -302,9 +302,8 @@ class KernelEmitter {
   /// evict_last cache policy its loads carry (row_load_with_policy); else "" and nullptr.
   std::string policy_row_var_;
   llvm::Value* row_load_policy_ = nullptr;
-  const codegen::nvptx::GpuTarget target_;  ///< launch-shape constants (emit_ptx.h)
-  int sm_ = 0;  ///< the target's sm (80, 90)
-  int read_once_hints_ = 1;                        ///< GpuTarget::read_once_hints
+  /// sm (80, 90), read-once hint level, launch-shape constants (emit_ptx.h).
+  const codegen::nvptx::GpuTarget target_;
   std::set<const ir::ValueNode*> read_once_;       ///< loads_read_once(kernel_)
 };
 
