@@ -63,10 +63,12 @@ def assert_same(actual, expected, rtol=1e-5, atol=1e-6):
 
 
 def run_python(code: str, env_extra: dict | None = None, timeout: int = 300) -> dict:
-    """Runs `code` in a fresh interpreter (same venv); returns the JSON it prints last."""
+    """Runs `code` in a fresh interpreter (same venv), seeded like the in-process tests;
+    returns the JSON it prints last."""
+    code = "import torch\ntorch.manual_seed(0)\n" + textwrap.dedent(code)
     env = dict(os.environ)
     env.update(env_extra or {})
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+    proc = subprocess.run([sys.executable, "-c", code], env=env,
                           capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"child failed:\n{proc.stdout}\n{proc.stderr}"
     lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
