@@ -25,6 +25,7 @@ const OpTable& op_table() {
     lowering::register_activation_ops(t);
     lowering::register_reduction_ops(t);
     lowering::register_view_ops(t);
+    lowering::register_rearrange_ops(t);
     lowering::register_indexing_ops(t);
     lowering::register_creation_ops(t);
     lowering::register_pooling_ops(t);

@@ -97,6 +97,9 @@ class NodeLowering {
   // ---- results ----
   /// Defines a compute (named like an output or an internal buffer made by internal_buffer).
   void define(ir::Compute compute);
+  /// Turns the views defined so far into ordinary computes (the `*_copy` ops: a view's
+  /// elements in a new tensor).
+  void make_views_copies();
   /// A new contiguous computed buffer "<first output>.<suffix>" for intermediate results.
   std::string internal_buffer(const std::string& suffix, ir::DType dtype,
                               const std::vector<int64_t>& sizes);
@@ -142,6 +145,7 @@ void register_pointwise_special_ops(OpTable& table);
 void register_activation_ops(OpTable& table);
 void register_reduction_ops(OpTable& table);
 void register_view_ops(OpTable& table);
+void register_rearrange_ops(OpTable& table);
 void register_indexing_ops(OpTable& table);
 void register_creation_ops(OpTable& table);
 void register_pooling_ops(OpTable& table);

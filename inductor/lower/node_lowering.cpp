@@ -219,6 +219,10 @@ OutputInfo NodeLowering::output(size_t k) const {
   return out;
 }
 
+void NodeLowering::make_views_copies() {
+  for (ir::Compute& c : computes_) c.view = false;
+}
+
 void NodeLowering::define(ir::Compute compute) {
   for (const ir::Compute& c : computes_)
     if (c.name == compute.name)

@@ -206,6 +206,25 @@ void lower_slice(NodeLowering& n) {
   });
 }
 
+/// narrow(self, dim, start, length): a slice of `length` from `start` (negative counts from the
+/// end); unlike slice, a range past the end is an error in torch, so it declines.
+void lower_narrow(NodeLowering& n) {
+  const TensorInfo src = n.tensor("self");
+  if (src.rank() == 0) decline("narrow of a 0-dim tensor");
+  const int64_t dim = wrap_dim(n.int_arg("dim"), src.rank());
+  int64_t start = n.int_arg("start");
+  const int64_t length = n.int_arg("length");
+  if (start < 0) start += src.sizes[dim];
+  if (start < 0 || length < 0 || start + length > src.sizes[dim]) decline("narrow out of range");
+  std::vector<int64_t> sizes = src.sizes;
+  sizes[dim] = length;
+  define_view(n, src, sizes, [&](const Index& i) {
+    Index index = i;
+    index[dim] = ir::Expr(start) + i[dim];
+    return index;
+  });
+}
+
 /// split_with_sizes / split.Tensor / unbind: output k is the k-th piece of `self` along `dim`
 /// (`sizes` pieces; `drop_dim`: unbind's pieces of size 1 lose the dim), each a view.
 void define_pieces(NodeLowering& n, const TensorInfo& src, int64_t dim,
@@ -304,6 +323,25 @@ void lower_diagonal(NodeLowering& n) {
   });
 }
 
+/// unfold(self, dimension, size, step): windows of `size` elements every `step` along the dim,
+/// the window position replacing the dim and the offset within the window appended last.
+void lower_unfold(NodeLowering& n) {
+  const TensorInfo src = n.tensor("self");
+  if (src.rank() == 0) decline("unfold of a 0-dim tensor");
+  const int64_t dim = wrap_dim(n.int_arg("dimension"), src.rank());
+  const int64_t window = n.int_arg("size");
+  const int64_t step = n.int_arg("step");
+  if (step <= 0 || window < 0 || window > src.sizes[dim]) decline("unfold window out of range");
+  std::vector<int64_t> sizes = src.sizes;
+  sizes[dim] = (src.sizes[dim] - window) / step + 1;
+  sizes.push_back(window);
+  define_view(n, src, sizes, [&](const Index& i) {
+    Index index(i.begin(), i.end() - 1);
+    index[dim] = i[dim] * ir::Expr(step) + i.back();
+    return index;
+  });
+}
+
 /// as_strided addresses storage, but loads are logical. It is expressible when the input is
 /// a memory-backed buffer whose layout is dense and non-overlapping (a permutation of
 /// row-major) and every addressed element lies inside the input's own elements: the storage
@@ -348,41 +386,65 @@ void lower_as_strided(NodeLowering& n) {
   });
 }
 
+/// Registers `op` and, when `copy_op` is given, its `*_copy` twin: the same index rewrite,
+/// defined as an ordinary compute (a new tensor).
+void add_view(OpTable& table, const std::string& op, const std::string& copy_op,
+              const std::string& params, const LowerFn& lower) {
+  if (!op.empty()) table.add(op, params, lower);
+  if (copy_op.empty()) return;
+  table.add(copy_op, params, [lower](NodeLowering& n) {
+    lower(n);
+    n.make_views_copies();
+  });
+}
+
 }  // namespace
 
 void register_view_ops(OpTable& table) {
-  table.add("aten::view", "self size", [](NodeLowering& n) { lower_reshape(n, "size"); });
-  table.add("aten::_unsafe_view", "self size", [](NodeLowering& n) { lower_reshape(n, "size"); });
-  table.add("aten::reshape", "self shape", [](NodeLowering& n) { lower_reshape(n, "shape"); });
-  table.add("aten::permute", "self dims",
-            [](NodeLowering& n) { lower_permute(n, n.int_list("dims")); });
-  table.add("aten::transpose.int", "self dim0 dim1", [](NodeLowering& n) {
-    const size_t rank = n.tensor("self").rank();
-    lower_permute(n, swap_dims(rank, n.int_arg("dim0"), n.int_arg("dim1")));
-  });
-  table.add("aten::t", "self", [](NodeLowering& n) {
+  add_view(table, "aten::view", "aten::view_copy", "self size",
+           [](NodeLowering& n) { lower_reshape(n, "size"); });
+  add_view(table, "aten::_unsafe_view", "", "self size",
+           [](NodeLowering& n) { lower_reshape(n, "size"); });
+  add_view(table, "aten::reshape", "", "self shape",
+           [](NodeLowering& n) { lower_reshape(n, "shape"); });
+  add_view(table, "aten::permute", "aten::permute_copy", "self dims",
+           [](NodeLowering& n) { lower_permute(n, n.int_list("dims")); });
+  add_view(table, "aten::transpose.int", "aten::transpose_copy.int", "self dim0 dim1",
+           [](NodeLowering& n) {
+             const size_t rank = n.tensor("self").rank();
+             lower_permute(n, swap_dims(rank, n.int_arg("dim0"), n.int_arg("dim1")));
+           });
+  add_view(table, "aten::t", "aten::t_copy", "self", [](NodeLowering& n) {
     const size_t rank = n.tensor("self").rank();
     if (rank > 2) decline("t of more than 2 dims");
     lower_permute(n, swap_dims(rank, 0, rank == 2 ? 1 : 0));
   });
-  table.add("aten::expand", "self size implicit", lower_expand);
-  table.add("aten::squeeze", "self", [](NodeLowering& n) { lower_squeeze(n, std::nullopt); });
-  table.add("aten::squeeze.dim", "self dim",
-            [](NodeLowering& n) { lower_squeeze(n, std::vector<int64_t>{n.int_arg("dim")}); });
-  table.add("aten::squeeze.dims", "self dim",
-            [](NodeLowering& n) { lower_squeeze(n, n.int_list("dim")); });
-  table.add("aten::unsqueeze", "self dim", lower_unsqueeze);
-  table.add("aten::slice.Tensor", "self dim start end step", lower_slice);
-  table.add("aten::select.int", "self dim index", lower_select);
-  table.add("aten::split_with_sizes", "self split_sizes dim", lower_split_with_sizes);
-  table.add("aten::split.Tensor", "self split_size dim", lower_split);
-  table.add("aten::unbind.int", "self dim", lower_unbind);
-  table.add("aten::alias", "self", [](NodeLowering& n) {
+  add_view(table, "aten::expand", "aten::expand_copy", "self size implicit", lower_expand);
+  add_view(table, "aten::squeeze", "aten::squeeze_copy", "self",
+           [](NodeLowering& n) { lower_squeeze(n, std::nullopt); });
+  add_view(table, "aten::squeeze.dim", "aten::squeeze_copy.dim", "self dim",
+           [](NodeLowering& n) { lower_squeeze(n, std::vector<int64_t>{n.int_arg("dim")}); });
+  add_view(table, "aten::squeeze.dims", "aten::squeeze_copy.dims", "self dim",
+           [](NodeLowering& n) { lower_squeeze(n, n.int_list("dim")); });
+  add_view(table, "aten::unsqueeze", "aten::unsqueeze_copy", "self dim", lower_unsqueeze);
+  add_view(table, "aten::slice.Tensor", "aten::slice_copy.Tensor", "self dim start end step",
+           lower_slice);
+  add_view(table, "", "aten::narrow_copy", "self dim start length", lower_narrow);
+  add_view(table, "aten::select.int", "aten::select_copy.int", "self dim index", lower_select);
+  add_view(table, "aten::split_with_sizes", "aten::split_with_sizes_copy",
+           "self split_sizes dim", lower_split_with_sizes);
+  add_view(table, "aten::split.Tensor", "aten::split_copy.Tensor", "self split_size dim",
+           lower_split);
+  add_view(table, "aten::unbind.int", "aten::unbind_copy.int", "self dim", lower_unbind);
+  add_view(table, "aten::alias", "aten::alias_copy", "self", [](NodeLowering& n) {
     const TensorInfo src = n.tensor("self");
     define_view(n, src, src.sizes, [](const Index& i) { return i; });
   });
-  table.add("aten::diagonal", "self offset dim1 dim2", lower_diagonal);
-  table.add("aten::as_strided", "self size stride storage_offset", lower_as_strided);
+  add_view(table, "aten::diagonal", "aten::diagonal_copy", "self offset dim1 dim2",
+           lower_diagonal);
+  add_view(table, "aten::as_strided", "aten::as_strided_copy", "self size stride storage_offset",
+           lower_as_strided);
+  add_view(table, "aten::unfold", "", "self dimension size step", lower_unfold);
 }
 
 }  // namespace inductor_cpp::inductor::lowering

@@ -276,6 +276,32 @@ TEST(Lowering, PadReadsTheFillValueOutside) {
             "-1.0:float32)");
 }
 
+TEST(Lowering, SliceScatterWritesTheSourceOverItsStridedRegion) {
+  // slice_scatter(x, src, 1, 1, 6, 2): columns 1, 3, 5 come from src[:, 0..2].
+  const LoweredGraph l = lower(graph(
+      {meta({2, 7}), meta({2, 3})},
+      {node("aten::slice_scatter", {in(0), in(1), i(1), i(1), i(6), i(2)}, {meta({2, 7})})}));
+  EXPECT_EQ(body_of(l, "%0"),
+            "where(ne(index((i1 < 6)*(0 <= i1 - 1)*((i1 + 1) % 2 == 0), int64), 0:int64), "
+            "load(%in1, [i0, (i1 + 1) // 2 - 1], "
+            "mask=(i1 < 6)*(0 <= i1 - 1)*((i1 + 1) % 2 == 0)), "
+            "load(%in0, [i0, i1]))");
+  EXPECT_FALSE(l.program.computes.at("%0").view);
+}
+
+TEST(Lowering, FlipAndUnfoldRewriteIndices) {
+  const LoweredGraph flip =
+      lower(graph({meta({4, 5})}, {node("aten::flip", {in(0), ints({-1})}, {meta({4, 5})})}));
+  EXPECT_EQ(body_of(flip, "%0"), "load(%in0, [i0, -i1 + 4])");
+  const LoweredGraph unfold = lower(
+      graph({meta({4, 9})}, {node("aten::unfold", {in(0), i(1), i(3), i(2)}, {meta({4, 4, 3})})}));
+  EXPECT_EQ(body_of(unfold, "%0"), "load(%in0, [i0, i1*2 + i2])");
+  EXPECT_EQ(reason_of(graph({meta({4, 9}), meta({2, 2})},
+                            {node("aten::slice_scatter", {in(0), in(1), i(1), i(0), i(3)},
+                                  {meta({4, 9})})})),
+            "slice_scatter: source of shape [2, 2], the view has [4, 3]");
+}
+
 TEST(Lowering, IndexWrapsNegativeIndicesAndChecksBounds) {
   const LoweredGraph l = lower(graph(
       {meta({5, 4}), meta({3}, "int64")},

@@ -63,6 +63,51 @@ def test_split_pieces_are_generated_views(name):
     assert counters and all(c["ops_fallback"] == 0 for c in counters), counters
 
 
+def _write_slice(x):
+    y = x * 2
+    y[:, 1:5:2] = x[:, :2] + 1  # slice_scatter with a step
+    return y
+
+
+def _write_row(x):
+    y = x.clone()
+    y[2] = y[0] * 3  # select_scatter
+    return y.sin()
+
+
+def _write_diagonal(x):
+    y = x.exp()
+    y.diagonal(1).zero_()  # diagonal_scatter above the main diagonal
+    return y
+
+
+_REARRANGE_FNS = {
+    "flip": lambda x: x.flip(0, -1) + 1,
+    "roll": lambda x: x.roll((2, -1), (0, 1)) * 2,
+    "roll_flat": lambda x: torch.roll(x, 5).cos(),
+    "repeat": lambda x: x.repeat(2, 1, 3) - 1,
+    "unfold": lambda x: x.unfold(1, 3, 2).sum(-1),
+    "slice_scatter": _write_slice,
+    "select_scatter": _write_row,
+    "diagonal_scatter": _write_diagonal,
+    "slice_scatter_op": lambda x: torch.slice_scatter(x, x[:, :3].neg(), 1, -3),
+    "permute_copy": lambda x: torch.permute_copy(x, (1, 0)),
+    "unbind_copy": lambda x: [t * 2 for t in torch.unbind_copy(x, 1)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(_REARRANGE_FNS))
+def test_rearranging_copies_are_generated(name):
+    """flip, repeat, unfold, slice_scatter and diagonal_scatter (what functionalization makes of
+    writes into views) and the *_copy views are lowered as index rewrites; roll and
+    select_scatter decompose into lowered ops: either way the graph calls no ATen op."""
+    fn = _REARRANGE_FNS[name]
+    x = torch.randn(6, 7)
+    assert_same(compile_cpp(fn)(x), fn(x))
+    counters = [g.counters() for g in test_graphs()]
+    assert counters and all(c["ops_fallback"] == 0 for c in counters), counters
+
+
 def test_empty_tensors():
     """Zero-size results of zero-size operands are generated (loops of no iterations); a
     reduction over an empty dim (sum: zeros; amax would raise in eager) stays an ATen call."""
