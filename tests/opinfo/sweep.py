@@ -209,6 +209,7 @@ def summarize(results: list[harness.PairResult]) -> dict:
         "samples_run_eagerly": sum(s.how == "ran_eagerly" for s in samples),
         "samples_without_graph": sum(s.how == "no_graph" for s in samples),
         "samples_with_alias_notes": sum(bool(s.notes) for s in samples),
+        "samples_passed_by_fp64": sum(bool(s.passed_by_fp64) for s in samples),
     }
 
 
@@ -271,7 +272,8 @@ def print_report(results: list[harness.PairResult], config: dict, out=sys.stdout
       f"{s['correct_pairs_fully_compiled']}")
     w(f"  samples: {s['samples_run']} run, {s['samples_passed']} pass, "
       f"{s['samples_run_eagerly']} ran eagerly, {s['samples_without_graph']} without a graph, "
-      f"{s['samples_with_alias_notes']} with an aliasing note")
+      f"{s['samples_with_alias_notes']} with an aliasing note, "
+      f"{s['samples_passed_by_fp64']} passed by the float64 second chance")
     groups = failure_groups(results)
     if groups:
         w(f"\nFailures by error ({len(groups)} groups):")

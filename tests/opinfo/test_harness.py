@@ -131,3 +131,24 @@ def test_exact_clone_keeps_sharing_between_inputs():
     a, b = harness.clone_tree([base, base[1]])
     assert a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
     assert a.untyped_storage().data_ptr() != base.untyped_storage().data_ptr()
+
+
+def test_float64_second_chance_forgives_only_results_closer_to_the_truth():
+    """A half-precision result that misses eager by a rounding step passes when its error
+    against float64 is at most FP64_ERROR_FACTOR x eager's, and only then."""
+    x = torch.linspace(-3, 3, 64, dtype=torch.bfloat16)
+    sample = SampleInput(x)
+    fn = lambda t: t * 1.1 + 0.3  # noqa: E731  (eager rounds after the mul, then again)
+    expected = fn(x.clone())
+    truth = (x.double() * 1.1 + 0.3).to(torch.bfloat16)  # rounded once
+    atol = harness.HALF_TOLERANCES["bfloat16"][1]
+    inputs = (x, [], {})
+    verdict = harness._fp64_second_chance(fn, sample, (truth, inputs), (expected, inputs), (), atol)
+    assert verdict.startswith("error against float64"), verdict
+    wrong = expected + 0.25
+    assert harness._fp64_second_chance(fn, sample, (wrong, inputs), (expected, inputs), (),
+                                       atol) == ""
+    nan_where_eager_is_finite = truth.clone()
+    nan_where_eager_is_finite[3] = float("nan")
+    assert harness._fp64_second_chance(fn, sample, (nan_where_eager_is_finite, inputs),
+                                       (expected, inputs), (), atol) == ""
