@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include "ir/passes/program_queries.h"
 #include "ir/simplify.h"
@@ -102,15 +103,29 @@ std::set<std::string> choose_realized(const LoopProgram& p, const std::set<std::
                                       const InlineOptions& options) {
   const auto readers = compute_readers(p);
   std::set<std::string> realized;
-  for (const auto& [name, c] : p.computes) {
+  // Nodes of each body with the producers it carries inlined, in definition order (producers
+  // first), each distinct producer counted once.
+  std::map<std::string, int64_t> expanded;
+  for (const Buffer& b : p.buffers) {
+    auto found = p.computes.find(b.name);
+    if (found == p.computes.end()) continue;
+    const auto& [name, c] = *found;
+    int64_t size = node_count(c.body);
+    for (const std::string& src : buffers_read(c.body)) {
+      auto e = expanded.find(src);
+      if (e != expanded.end() && !realized.count(src)) size += e->second;
+    }
+    expanded[name] = size;
     if (c.view) continue;
     auto it = readers.find(name);
     const size_t reader_count = it == readers.end() ? 0 : it->second.size();
-    if (c.is_reduction() || needed.count(name) ||
-        (reader_count > 1 && node_count(c.body) > options.max_shared_inline_nodes)) {
-      realized.insert(name);
-    }
+    const bool shared_and_large =
+        reader_count > 1 && (node_count(c.body) > options.max_shared_inline_nodes ||
+                             size > options.max_shared_inline_expanded_nodes);
+    if (c.is_reduction() || needed.count(name) || shared_and_large) realized.insert(name);
   }
+  if (expanded.size() != p.computes.size())
+    throw std::logic_error("inline_producers: a compute without a buffer");
   // Producers read through indirect indices that cannot take the indices over stay in memory
   // (to a fixed point: realizing one changes what the others inline).
   for (bool changed = true; changed;) {

@@ -20,6 +20,15 @@ struct InlineOptions {
   /// A producer read by several computes is still inlined when its body has at most this
   /// many nodes.
   int64_t max_shared_inline_nodes = 6;
+  /// ...and when its body together with the producers it would carry inlined (each counted
+  /// once) has at most this many nodes. Without it a small shared body can carry a long chain
+  /// of single-use producers into every reader: swin_t's shifted-window mask (nine
+  /// slice_scatters, ~500 nodes) was recomputed in each softmax pass and loop copy, and its
+  /// five attention kernels took 13 s each to compile (the whole model 74 s; 14.6 s with
+  /// this cap). 128 keeps every fusion of resnet18, mobilenet_v3_small, efficientnet_b0,
+  /// convnext_tiny, regnet_y_400mf and densenet121 as it was (64 would realize 8 more
+  /// mobilenet buffers; same speed within this machine's noise).
+  int64_t max_shared_inline_expanded_nodes = 128;
 };
 
 LoopProgram inline_producers(const LoopProgram& program, const InlineOptions& options = {});

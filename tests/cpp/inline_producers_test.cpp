@@ -56,6 +56,39 @@ TEST(InlineProducers, ViewsAndSingleUseProducersInline) {
 )");
 }
 
+// A shared compute with a small body is inlined into its readers, unless the single-use
+// producers it would carry along make it large (each reader would recompute them).
+TEST(InlineProducers, SharedBodyCarryingALargeChainIsRealized) {
+  const std::string in = program(R"(  buffer %in0: float32[8]{1} input 0 cpu
+  buffer %1: float32[8]{1} computed cpu
+  buffer %2: float32[8]{1} computed cpu
+  buffer %3: float32[8]{1} computed cpu
+  buffer %4: float32[8]{1} computed cpu
+  compute %1 pointwise[8] = exp(sin(load(%in0, [i0])))
+  compute %2 pointwise[8] = add(load(%1, [i0]), 1.0:float32)
+  compute %3 pointwise[8] = neg(load(%2, [i0]))
+  compute %4 pointwise[8] = abs(load(%2, [i0]))
+  kernel %1
+  kernel %2
+  kernel %3
+  kernel %4
+  output %3, %4
+)");
+  InlineOptions small;
+  small.max_shared_inline_expanded_nodes = 5;  // %2 with %1 inlined: 6 nodes
+  const std::string realized =
+      run_pass(in, [&](const LoopProgram& p) { return inline_producers(p, small); });
+  EXPECT_NE(realized.find("compute %2 pointwise[8] = add(exp(sin(load(%in0, [i0]))), 1.0:float32)"),
+            std::string::npos)
+      << realized;
+  EXPECT_NE(realized.find("compute %3 pointwise[8] = neg(load(%2, [i0]))"), std::string::npos)
+      << realized;
+  const std::string inlined = run_pass(in, [](const LoopProgram& p) { return inline_producers(p); });
+  EXPECT_NE(inlined.find("compute %3 pointwise[8] = neg(add(exp(sin(load(%in0, [i0]))), 1.0:float32))"),
+            std::string::npos)
+      << inlined;
+}
+
 // cat-like masked read of a producer: the producer's own loads get the reader's mask.
 TEST(InlineProducers, MaskIsAndedIntoInlinedLoads) {
   const std::string in = program(R"(  buffer %in0: float32[4]{1} input 0 cpu
