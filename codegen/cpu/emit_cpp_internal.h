@@ -232,8 +232,11 @@ class KernelEmitter {
   /// Independent accumulator copies of an unrolled reduction loop (hides the latency of the
   /// combine: each vector update waits only on the one kReductionUnroll steps before).
   static constexpr int kReductionUnroll = 4;
-  /// Unrolled loops only for bodies of at most this many statements (code size).
+  /// Unrolled loops only for bodies of at most this many statements and value nodes (code
+  /// size: a body that large has independent work enough without copies, and each copy is
+  /// compiled again).
   static constexpr size_t kMaxUnrolledStatements = 16;
+  static constexpr int64_t kMaxUnrolledNodes = 64;
   std::unordered_map<const ir::ValueNode*, std::pair<std::set<std::string>, std::set<std::string>>>
       reads_;  ///< buffers and locals each value reads
   std::unordered_map<const ir::ValueNode*, std::set<std::string>> index_vars_;

@@ -27,6 +27,7 @@
 ///   t0 = ic::maximum(t0, t0_u2); t0_u1 = ic::maximum(t0_u1, t0_u3); t0 = ic::maximum(t0, t0_u1);
 ///   for (int64_t y0 = y0_unrolled; y0 < y0_main; y0 += 16) { ... t0 = ic::maximum(t0, ...); }
 #include <functional>
+#include <unordered_set>
 #include <stdexcept>
 
 #include "codegen/cpu/emit_cpp_internal.h"
@@ -144,10 +145,47 @@ void KernelEmitter::combine_accumulator_state(const LocalInfo& info, const std::
   }
 }
 
+namespace {
+
+/// Nodes of an index expression (a tree: shared subtrees count each time they are printed).
+int64_t expr_size(const ir::Expr& e) {
+  switch (e.kind()) {
+    case ir::ExprKind::Const:
+    case ir::ExprKind::Var:
+      return 1;
+    default:
+      return 1 + expr_size(e.lhs()) + expr_size(e.rhs());
+  }
+}
+
+/// A value's size as emitted code: its nodes (each once) plus the index expressions and masks
+/// of its loads, which a vector loop spells out as vector integer arithmetic.
+int64_t code_size(const ir::Value& v) {
+  std::unordered_set<const ir::ValueNode*> seen;
+  int64_t size = 0;
+  std::function<void(const ir::Value&)> visit = [&](const ir::Value& x) {
+    if (!x || !seen.insert(x.node()).second) return;
+    ++size;
+    if (x->kind == ir::ValueKind::Load) {
+      for (const ir::Expr& e : x->index) size += expr_size(e) - 1;
+      size += expr_size(x->mask) - 1;
+    }
+    for (const ir::Value& operand : x->operands) visit(operand);
+  };
+  visit(v);
+  return size;
+}
+
+}  // namespace
+
 int KernelEmitter::reduction_unroll(const Stmt& s, int width) {
   // Worth it only when every copy runs: a constant extent of fewer than U full vectors is not.
   if (s.extent.is_const() && s.extent.value() < int64_t(kReductionUnroll) * width) return 1;
   if (s.body.size() > kMaxUnrolledStatements) return 1;
+  int64_t nodes = 0;
+  for (const Stmt& inner : s.body)
+    if (inner.value) nodes += code_size(inner.value);
+  if (nodes > kMaxUnrolledNodes) return 1;
   std::set<std::string> accumulated;
   for (const Stmt& inner : s.body) {
     // Nested loops and per-iteration accumulators stay as they are (not inner reductions).

@@ -818,6 +818,29 @@ TEST_F(EmitCppTest, LoadsThroughFloorDivisionRepeatElements) {
   EXPECT_NE(source.find("ic::load_repeat<8, 4>"), std::string::npos) << source;
 }
 
+// Unrolled accumulator copies only for small bodies: index arithmetic counts towards the size
+// (swin_t's window-mask index expressions made five kernels of 200 KB each).
+TEST(EmitCppSource, LargeReductionBodiesAreNotUnrolled) {
+  const auto source_of = [](const std::string& index) {
+    const ir::Kernel k = ir::parse_kernel(R"(kernel k(%a: float32 in, %o: float32 out) {
+  for x0 in 0..4 {
+    t0 = accumulator max float32
+    for y0 in 0..200 vector(16) {
+      t0 += load(%a, [)" + index + R"(])
+    }
+    %o[x0] = local(t0, float32)
+  }
+})");
+    return emit_cpp({k}, CppTarget{CpuIsa::Avx512, true});
+  };
+  EXPECT_NE(source_of("x0*200 + y0").find("y0_unrolled"), std::string::npos);
+  std::string big = "x0*200 + y0";  // not run: only the text is checked
+  for (int k = 2; k < 40; ++k)
+    big += " + (y0 // " + std::to_string(k) + ") % " + std::to_string(k + 1);
+  const std::string source = source_of(big);
+  EXPECT_EQ(source.find("y0_unrolled"), std::string::npos) << source;
+}
+
 /// Reference row reductions in double.
 struct RowStats {
   double sum = 0, prod = 1, max = -INFINITY, min = INFINITY, m2 = 0;
