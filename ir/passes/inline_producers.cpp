@@ -2,6 +2,7 @@
 /// Substitutes views and cheap or single-use pointwise producers into their readers.
 #include "ir/passes/inline_producers.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
@@ -98,6 +99,34 @@ bool inlinable_under_indirection(const LoopProgram& p, const std::string& name, 
   return has_load && !has_index_value;
 }
 
+/// Points a compute iterates over (outer times reduction), or 0 when a range is symbolic.
+int64_t iteration_count(const Compute& c) {
+  int64_t n = 1;
+  for (const std::vector<Expr>* ranges : {&c.ranges, &c.reduce_ranges}) {
+    for (const Expr& e : *ranges) {
+      if (!e.is_const()) return 0;
+      n *= e.value();
+    }
+  }
+  return n;
+}
+
+/// The most points any generated reader of `name` iterates over, looking through views (a
+/// view is inlined into its readers).
+int64_t reader_iterations(const LoopProgram& p,
+                          const std::map<std::string, std::set<std::string>>& readers,
+                          const std::string& name, int depth = 0) {
+  auto it = readers.find(name);
+  if (it == readers.end() || depth > 32) return 0;
+  int64_t most = 0;
+  for (const std::string& r : it->second) {
+    const Compute& reader = p.computes.at(r);
+    most = std::max(most, reader.view ? reader_iterations(p, readers, r, depth + 1)
+                                      : iteration_count(reader));
+  }
+  return most;
+}
+
 /// Which computes stay in memory (non-views only).
 std::set<std::string> choose_realized(const LoopProgram& p, const std::set<std::string>& needed,
                                       const InlineOptions& options) {
@@ -106,23 +135,34 @@ std::set<std::string> choose_realized(const LoopProgram& p, const std::set<std::
   // Nodes of each body with the producers it carries inlined, in definition order (producers
   // first), each distinct producer counted once.
   std::map<std::string, int64_t> expanded;
+  std::set<std::string> gathers;  // bodies that, with what they carry, load through indices
   for (const Buffer& b : p.buffers) {
     auto found = p.computes.find(b.name);
     if (found == p.computes.end()) continue;
     const auto& [name, c] = *found;
     int64_t size = node_count(c.body);
+    bool gather = false;
+    for (const Value& l : loads_in(c.body)) gather = gather || !l->operands.empty();
     for (const std::string& src : buffers_read(c.body)) {
       auto e = expanded.find(src);
-      if (e != expanded.end() && !realized.count(src)) size += e->second;
+      if (e == expanded.end() || realized.count(src)) continue;
+      size += e->second;
+      gather = gather || gathers.count(src);
     }
     expanded[name] = size;
+    if (gather) gathers.insert(name);
     if (c.view) continue;
     auto it = readers.find(name);
     const size_t reader_count = it == readers.end() ? 0 : it->second.size();
     const bool shared_and_large =
         reader_count > 1 && (node_count(c.body) > options.max_shared_inline_nodes ||
                              size > options.max_shared_inline_expanded_nodes);
-    if (c.is_reduction() || needed.count(name) || shared_and_large) realized.insert(name);
+    const int64_t points = iteration_count(c);
+    const bool broadcast_and_large =
+        (size >= options.broadcast_realize_min_nodes || gather) && points > 1 &&
+        reader_iterations(p, readers, name) >= options.broadcast_realize_factor * points;
+    if (c.is_reduction() || needed.count(name) || shared_and_large || broadcast_and_large)
+      realized.insert(name);
   }
   if (expanded.size() != p.computes.size())
     throw std::logic_error("inline_producers: a compute without a buffer");

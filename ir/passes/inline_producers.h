@@ -29,6 +29,16 @@ struct InlineOptions {
   /// convnext_tiny, regnet_y_400mf and densenet121 as it was (64 would realize 8 more
   /// mobilenet buffers; same speed within this machine's noise).
   int64_t max_shared_inline_expanded_nodes = 128;
+  /// A producer whose readers iterate at least this many times more points than it has is
+  /// realized (computed once, then loaded) when its body with what it carries inlined has at
+  /// least broadcast_realize_min_nodes nodes or loads through indices: swin_t's window mask
+  /// [64, 49, 49] and relative-position bias (a gather from a table), broadcast over batch and
+  /// heads into each attention softmax, were recomputed per score (those kernels: 3x eager's
+  /// softmax time). Small bodies (batch-norm's per-channel rsqrt(var + eps)) stay inlined, and
+  /// so do 0-dim ones (emitted as scalars once per vector step; Adam's bias corrections, whose
+  /// step counter a kernel then updates in place).
+  int64_t broadcast_realize_factor = 8;
+  int64_t broadcast_realize_min_nodes = 16;
 };
 
 LoopProgram inline_producers(const LoopProgram& program, const InlineOptions& options = {});

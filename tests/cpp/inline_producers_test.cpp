@@ -89,6 +89,37 @@ TEST(InlineProducers, SharedBodyCarryingALargeChainIsRealized) {
       << inlined;
 }
 
+// A producer broadcast to many more points than it has is computed once when its body is
+// large or gathers; a cheap one stays inlined.
+TEST(InlineProducers, LargeBroadcastProducerIsComputedOnce) {
+  const auto program_with = [](const std::string& body) {
+    return program(R"(  buffer %in0: float32[4]{1} input 0 cpu
+  buffer %in1: float32[64, 4]{4, 1} input 1 cpu
+  buffer %1: float32[4]{1} computed cpu
+  buffer %2: float32[64, 4]{0, 1} computed cpu
+  buffer %3: float32[64, 4]{4, 1} computed cpu
+  compute %1 pointwise[4] = )" + body + R"(
+  compute %2 view pointwise[64, 4] = load(%1, [i1])
+  compute %3 pointwise[64, 4] = add(load(%2, [i0, i1]), load(%in1, [i0, i1]))
+  kernel %1
+  kernel %3
+  output %3
+)");
+  };
+  std::string big = "load(%in0, [i0])";
+  for (int k = 0; k < 16; ++k) big = (k % 2 ? "sin(" : "cos(") + big + ")";
+  const std::string realized =
+      run_pass(program_with(big), [](const LoopProgram& p) { return inline_producers(p); });
+  EXPECT_NE(realized.find("compute %3 pointwise[64, 4] = add(load(%1, [i1]), load(%in1, [i0, i1]))"),
+            std::string::npos)
+      << realized;
+  const std::string inlined = run_pass(program_with("exp(load(%in0, [i0]))"),
+                                       [](const LoopProgram& p) { return inline_producers(p); });
+  EXPECT_NE(inlined.find("compute %3 pointwise[64, 4] = add(exp(load(%in0, [i1])), load(%in1, [i0, i1]))"),
+            std::string::npos)
+      << inlined;
+}
+
 // cat-like masked read of a producer: the producer's own loads get the reader's mask.
 TEST(InlineProducers, MaskIsAndedIntoInlinedLoads) {
   const std::string in = program(R"(  buffer %in0: float32[4]{1} input 0 cpu
