@@ -1,6 +1,7 @@
 /// \file
 /// Small helpers shared by the lowering families: loop variables, broadcast loads, dims,
 /// constants converted the way torch converts a Python number to a tensor's type.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -35,6 +36,20 @@ ir::Value load_at(const TensorInfo& t, std::vector<ir::Expr> index) {
     throw std::logic_error("load of " + t.buffer + " with " + std::to_string(index.size()) +
                            " indices for rank " + std::to_string(t.rank()));
   return ir::load(t.buffer, t.dtype, std::move(index));
+}
+
+SliceRange slice_range(const NodeLowering& n, int64_t size) {
+  SliceRange r;
+  r.step = n.int_arg("step", 1);
+  if (r.step <= 0) decline("slice step must be positive");
+  int64_t start = n.optional_int("start").value_or(0);
+  int64_t end = n.optional_int("end").value_or(size);
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  r.start = std::clamp<int64_t>(start, 0, size);
+  end = std::clamp<int64_t>(end, r.start, size);
+  r.length = (end - r.start + r.step - 1) / r.step;
+  return r;
 }
 
 std::string shape_text(const std::vector<int64_t>& sizes) {

@@ -172,6 +172,14 @@ std::vector<int64_t> broadcast_shapes(const std::vector<std::vector<int64_t>>& s
 ir::Compute make_pointwise(const std::string& name, const std::vector<int64_t>& sizes,
                            ir::Value body, int32_t node, bool view = false);
 
+/// The elements slice(dim, start, end, step) takes along a dim of `size`, by torch's rules:
+/// negative bounds count from the end, bounds clamp to [0, size], an empty range stays empty.
+/// Reads the node's "start", "end" and "step" arguments; declines on a step below 1.
+struct SliceRange {
+  int64_t start = 0, step = 1, length = 0;
+};
+SliceRange slice_range(const NodeLowering& n, int64_t size);
+
 /// Wraps a possibly negative dim like torch (a 0-dim tensor accepts 0 and -1).
 int64_t wrap_dim(int64_t dim, size_t rank);
 

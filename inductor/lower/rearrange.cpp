@@ -99,16 +99,7 @@ void lower_slice_scatter(NodeLowering& n) {
   const TensorInfo src = n.tensor("src");
   if (self.rank() == 0) decline("slice_scatter of a 0-dim tensor");
   const int64_t dim = wrap_dim(n.int_arg("dim", 0), self.rank());
-  const int64_t size = self.sizes[dim];
-  const int64_t step = n.int_arg("step", 1);
-  if (step <= 0) decline("slice step must be positive");
-  int64_t start = n.optional_int("start").value_or(0);
-  int64_t end = n.optional_int("end").value_or(size);
-  if (start < 0) start += size;
-  if (end < 0) end += size;
-  start = std::clamp<int64_t>(start, 0, size);
-  end = std::clamp<int64_t>(end, start, size);
-  const int64_t length = (end - start + step - 1) / step;
+  const auto [start, step, length] = slice_range(n, self.sizes[dim]);
   std::vector<int64_t> view_sizes = self.sizes;
   view_sizes[dim] = length;
 

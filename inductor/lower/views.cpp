@@ -188,20 +188,12 @@ void lower_slice(NodeLowering& n) {
   const TensorInfo src = n.tensor("self");
   if (src.rank() == 0) decline("slice of a 0-dim tensor");
   const int64_t dim = wrap_dim(n.int_arg("dim", 0), src.rank());
-  const int64_t size = src.sizes[dim];
-  const int64_t step = n.int_arg("step", 1);
-  if (step <= 0) decline("slice step must be positive");
-  int64_t start = n.optional_int("start").value_or(0);
-  int64_t end = n.optional_int("end").value_or(size);
-  if (start < 0) start += size;
-  if (end < 0) end += size;
-  start = std::clamp<int64_t>(start, 0, size);
-  end = std::clamp<int64_t>(end, start, size);
+  const SliceRange r = slice_range(n, src.sizes[dim]);
   std::vector<int64_t> sizes = src.sizes;
-  sizes[dim] = (end - start + step - 1) / step;
+  sizes[dim] = r.length;
   define_view(n, src, sizes, [&](const Index& i) {
     Index index = i;
-    index[dim] = ir::Expr(start) + i[dim] * ir::Expr(step);
+    index[dim] = ir::Expr(r.start) + i[dim] * ir::Expr(r.step);
     return index;
   });
 }
