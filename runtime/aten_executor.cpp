@@ -16,6 +16,7 @@
 
 #include "runtime/aten_literals.h"
 #include "runtime/conv_step.h"
+#include "runtime/cpu_pool.h"
 #include "runtime/cuda/gpu_step.h"
 #include "runtime/matmul_step.h"
 #include "runtime/matrix/gemm.h"
@@ -431,7 +432,7 @@ void run_kernel(const BoundKernel& k, std::vector<c10::IValue>& slots, GpuRun& g
       const at::Tensor old = slots[a.reuse_slot].toTensor();
       slots[a.slot] = old.as_strided(a.sizes, a.strides, 0);
     } else {
-      slots[a.slot] = at::empty_strided(a.sizes, a.strides, a.options);
+      slots[a.slot] = empty_strided_pooled(a.sizes, a.strides, a.options);
     }
   }
   std::vector<char*> ptrs(k.args.size());

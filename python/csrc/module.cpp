@@ -26,6 +26,7 @@
 #include "inductor/graph_json.h"
 #include "kernels_cache/store.h"
 #include "runtime/aten_executor.h"
+#include "runtime/cpu_pool.h"
 #include "runtime/kernel_library.h"
 
 namespace py = pybind11;
@@ -419,6 +420,13 @@ PYBIND11_MODULE(_C, m) {
       "Raises ValueError when the gpu_tuning option's text is not valid (inductor/gpu_tuning.h).");
   m.def("stats", [] { return python::process_stats().to_json().dump(); });
   m.def("reset_stats", [] { python::process_stats().reset(); });
+  m.def("cpu_pool_stats", [] {
+    const runtime::CpuPoolStats s = runtime::cpu_pool_stats();
+    return py::dict(py::arg("cached_bytes") = s.cached_bytes, py::arg("reused") = s.reused,
+                    py::arg("fresh") = s.fresh);
+  }, "The CPU block pool (runtime/cpu_pool.h): bytes cached, allocations reused / fresh.");
+  m.def("release_cpu_pool", [] { return runtime::release_cpu_pool(); },
+        "Frees the CPU block pool's cached blocks; returns the bytes released.");
   m.def("build_id", [] { return inductor::build_id(); });
   m.def("toolchain", [] { return inductor::host_toolchain().dump(); });
   m.def("cache_root", [] { return kernels_cache::cache_config_from_env().root.string(); });

@@ -33,6 +33,24 @@ from . import options as options_mod
 _live_graphs: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 
+# Compiled graphs not yet freed; when the last one goes (torch.compiler.reset(), then garbage
+# collection), the CPU block pool's cached blocks are freed too (runtime/cpu_pool.h).
+_graphs_holding_pool = 0
+
+
+def _track_for_pool(compiled: Any) -> None:
+    global _graphs_holding_pool
+    _graphs_holding_pool += 1
+    weakref.finalize(compiled, _graph_freed)
+
+
+def _graph_freed() -> None:
+    global _graphs_holding_pool
+    _graphs_holding_pool -= 1
+    if _graphs_holding_pool == 0:
+        _C.release_cpu_pool()
+
+
 class StrictModeError(RuntimeError):
     """Raised in strict mode where we would otherwise fall back."""
 
@@ -173,6 +191,7 @@ def _compile_one_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind
         if directory is not None:
             first_call = lambda args: debug_dir.save_inputs(directory, args)  # noqa: E731
     _live_graphs.add(compiled)
+    _track_for_pool(compiled)
     _notify({"number": number, "kind": kind, "gm": gm, "compiled": compiled, "eager_reason": None})
     return _boxed(compiled, first_call)
 

@@ -224,3 +224,33 @@ def test_gpu_tuning_option_is_checked_and_enters_the_key(monkeypatch):
     env_bad = torch.compile(lambda x: x.cos(), backend="inductor_cpp")
     with pytest.raises(Exception, match="read_once_hints needs a whole number"):
         env_bad(x)
+
+
+def test_large_cpu_outputs_reuse_pooled_blocks_until_reset():
+    """Outputs of 4 MiB and more come from the CPU block pool (runtime/cpu_pool.h): a block
+    freed by one call's output serves the next call's; pooled tensors stay resizable; when
+    torch.compiler.reset() has freed the last compiled graph, the cached blocks are freed."""
+    from conftest import run_python
+
+    code = """
+        import gc, json, torch, inductor_cpp
+        from inductor_cpp import _C
+        f = torch.compile(lambda x: x * 2 + 1, backend="inductor_cpp")
+        x = torch.randn(2048, 1024)  # 8 MiB
+        for _ in range(3):
+            y = f(x)
+            torch.testing.assert_close(y, x * 2 + 1)
+            del y
+        used = _C.cpu_pool_stats()
+        y = f(x)
+        y.resize_(4096, 1024)
+        y[2048:] = 0
+        del y
+        torch.compiler.reset()
+        del f
+        gc.collect()
+        print(json.dumps({"used": used, "after_reset": _C.cpu_pool_stats()}))
+    """
+    out = run_python(code)
+    assert out["used"]["reused"] >= 2 and out["used"]["cached_bytes"] >= 8 << 20, out
+    assert out["after_reset"]["cached_bytes"] == 0, out
