@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <stdexcept>
 #include <string>
 
 namespace inductor_cpp::runtime {
@@ -22,7 +23,14 @@ constexpr size_t kPage = 4096;
 constexpr size_t kAlignment = 64;
 
 size_t default_cap() {
-  if (const char* env = std::getenv("INDUCTOR_CPP_CPU_POOL_BYTES")) return std::stoull(env);
+  if (const char* env = std::getenv("INDUCTOR_CPP_CPU_POOL_BYTES")) {
+    char* end = nullptr;
+    const unsigned long long bytes = std::strtoull(env, &end, 10);
+    if (end == env || *end != '\0')
+      throw std::invalid_argument(std::string("INDUCTOR_CPP_CPU_POOL_BYTES must be a byte count, got '") +
+                                  env + "'");
+    return bytes;
+  }
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   const size_t quarter = pages > 0 && page > 0 ? size_t(pages) * size_t(page) / 4 : 0;
   return std::min(quarter, size_t(4) << 30);

@@ -52,6 +52,22 @@ SliceRange slice_range(const NodeLowering& n, int64_t size) {
   return r;
 }
 
+DiagonalRange diagonal_range(const NodeLowering& n, const std::vector<int64_t>& sizes) {
+  if (sizes.size() < 2) decline("diagonal needs two dims");
+  DiagonalRange r;
+  const int64_t offset = n.int_arg("offset", 0);
+  r.dim1 = wrap_dim(n.int_arg("dim1", 0), sizes.size());
+  r.dim2 = wrap_dim(n.int_arg("dim2", 1), sizes.size());
+  if (r.dim1 == r.dim2) decline("diagonal dims must differ");
+  r.row0 = offset >= 0 ? 0 : -offset;
+  r.col0 = offset >= 0 ? offset : 0;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (!r.is_diagonal_dim(d)) r.view_sizes.push_back(sizes[d]);
+  r.view_sizes.push_back(
+      std::max<int64_t>(0, std::min(sizes[r.dim1] - r.row0, sizes[r.dim2] - r.col0)));
+  return r;
+}
+
 std::string shape_text(const std::vector<int64_t>& sizes) {
   std::string s = "[";
   for (size_t k = 0; k < sizes.size(); ++k) s += (k ? ", " : "") + std::to_string(sizes[k]);

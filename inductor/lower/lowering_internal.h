@@ -180,6 +180,19 @@ struct SliceRange {
 };
 SliceRange slice_range(const NodeLowering& n, int64_t size);
 
+/// The elements diagonal(offset, dim1, dim2) takes from a tensor of `sizes`: element k of the
+/// diagonal is at (row0 + k, col0 + k) in (dim1, dim2). `view_sizes` is the diagonal view's
+/// shape (the other dims in order, then the diagonal). Reads the node's "offset", "dim1" and
+/// "dim2" arguments; declines on fewer than two dims or equal dims.
+struct DiagonalRange {
+  int64_t dim1 = 0, dim2 = 1, row0 = 0, col0 = 0;
+  std::vector<int64_t> view_sizes;
+  bool is_diagonal_dim(size_t d) const {
+    return static_cast<int64_t>(d) == dim1 || static_cast<int64_t>(d) == dim2;
+  }
+};
+DiagonalRange diagonal_range(const NodeLowering& n, const std::vector<int64_t>& sizes);
+
 /// Wraps a possibly negative dim like torch (a 0-dim tensor accepts 0 and -1).
 int64_t wrap_dim(int64_t dim, size_t rank);
 

@@ -119,26 +119,16 @@ void lower_slice_scatter(NodeLowering& n) {
 void lower_diagonal_scatter(NodeLowering& n) {
   const TensorInfo self = n.tensor("self");
   const TensorInfo src = n.tensor("src");
-  if (self.rank() < 2) decline("diagonal_scatter needs two dims");
-  const int64_t offset = n.int_arg("offset", 0);
-  const int64_t d1 = wrap_dim(n.int_arg("dim1", 0), self.rank());
-  const int64_t d2 = wrap_dim(n.int_arg("dim2", 1), self.rank());
-  if (d1 == d2) decline("diagonal dims must differ");
-  const int64_t row0 = offset >= 0 ? 0 : -offset, col0 = offset >= 0 ? offset : 0;
-  const int64_t length =
-      std::max<int64_t>(0, std::min(self.sizes[d1] - row0, self.sizes[d2] - col0));
-  std::vector<int64_t> view_sizes;
+  const DiagonalRange r = diagonal_range(n, self.sizes);
   const Index i = range_vars(self.rank());
   Index from;
-  for (size_t d = 0; d < self.rank(); ++d) {
-    if (static_cast<int64_t>(d) == d1 || static_cast<int64_t>(d) == d2) continue;
-    view_sizes.push_back(self.sizes[d]);
-    from.push_back(i[d]);
-  }
-  view_sizes.push_back(length);
-  from.push_back(i[d1] - ir::Expr(row0));
-  const ir::Expr inside = length == 0 ? ir::Expr(0) : ir::eq(i[d2] - i[d1], ir::Expr(offset));
-  define_scatter(n, self, src, view_sizes, inside, from, "diagonal_scatter");
+  for (size_t d = 0; d < self.rank(); ++d)
+    if (!r.is_diagonal_dim(d)) from.push_back(i[d]);
+  from.push_back(i[r.dim1] - ir::Expr(r.row0));
+  const ir::Expr inside = r.view_sizes.back() == 0
+                              ? ir::Expr(0)
+                              : ir::eq(i[r.dim2] - i[r.dim1], ir::Expr(r.col0 - r.row0));
+  define_scatter(n, self, src, r.view_sizes, inside, from, "diagonal_scatter");
 }
 
 }  // namespace

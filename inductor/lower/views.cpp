@@ -292,25 +292,14 @@ void lower_select(NodeLowering& n) {
 /// diagonal: the other dims in order, then the diagonal as the last dim.
 void lower_diagonal(NodeLowering& n) {
   const TensorInfo src = n.tensor("self");
-  if (src.rank() < 2) decline("diagonal needs two dims");
-  const int64_t offset = n.int_arg("offset", 0);
-  const int64_t d1 = wrap_dim(n.int_arg("dim1", 0), src.rank());
-  const int64_t d2 = wrap_dim(n.int_arg("dim2", 1), src.rank());
-  if (d1 == d2) decline("diagonal dims must differ");
-  const int64_t row0 = offset >= 0 ? 0 : -offset, col0 = offset >= 0 ? offset : 0;
-  const int64_t length = std::max<int64_t>(0, std::min(src.sizes[d1] - row0, src.sizes[d2] - col0));
-  std::vector<int64_t> sizes;
-  for (size_t d = 0; d < src.rank(); ++d)
-    if (static_cast<int64_t>(d) != d1 && static_cast<int64_t>(d) != d2)
-      sizes.push_back(src.sizes[d]);
-  sizes.push_back(length);
-  define_view(n, src, sizes, [&](const Index& i) {
+  const DiagonalRange r = diagonal_range(n, src.sizes);
+  define_view(n, src, r.view_sizes, [&](const Index& i) {
     Index index(src.rank());
     size_t k = 0;
     for (size_t d = 0; d < src.rank(); ++d)
-      if (static_cast<int64_t>(d) != d1 && static_cast<int64_t>(d) != d2) index[d] = i[k++];
-    index[d1] = i.back() + ir::Expr(row0);
-    index[d2] = i.back() + ir::Expr(col0);
+      if (!r.is_diagonal_dim(d)) index[d] = i[k++];
+    index[r.dim1] = i.back() + ir::Expr(r.row0);
+    index[r.dim2] = i.back() + ir::Expr(r.col0);
     return index;
   });
 }
