@@ -104,6 +104,7 @@ void attach_gpu_module(const std::vector<ir::Kernel>& kernels, const std::string
   if (e.column_unroll) target.column_unroll = e.column_unroll;
   if (e.max_column_block) target.max_column_block = e.max_column_block;
   if (e.min_column_grid) target.min_column_grid = e.min_column_grid;
+  target.programmatic_launch = e.programmatic_launch;
   codegen::nvptx::PtxModule module =
       codegen::nvptx::emit_ptx(kernels, target, codegen::nvptx::default_libdevice_path());
   if (module.launches.size() != kernels.size())
@@ -133,6 +134,7 @@ void attach_gpu_module(const std::vector<ir::Kernel>& kernels, const std::string
     std::copy(std::begin(launch.block), std::end(launch.block), dims.block.begin());
     dims.shared_bytes = launch.shared_bytes;
     dims.checks_bounds = kernel_checks_bounds(kernel);
+    dims.programmatic = launch.programmatic;
   }
   build.gpu_llvm_ir = std::move(module.llvm_ir);
   build.gpu_ptx = std::move(module.ptx);

@@ -34,6 +34,7 @@ const std::map<std::string, EmitterSetter>& emitter_fields() {
       {"column_unroll", [](GpuEmitterTuning& e, int64_t v) { e.column_unroll = static_cast<int>(v); }},
       {"max_column_block", [](GpuEmitterTuning& e, int64_t v) { e.max_column_block = static_cast<int>(v); }},
       {"min_column_grid", [](GpuEmitterTuning& e, int64_t v) { e.min_column_grid = v; }},
+      {"programmatic_launch", [](GpuEmitterTuning& e, int64_t v) { e.programmatic_launch = static_cast<int>(v); }},
   };
   return fields;
 }
@@ -76,8 +77,10 @@ GpuTuning parse_gpu_tuning(const std::string& text) {
     }
     if (used == 0 || used != value.size() || v < 0)
       throw std::invalid_argument("gpu_tuning: " + name + " needs a whole number >= 0, not \"" + value + "\"");
-    if (name != "read_once_hints" && v == 0)
-      throw std::invalid_argument("gpu_tuning: " + name + " must be > 0");
+    const bool zero_allowed = name == "read_once_hints" || name == "programmatic_launch";
+    if (!zero_allowed && v == 0) throw std::invalid_argument("gpu_tuning: " + name + " must be > 0");
+    if (name == "programmatic_launch" && v > 3)
+      throw std::invalid_argument("gpu_tuning: programmatic_launch is 0 to 3 (emit_ptx.h)");
     if (name == "read_once_hints" && v > 4)
       throw std::invalid_argument("gpu_tuning: read_once_hints is 0 to 4 (emit_ptx.h)");
     if (name == "max_column_block" && (v > 1024 || (v & (v - 1)) != 0))

@@ -22,6 +22,7 @@ struct GpuEmitterTuning {
   int column_unroll = 0;
   int max_column_block = 0;
   int64_t min_column_grid = 0;
+  int programmatic_launch = 1;  ///< 0-3 (GpuTarget::programmatic_launch)
 };
 
 struct GpuTuning {
@@ -32,8 +33,8 @@ struct GpuTuning {
 /// Parses "name=value,..." (whitespace allowed around items; "" is no override). Names:
 /// max_threads, min_threads, persistent_chunks, vector_bytes, column_threads,
 /// max_column_rows, min_rows_per_thread (ir::ScheduleOptions::gpu_*); read_once_hints (0-4),
-/// row_unroll, column_unroll, max_column_block (<= 1024), min_column_grid (the emitter's,
-/// codegen/nvptx/emit_ptx.h GpuTarget). Throws std::invalid_argument naming the bad item.
+/// row_unroll, column_unroll, max_column_block (<= 1024), min_column_grid,
+/// programmatic_launch (0-3) (the emitter's, codegen/nvptx/emit_ptx.h GpuTarget). Throws std::invalid_argument naming the bad item.
 GpuTuning parse_gpu_tuning(const std::string& text);
 
 /// `options` with the schedule overrides of `tuning` applied.

@@ -194,7 +194,7 @@ std::string plan_to_text(const Plan& p) {
         line += " <<<(" + std::to_string(g.grid[0]) + "," + std::to_string(g.grid[1]) + "," +
                 std::to_string(g.grid[2]) + "), (" + std::to_string(g.block[0]) + "," +
                 std::to_string(g.block[1]) + "," + std::to_string(g.block[2]) + "), " +
-                std::to_string(g.shared_bytes) + ">>>";
+                std::to_string(g.shared_bytes) + ">>>" + (g.programmatic ? " programmatic" : "");
       }
       for (const BufferAlloc& a : s.kernel.allocs) {
         if (a.reuse_slot >= 0) line += " %s" + std::to_string(a.slot) + " reuses %s" + std::to_string(a.reuse_slot);
@@ -255,6 +255,7 @@ json plan_to_json(const Plan& p) {
                            {"block", g.block},
                            {"shared_bytes", g.shared_bytes},
                            {"checks_bounds", g.checks_bounds}};
+        if (g.programmatic) step["gpu"]["programmatic"] = true;
       }
       steps.push_back(std::move(step));
       continue;
@@ -329,6 +330,7 @@ Plan plan_from_json(const json& j) {
           s.kernel.gpu.block = g.at("block").get<std::array<int32_t, 3>>();
           s.kernel.gpu.shared_bytes = g.at("shared_bytes").get<int32_t>();
           s.kernel.gpu.checks_bounds = g.at("checks_bounds").get<bool>();
+          s.kernel.gpu.programmatic = g.value("programmatic", false);
         }
         s.free_after = js.at("free").get<std::vector<int32_t>>();
         p.steps.push_back(std::move(s));

@@ -64,6 +64,10 @@ struct GpuLaunchDims {
   std::array<int32_t, 3> block = {1, 1, 1};
   int32_t shared_bytes = 0;   ///< dynamic shared memory
   bool checks_bounds = false;  ///< has indirect loads that may report through the status word
+  /// Launched with programmatic stream serialization (the kernel waits for its predecessor
+  /// itself: codegen/nvptx/emit_ptx.h GpuTarget::programmatic_launch). JSON key
+  /// "programmatic", absent when false.
+  bool programmatic = false;
 };
 
 /// A call of a generated kernel: `extern "C" int32_t name(char* const* bufs, const int64_t*

@@ -39,6 +39,14 @@ struct GpuTarget {
   int column_unroll = 16;          ///< column groups: loads in flight per thread
   int max_column_block = 1024;     ///< most threads per block of the column mapping
   int64_t min_column_grid = 128;   ///< fewest blocks the column mapping narrows blocks for
+  /// Programmatic dependent launch (sm_90 and later; ignored below), docs/gpu.md. 3: every
+  /// kernel starts with `griddepcontrol.launch_dependents; griddepcontrol.wait;` and is
+  /// launched with the driver's programmatic stream serialization, so the next kernel in the
+  /// stream is launched and its blocks are placed while this one drains, each waiting, before
+  /// any memory access, until its predecessor has completed; 2: the wait only (the next kernel
+  /// is launched as this one's blocks exit); 1: 3, but 2 for column-group kernels (measured);
+  /// 0: plain launches.
+  int programmatic_launch = 1;
 };
 
 /// The loads of `kernel` that read their data exactly once, which skip L1 when
@@ -53,6 +61,10 @@ struct GpuLaunch {
   int64_t grid[3] = {1, 1, 1};
   int32_t block[3] = {128, 1, 1};
   int32_t shared_bytes = 0;  ///< dynamic shared memory (the emitter uses static shared only)
+  /// Launch with programmatic stream serialization: the kernel waits for its predecessor
+  /// itself (GpuTarget::programmatic_launch). Launching a kernel without the wait this way
+  /// would race with the kernel before it.
+  bool programmatic = false;
 };
 
 struct PtxModule {

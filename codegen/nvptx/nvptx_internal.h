@@ -96,6 +96,10 @@ class KernelEmitter {
 
   // ---- emit_kernel.cpp: statements and loops ------------------------------------------------
  private:
+  /// The programmatic-dependent-launch prologue (GpuTarget::programmatic_launch), before the
+  /// kernel's first memory access: allow the next kernel's launch (not for `column_groups`
+  /// kernels in mode 1), then wait for the previous kernel's completion.
+  void wait_for_predecessor(bool column_groups);
   void statements(const std::vector<ir::Stmt>& body);
   void statement(const ir::Stmt& s);
   /// A For run by the current thread alone (serially, vector chunks with a tail).

@@ -48,6 +48,7 @@ Loaded load_symbols() {
   resolve(handle, "cuModuleGetFunction", d.cuModuleGetFunction, e);
   resolve(handle, "cuFuncSetAttribute", d.cuFuncSetAttribute, e);
   resolve(handle, "cuLaunchKernel", d.cuLaunchKernel, e);
+  d.cuLaunchKernelEx = reinterpret_cast<decltype(d.cuLaunchKernelEx)>(dlsym(handle, "cuLaunchKernelEx"));
   return out;
 }
 

@@ -36,6 +36,27 @@ constexpr int kJitInfoLogBufferSizeBytes = 4;
 constexpr int kJitErrorLogBuffer = 5;
 constexpr int kJitErrorLogBufferSizeBytes = 6;
 
+/// cuda.h's CUlaunchAttribute and CUlaunchConfig (cuLaunchKernelEx), same layout: the
+/// attribute id padded to 8 bytes, then a 64-byte value union of which we use one int.
+constexpr int kLaunchAttrProgrammaticStreamSerialization = 6;
+struct LaunchAttribute {
+  int id = 0;
+  char pad[8 - sizeof(int)] = {};
+  union {
+    char bytes[64];
+    int programmatic_stream_serialization_allowed;
+  } value = {};
+};
+static_assert(sizeof(LaunchAttribute) == 72, "CUlaunchAttribute is 72 bytes");
+struct LaunchConfig {
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned block_x = 1, block_y = 1, block_z = 1;
+  unsigned shared_bytes = 0;
+  CUstream stream = nullptr;
+  LaunchAttribute* attrs = nullptr;
+  unsigned num_attrs = 0;
+};
+
 /// The driver entry points we use. Load with Driver::get().
 struct Driver {
   CUresult (*cuInit)(unsigned int flags) = nullptr;
@@ -56,6 +77,9 @@ struct Driver {
                              unsigned block_x, unsigned block_y, unsigned block_z,
                              unsigned shared_bytes, CUstream stream, void** params,
                              void** extra) = nullptr;
+  /// CUDA 12.0 and later; null on older drivers (launches then use cuLaunchKernel).
+  CUresult (*cuLaunchKernelEx)(const LaunchConfig* config, CUfunction fn, void** params,
+                               void** extra) = nullptr;
 
   /// The process's driver, loaded and cuInit'ed once (thread-safe). Throws
   /// std::runtime_error ("no CUDA driver: libcuda.so.1: cannot open ...") when there is none.

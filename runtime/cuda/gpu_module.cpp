@@ -140,12 +140,30 @@ void GpuModule::launch(int ordinal, size_t index, const LaunchDims& dims, void**
       allowed = dims.shared_bytes;
     }
   }
-  const CUresult r = drv.cuLaunchKernel(
-      fn, static_cast<unsigned>(dims.grid[0]), static_cast<unsigned>(dims.grid[1]),
-      static_cast<unsigned>(dims.grid[2]), static_cast<unsigned>(dims.block[0]),
-      static_cast<unsigned>(dims.block[1]), static_cast<unsigned>(dims.block[2]),
-      static_cast<unsigned>(dims.shared_bytes), stream, params, nullptr);
-  drv.check(r, "launching kernel " + name + " with " + dims_text(dims));
+  LaunchConfig config;
+  config.grid_x = static_cast<unsigned>(dims.grid[0]);
+  config.grid_y = static_cast<unsigned>(dims.grid[1]);
+  config.grid_z = static_cast<unsigned>(dims.grid[2]);
+  config.block_x = static_cast<unsigned>(dims.block[0]);
+  config.block_y = static_cast<unsigned>(dims.block[1]);
+  config.block_z = static_cast<unsigned>(dims.block[2]);
+  config.shared_bytes = static_cast<unsigned>(dims.shared_bytes);
+  config.stream = stream;
+  CUresult r = kCudaSuccess;
+  if (dims.programmatic && drv.cuLaunchKernelEx) {
+    LaunchAttribute overlap;
+    overlap.id = kLaunchAttrProgrammaticStreamSerialization;
+    overlap.value.programmatic_stream_serialization_allowed = 1;
+    config.attrs = &overlap;
+    config.num_attrs = 1;
+    r = drv.cuLaunchKernelEx(&config, fn, params, nullptr);
+  } else {
+    r = drv.cuLaunchKernel(fn, config.grid_x, config.grid_y, config.grid_z, config.block_x,
+                           config.block_y, config.block_z, config.shared_bytes, stream, params,
+                           nullptr);
+  }
+  drv.check(r, "launching kernel " + name + " with " + dims_text(dims) +
+                   (dims.programmatic ? " (programmatic)" : ""));
 }
 
 }  // namespace inductor_cpp::runtime::cuda

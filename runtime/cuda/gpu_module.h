@@ -24,6 +24,9 @@ struct LaunchDims {
   std::array<int64_t, 3> grid = {1, 1, 1};
   std::array<int32_t, 3> block = {128, 1, 1};
   int32_t shared_bytes = 0;  ///< dynamic shared memory
+  /// cuLaunchKernelEx with programmatic stream serialization (the kernel begins with
+  /// griddepcontrol.wait); plain cuLaunchKernel when false or when the driver lacks it.
+  bool programmatic = false;
 };
 
 /// Throws std::runtime_error naming the kernel when the dims are not launchable (a zero or
@@ -45,7 +48,7 @@ class GpuModule {
   /// when the image does not load, naming the kernel whose lookup failed.
   const std::vector<CUfunction>& functions(int ordinal) const;
 
-  /// cuLaunchKernel of kernel `index` (its handle from functions(ordinal)); `params` holds a
+  /// cuLaunchKernel(Ex) of kernel `index` (its handle from functions(ordinal)); `params` holds a
   /// pointer to each parameter value, in the kernel ABI's order.
   void launch(int ordinal, size_t index, const LaunchDims& dims, void** params,
               CUstream stream) const;

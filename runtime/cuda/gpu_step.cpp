@@ -32,6 +32,7 @@ std::vector<GpuKernel> bind_gpu_kernels(const Plan& plan,
     k.dims.grid = s.kernel.gpu.grid;
     k.dims.block = s.kernel.gpu.block;
     k.dims.shared_bytes = s.kernel.gpu.shared_bytes;
+    k.dims.programmatic = s.kernel.gpu.programmatic;
     check_launch_dims(s.kernel.name, k.dims);
     k.checks_bounds = s.kernel.gpu.checks_bounds;
     k.label = k.index < step_labels.size() ? step_labels[k.index] : "generated " + s.kernel.name;

@@ -77,6 +77,7 @@ runtime::Plan gpu_plan() {
   s.kernel.gpu.block = {128, 1, 1};
   s.kernel.gpu.shared_bytes = 64;
   s.kernel.gpu.checks_bounds = true;
+  s.kernel.gpu.programmatic = true;
   p.steps.push_back(s);
   p.outputs.push_back(runtime::PlanArg::of_slot(1));
   p.kernel_library = "kernels.cubin";
@@ -98,9 +99,15 @@ TEST(GpuPlan, JsonRoundTripKeepsLaunchDimsAndLibraryKind) {
   EXPECT_EQ(g.block[0], 128);
   EXPECT_EQ(g.shared_bytes, 64);
   EXPECT_TRUE(g.checks_bounds);
+  EXPECT_TRUE(g.programmatic);
   EXPECT_EQ(runtime::plan_to_json(back), j);
-  EXPECT_NE(runtime::plan_to_text(p).find("<<<(3,1,1), (128,1,1), 64>>>"), std::string::npos)
+  EXPECT_NE(runtime::plan_to_text(p).find("<<<(3,1,1), (128,1,1), 64>>> programmatic"),
+            std::string::npos)
       << runtime::plan_to_text(p);
+  // Plans cached before the key existed read back as plain launches.
+  nlohmann::json old = j;
+  old["steps"][0]["gpu"].erase("programmatic");
+  EXPECT_FALSE(runtime::plan_from_json(old).steps[0].kernel.gpu.programmatic);
 }
 
 TEST(GpuPlan, CpuPlanJsonHasNoGpuFieldsAndReadsBackAsSharedLibrary) {
@@ -224,6 +231,7 @@ TEST(GpuBuildPlan, CudaGraphBecomesOnePtxModuleWithLaunchDims) {
     ++kernels;
     EXPECT_NE(built.gpu_ptx.find(".entry " + s.kernel.name), std::string::npos) << s.kernel.name;
     EXPECT_GE(s.kernel.gpu.grid[0] * s.kernel.gpu.block[0], 1);
+    EXPECT_EQ(s.kernel.gpu.programmatic, built.gpu_sm >= 90) << s.kernel.name;
     for (const runtime::BufferAlloc& a : s.kernel.allocs) EXPECT_EQ(a.device, "cuda:0");
   }
   EXPECT_GE(kernels, 1);

@@ -27,12 +27,15 @@ TEST(GpuTuning, ParsesNamesIntoScheduleFields) {
   EXPECT_EQ(parse_gpu_tuning("row_unroll=8,max_column_block=512").emitter.max_column_block, 512);
   EXPECT_EQ(parse_gpu_tuning("row_unroll=8").emitter.row_unroll, 8);
   EXPECT_TRUE(parse_gpu_tuning("").settings.empty());
+  EXPECT_EQ(parse_gpu_tuning("").emitter.programmatic_launch, 1);
+  EXPECT_EQ(parse_gpu_tuning("programmatic_launch=0").emitter.programmatic_launch, 0);
 }
 
 TEST(GpuTuning, BadItemsAreErrorsThatNameThem) {
   for (const char* bad : {"max_thread=4", "max_threads", "max_threads=x", "max_threads=-1",
                           "max_threads=0", "max_threads=4k",
-                          "max_column_block=384", "max_column_block=2048", "read_once_hints=5"}) {
+                          "max_column_block=384", "max_column_block=2048", "read_once_hints=5",
+                          "programmatic_launch=4"}) {
     try {
       parse_gpu_tuning(bad);
       ADD_FAILURE() << bad << " was accepted";

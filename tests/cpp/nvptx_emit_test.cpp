@@ -183,6 +183,65 @@ TEST_F(NvptxEmit, PointwiseFloat32IsVectorized) {
   EXPECT_EQ(m.launches[0].grid[0], (64000 / 4 + 255) / 256);
 }
 
+// Programmatic dependent launch on sm_90: every kernel allows the next one's launch and
+// waits for its predecessor before its first memory access; sm_80 (no griddepcontrol) and
+// programmatic_launch = false emit neither, and their launches are plain.
+TEST_F(NvptxEmit, ProgrammaticLaunchPrologueComesBeforeAnyMemoryAccess) {
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float32[64, 1000]{1000, 1} input 0 cuda
+  buffer %1: float32[64]{1} computed cuda
+  buffer %2: float32[64, 1000]{1000, 1} computed cuda
+  compute %1 (node 1) reduce sum[64] over [1000] = load(%in0, [i0, r0])
+  compute %2 (node 2) pointwise[64, 1000] = div(load(%in0, [i0, i1]), load(%1, [i0]))
+  kernel %1
+  kernel %2
+  output %2
+)");
+  const PtxModule sm90 = emit_and_assemble(kernels, "programmatic_launch");
+  ASSERT_FALSE(sm90.launches.empty());
+  for (const GpuLaunch& l : sm90.launches) EXPECT_TRUE(l.programmatic) << l.name;
+  EXPECT_EQ(occurrences(sm90.ptx, "griddepcontrol.wait;"), sm90.launches.size()) << sm90.ptx;
+  EXPECT_EQ(occurrences(sm90.ptx, "griddepcontrol.launch_dependents;"), sm90.launches.size());
+  for (size_t entry = sm90.ptx.find(".entry"); entry != std::string::npos;
+       entry = sm90.ptx.find(".entry", entry + 1)) {
+    const size_t wait = sm90.ptx.find("griddepcontrol.wait;", entry);
+    ASSERT_NE(wait, std::string::npos);
+    for (const char* access : {"ld.global", "st.global", "ld.shared", "st.shared", "atom."}) {
+      const size_t first = sm90.ptx.find(access, entry);
+      if (first != std::string::npos) {
+        EXPECT_LT(wait, first) << access << "\n" << sm90.ptx;
+      }
+    }
+  }
+  GpuTarget older;
+  older.sm = 80;
+  const PtxModule sm80 = emit_ptx(kernels, older, default_libdevice_path());
+  EXPECT_EQ(sm80.ptx.find("griddepcontrol"), std::string::npos);
+  for (const GpuLaunch& l : sm80.launches) EXPECT_FALSE(l.programmatic);
+  GpuTarget plain;
+  plain.programmatic_launch = 0;
+  const PtxModule off = emit_ptx(kernels, plain, default_libdevice_path());
+  EXPECT_EQ(off.ptx.find("griddepcontrol"), std::string::npos);
+  for (const GpuLaunch& l : off.launches) EXPECT_FALSE(l.programmatic);
+  GpuTarget wait_only;
+  wait_only.programmatic_launch = 2;
+  const PtxModule late = emit_ptx(kernels, wait_only, default_libdevice_path());
+  EXPECT_EQ(occurrences(late.ptx, "griddepcontrol.wait;"), late.launches.size());
+  EXPECT_EQ(late.ptx.find("griddepcontrol.launch_dependents"), std::string::npos);
+  for (const GpuLaunch& l : late.launches) EXPECT_TRUE(l.programmatic);
+  // Mode 3 triggers early in column-group kernels too (sum(0) of a [1024, 256] input).
+  const auto column_kernel = gpu_kernels(R"(  buffer %in0: float32[1024, 256]{256, 1} input 0 cuda
+  buffer %1: float32[256]{1} computed cuda
+  compute %1 (node 1) reduce sum[256] over [1024] = load(%in0, [r0, i0])
+  kernel %1
+  output %1
+)");
+  GpuTarget everywhere;
+  everywhere.programmatic_launch = 3;
+  EXPECT_NE(emit_ptx(column_kernel, everywhere, default_libdevice_path())
+                .ptx.find("griddepcontrol.launch_dependents;"),
+            std::string::npos);
+}
+
 TEST_F(NvptxEmit, PointwiseReducedFloats) {
   const auto kernels = gpu_kernels(R"(  buffer %in0: float16[4096]{1} input 0 cuda
   buffer %in1: bfloat16[4096]{1} input 1 cuda
@@ -312,6 +371,11 @@ TEST_F(NvptxEmit, OuterReductionSplitsRowsOverThreadRows) {
   EXPECT_NE(m.ptx.find("st.global.v4.f32"), std::string::npos) << m.ptx;
   EXPECT_EQ(m.launches[0].block[0], 256);
   EXPECT_EQ(m.launches[0].grid[0], 256 / 4 / 8);
+  // Column-group kernels wait for their predecessor but let the next kernel launch only as
+  // their blocks exit (GpuTarget::programmatic_launch 1; measured on sum(0)).
+  EXPECT_TRUE(m.launches[0].programmatic);
+  EXPECT_NE(m.ptx.find("griddepcontrol.wait;"), std::string::npos) << m.ptx;
+  EXPECT_EQ(m.ptx.find("griddepcontrol.launch_dependents"), std::string::npos) << m.ptx;
 }
 
 // Column groups of 16 bytes of the widest contiguous element: 8 float16 columns per group (a
