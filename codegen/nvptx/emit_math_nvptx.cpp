@@ -33,8 +33,9 @@ const std::map<UnaryOp, const char*>& libdevice_unary() {
       {UnaryOp::asinh, "asinh"},   {UnaryOp::acosh, "acosh"}, {UnaryOp::atanh, "atanh"},
       {UnaryOp::erf, "erf"},       {UnaryOp::erfc, "erfc"},   {UnaryOp::erfinv, "erfinv"},
       {UnaryOp::lgamma, "lgamma"}, {UnaryOp::floor, "floor"}, {UnaryOp::ceil, "ceil"},
-      {UnaryOp::trunc, "trunc"},   {UnaryOp::round, "rint"},  // round half to even, as torch.round
-      {UnaryOp::abs, "fabs"},
+      {UnaryOp::trunc, "trunc"},   {UnaryOp::abs, "fabs"},
+      // round: not libdevice's __nv_rint(f), whose llvm.nvvm.round.* LLVM 16 upgrades to
+      // llvm.round (half away from zero: -2.5 -> -3); see unary_math.
   };
   return table;
 }
@@ -142,10 +143,13 @@ llvm::Value* KernelEmitter::unary_math(UnaryOp op, llvm::Value* x, DType t) {
       if (!is_float) return b_.getFalse();
       return b_.CreateFCmpOEQ(libdevice("fabs", t, {x}),
                               fconst(std::numeric_limits<double>::infinity()));
+    case UnaryOp::round:
+      if (!is_float) return x;
+      // Half to even, as torch.round: llvm.roundeven is cvt.rni on NVPTX.
+      return b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x);
     case UnaryOp::floor:
     case UnaryOp::ceil:
     case UnaryOp::trunc:
-    case UnaryOp::round:
       if (!is_float) return x;  // integers are already whole
       break;
     default:

@@ -269,6 +269,25 @@ TEST_F(NvptxEmit, PointwiseReducedFloats) {
   EXPECT_NE(m.ptx.find("ld.global.v4.u16"), std::string::npos) << m.ptx;
 }
 
+// round is half to even in every float type (torch.round): -0.5 -> -0, -2.5 -> -2.
+TEST_F(NvptxEmit, RoundIsHalfToEven) {
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float16[4096]{1} input 0 cuda
+  buffer %in1: float32[4096]{1} input 1 cuda
+  buffer %1: float16[4096]{1} computed cuda
+  buffer %2: float32[4096]{1} computed cuda
+  compute %1 (node 1) pointwise[4096] = cast(round(cast(load(%in0, [i0]), float32)), float16)
+  compute %2 (node 2) pointwise[4096] = round(load(%in1, [i0]))
+  kernel %1
+  kernel %2
+  output %1, %2
+)");
+  const PtxModule m = emit_and_assemble(kernels, "round");
+  // libdevice's __nv_rintf became llvm.round (half away from zero) in LLVM 16's upgrade of
+  // llvm.nvvm.round.f: -0.5 gave -1 on the GPU (test_gpu.py enumerates every half value).
+  EXPECT_EQ(m.llvm_ir.find("@llvm.round."), std::string::npos) << m.llvm_ir;
+  EXPECT_NE(m.ptx.find("cvt.rni.f32.f32"), std::string::npos) << m.ptx;
+}
+
 TEST_F(NvptxEmit, IntegerAndBoolPointwise) {
   const auto kernels = gpu_kernels(R"(  buffer %in0: int64[1000]{1} input 0 cuda
   buffer %in1: int64[1000]{1} input 1 cuda

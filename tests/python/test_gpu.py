@@ -110,6 +110,19 @@ def test_half_precision_pointwise_and_softmax(dtype):
     torch.testing.assert_close(compiled(fn)(x), fn(x), **tol)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_rounding_of_every_half_precision_value_is_exact(dtype):
+    # All 65536 bit patterns (NaN and infinities included): round is half to even, as eager's.
+    x = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(dtype).to(DEV)
+    fn = lambda x: torch.stack([x.round(), x.floor(), x.ceil(), x.trunc(),  # noqa: E731
+                                torch.round(x, decimals=0)])
+    got, want = compiled(fn)(x), fn(x)
+    wrong = ~((got == want) | (got.isnan() & want.isnan()))
+    assert not wrong.any(), (f"{int(wrong.sum())} wrong, inputs {x[wrong.any(0)][:8].tolist()}: "
+                             f"got {got[:, wrong.any(0)][:, :8].tolist()}, "
+                             f"eager {want[:, wrong.any(0)][:, :8].tolist()}")
+
+
 def test_non_contiguous_and_broadcast_inputs():
     a = torch.randn(128, 256, device=DEV).t()
     b = torch.randn(128, device=DEV)
