@@ -338,6 +338,16 @@ Emitted KernelEmitter::compute(const ir::ValueNode& n) {
       const ir::DType operand_type = n.operands[0]->dtype;
       const bool widen = ir::is_reduced_float(operand_type);
       const bool unary = n.kind == ir::ValueKind::Unary;
+      if (!unary && n.binary_op() == ir::BinaryOp::div && vector && !ops[1].vector &&
+          (operand_type == ir::DType::Float32 || widen)) {
+        // The same divisor in every lane (softmax's row sum): a reciprocal and a correction
+        // step instead of a vector division (ic_runtime_math.h div_by_invariant).
+        std::string call = "ic::div_by_invariant(" + operand(0, widen) + ", " +
+                           (widen ? "static_cast<float>(" + ops[1].text + ")" : ops[1].text) + ")";
+        if (widen && n.dtype == operand_type)
+          call = "ic::cast<" + cpp_type(n.dtype) + ">(" + call + ")";
+        return declare(n.dtype, vector, call);
+      }
       std::string call =
           std::string("ic::") +
           (unary ? ir::unary_op_name(n.unary_op()) : ir::binary_op_name(n.binary_op())) + "(" +

@@ -179,7 +179,9 @@ IC_INLINE Vec<T, N> map_chunks2(const Vec<T, N>& a, const Vec<T, N>& b, F f) {
 
 template <int N, class T>
 IC_INLINE Vec<T, N> broadcast(T x) {
-  return Vec<T, N>{typename Vec<T, N>::raw{} + Vec<T, N>::to_lane(x)};
+  // x - 0, not 0 + x: IEEE gives 0 + -0 = +0, which lost the sign of a broadcast -0.0
+  // (x / broadcast(-0.0) was x / +0).
+  return Vec<T, N>{Vec<T, N>::to_lane(x) - typename Vec<T, N>::raw{}};
 }
 /// {0, 1, ..., N - 1} in lanes of L: a compile-time constant.
 template <class L, int N>

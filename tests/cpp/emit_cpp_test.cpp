@@ -56,6 +56,14 @@ const char* const kKernels[] = {
     %fm[x0] = fmod(load(%a, [x0]), load(%b, [x0]))
   }
 })",
+    R"(kernel div_by_row(%a: float32 in, %s: float32 in, %o: float32 out, %h: bfloat16 in, %ho: bfloat16 out) symbols(s0, s1) {
+  for x0 in 0..s1 parallel {
+    for x1 in 0..s0 vector(16) {
+      %o[x0*s0 + x1] = div(load(%a, [x0*s0 + x1]), load(%s, [x0]))
+      %ho[x0*s0 + x1] = cast(div(cast(load(%h, [x0*s0 + x1]), float32), load(%s, [x0])), bfloat16)
+    }
+  }
+})",
     R"(kernel small_ints(%a: int8 in, %b: int8 in, %o: int8 out, %l: bool out) symbols(s0) {
   for x0 in 0..s0 vector(16) {
     %o[x0] = add(load(%a, [x0]), load(%b, [x0]))
@@ -635,6 +643,62 @@ TEST_F(EmitCppTest, IntegerDivisionFollowsPython) {
       EXPECT_EQ(rem[i], adjust ? r + b[i] : r) << what;
       EXPECT_EQ(td[i], q) << what;
       EXPECT_EQ(fm[i], r) << what;
+    }
+  }
+}
+
+// A divisor the same for a whole vector loop (softmax's row sum) is one reciprocal and a
+// correction step per lane (ic::div_by_invariant): bit-identical to IEEE division wherever
+// the quotient is normal, with zero signs, infinities and NaNs as division gives them, and
+// division itself for divisors whose reciprocal would lose range.
+TEST_F(EmitCppTest, DivisionByARowInvariantDivisorIsCorrectlyRounded) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const std::vector<float> divisors = {3.0f, -7.3f, 0.1f, 1e30f, -1e-30f, 0.0f, -0.0f, inf, -inf,
+                                       nan, 1e-40f, std::ldexp(1.0f, -101), std::ldexp(1.0f, 101),
+                                       std::ldexp(1.0f, -100), 1.0f / 3, 255.0f, 65536.5f};
+  const int64_t cols = 203;  // 12 vectors and a tail
+  const int64_t rows = static_cast<int64_t>(divisors.size());
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
+  std::uniform_int_distribution<int> exponent(-140, 127);
+  std::vector<float> a(rows * cols), s = divisors, o(rows * cols);
+  std::vector<uint16_t> h(rows * cols), ho(rows * cols);
+  const std::vector<float> specials = {0.0f, -0.0f, inf, -inf, nan, 3.4e38f, -3.4e38f, 1e-45f, 1.0f};
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    const int64_t col = i % cols;
+    a[i] = col < static_cast<int64_t>(specials.size())
+               ? specials[col]
+               : std::ldexp(mantissa(rng), exponent(rng)) * (col % 2 ? -1.0f : 1.0f);
+    float hf = a[i];
+    uint32_t bits;
+    std::memcpy(&bits, &hf, 4);
+    h[i] = static_cast<uint16_t>(bits >> 16);  // truncation: any bfloat16 value will do
+  }
+  for (const Target& t : *targets_) {
+    ASSERT_EQ(run(t, "div_by_row", {cols, rows}, 2, a, s, o, h, ho), 0);
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      const float want = a[i] / s[i / cols];
+      const std::string what = std::string(cpu_isa_name(t.target.isa)) + " " +
+                               std::to_string(a[i]) + " / " + std::to_string(s[i / cols]);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(o[i])) << what << " = " << o[i];
+      } else if (std::fpclassify(want) == FP_SUBNORMAL) {
+        EXPECT_LE(std::fabs(o[i] - want), std::ldexp(1.0f, -149)) << what;  // 1 ulp there
+      } else {
+        EXPECT_EQ(o[i], want) << what;
+        EXPECT_EQ(std::signbit(o[i]), std::signbit(want)) << what;
+      }
+      // The bfloat16 path (widened to float32, divided, rounded to nearest even).
+      uint32_t hb = uint32_t{h[i]} << 16, qb;
+      float hf;
+      std::memcpy(&hf, &hb, 4);
+      const float q = hf / s[i / cols];
+      std::memcpy(&qb, &q, 4);
+      const uint16_t expected =
+          std::isnan(q) ? 0x7FC0 : static_cast<uint16_t>((qb + 0x7FFF + ((qb >> 16) & 1)) >> 16);
+      if (std::fpclassify(q) == FP_NORMAL || q == 0 || std::isinf(q)) {
+        EXPECT_EQ(ho[i], expected) << what << " (bfloat16)";
+      }
     }
   }
 }

@@ -53,6 +53,30 @@ def test_sum_over_dim_zero_and_full_sum():
     assert c["ops_fallback"] == 0, c
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_signed_zero_constants_and_divisors_keep_their_sign(dtype):
+    # A broadcast -0.0 used to become +0.0 (0 + -0 = +0): x / -0.0 gave inf of the wrong sign.
+    x = torch.tensor([1.0, -2.0, 0.0, 3.0, -0.0] * 7, dtype=dtype)
+    s = torch.tensor([-0.0, 0.0, 3.0, -7.0], dtype=dtype)
+    f = lambda x, s: (x / -0.0, x * -0.0, torch.where(x > 0, x, -0.0),  # noqa: E731
+                      x.view(5, 7) / s[:1].view(1, 1), (x.view(7, 5) / s[:, None].repeat(2, 1)[:7]))
+    for got, want in zip(compile_cpp(f)(x, s), f(x, s)):
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+        real = ~want.isnan()  # a NaN's sign means nothing (bfloat16 NaNs are made canonical)
+        assert torch.equal(got.signbit()[real], want.signbit()[real]), (got, want)
+
+
+def test_softmax_normalization_is_correctly_rounded_division():
+    # The row sum divides every element through a reciprocal and a correction step
+    # (ic::div_by_invariant): the same bits as dividing exp(x - max) by the sum.
+    x = torch.randn(64, 1000) * 30  # large spread: tiny exps take the division fallback
+    got = compile_cpp(lambda x: torch.softmax(x, -1))(x)
+    e = torch.exp(x - x.amax(-1, keepdim=True))
+    ref = e / e.double().sum(-1, keepdim=True).float()
+    assert torch.equal(got.signbit(), ref.signbit())
+    torch.testing.assert_close(got, ref, rtol=2e-6, atol=1e-30)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
 def test_floating_pointwise_and_reductions(dtype):
     x = torch.randn(37, 129).to(dtype)
