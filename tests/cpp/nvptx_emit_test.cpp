@@ -288,6 +288,39 @@ TEST_F(NvptxEmit, RoundIsHalfToEven) {
   EXPECT_NE(m.ptx.find("cvt.rni.f32.f32"), std::string::npos) << m.ptx;
 }
 
+// Zero-size tensors: every mapping (pointwise, rows, columns, a full reduction) emits,
+// assembles and launches one block that does nothing (grids are at least 1).
+TEST_F(NvptxEmit, ZeroSizeKernelsEmitAndLaunchNothing) {
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float32[0, 64]{64, 1} input 0 cuda
+  buffer %in1: float32[64, 0]{0, 1} input 1 cuda
+  buffer %1: float32[0, 64]{64, 1} computed cuda
+  buffer %2: float32[0]{1} computed cuda
+  buffer %3: float32[64]{1} computed cuda
+  buffer %4: float32[64]{1} computed cuda
+  buffer %5: float32[0]{1} computed cuda
+  buffer %6: float32[]{} computed cuda
+  compute %1 (node 1) pointwise[0, 64] = exp(load(%in0, [i0, i1]))
+  compute %2 (node 2) reduce sum[0] over [64] = load(%in0, [i0, r0])
+  compute %3 (node 3) reduce sum[64] over [0] = load(%in0, [r0, i0])
+  compute %4 (node 4) reduce max[64] over [0] = load(%in1, [i0, r0])
+  compute %5 (node 5) reduce welford_m2[0] over [64] = load(%in0, [i0, r0])
+  compute %6 (node 6) reduce sum[] over [0, 64] = load(%in0, [r0, r1])
+  kernel %1
+  kernel %2
+  kernel %3
+  kernel %4
+  kernel %5
+  kernel %6
+  output %1, %2, %3, %4, %5, %6
+)");
+  ASSERT_FALSE(kernels.empty());
+  const PtxModule m = emit_and_assemble(kernels, "zero_size");
+  for (const GpuLaunch& l : m.launches) {
+    EXPECT_GE(l.grid[0], 1) << l.name;
+    EXPECT_GE(l.block[0], 1) << l.name;
+  }
+}
+
 TEST_F(NvptxEmit, IntegerAndBoolPointwise) {
   const auto kernels = gpu_kernels(R"(  buffer %in0: int64[1000]{1} input 0 cuda
   buffer %in1: int64[1000]{1} input 1 cuda

@@ -123,6 +123,14 @@ def test_rounding_of_every_half_precision_value_is_exact(dtype):
                              f"eager {want[:, wrong.any(0)][:, :8].tolist()}")
 
 
+def test_zero_size_tensors_are_generated():
+    x, y = torch.randn(0, 37, device=DEV), torch.randn(37, device=DEV)
+    fn = lambda x, y: ((x * y).exp() + 1, x.sum(1), x.t().contiguous())  # noqa: E731
+    for got, want in zip(compiled(fn)(x, y), fn(x, y)):
+        assert got.shape == want.shape and got.stride() == want.stride(), (got.shape, want.shape)
+    assert generated_ops()[1] == 0, generated_ops()
+
+
 def test_non_contiguous_and_broadcast_inputs():
     a = torch.randn(128, 256, device=DEV).t()
     b = torch.randn(128, device=DEV)
