@@ -112,11 +112,13 @@ UNINITIALIZED_OUTPUT_OPS = {
     "new_empty_strided", "resize_", "resize_as_",
 }
 # Ops some of whose outputs are uninitialized memory or random-generator state: those outputs
-# (by index) are compared by metadata only. The memory-efficient attention kernels return the
-# philox seed and offset for their dropout; with dropout_p = 0 the CUDA kernel never writes
-# them, so eager and compiled both return whatever the allocation held.
+# (by index) are compared by metadata only. The memory-efficient and flash attention kernels
+# return the philox seed and offset (flash: its rng_state and an unused tensor) for their
+# dropout; with dropout_p = 0 the CUDA kernel never writes them, so eager and compiled both
+# return whatever the allocation held.
 UNINITIALIZED_OUTPUTS = {
     "torch.ops.aten._efficient_attention_forward": (2, 3),
+    "torch.ops.aten._flash_attention_forward": (2, 3),
     "torch.ops.aten._scaled_dot_product_efficient_attention": (2, 3),
 }
 
