@@ -228,18 +228,7 @@ TEST_F(NvptxEmit, ProgrammaticLaunchPrologueComesBeforeAnyMemoryAccess) {
   EXPECT_EQ(occurrences(late.ptx, "griddepcontrol.wait;"), late.launches.size());
   EXPECT_EQ(late.ptx.find("griddepcontrol.launch_dependents"), std::string::npos);
   for (const GpuLaunch& l : late.launches) EXPECT_TRUE(l.programmatic);
-  // Mode 3 triggers early in column-group kernels too (sum(0) of a [1024, 256] input).
-  const auto column_kernel = gpu_kernels(R"(  buffer %in0: float32[1024, 256]{256, 1} input 0 cuda
-  buffer %1: float32[256]{1} computed cuda
-  compute %1 (node 1) reduce sum[256] over [1024] = load(%in0, [r0, i0])
-  kernel %1
-  output %1
-)");
-  GpuTarget everywhere;
-  everywhere.programmatic_launch = 3;
-  EXPECT_NE(emit_ptx(column_kernel, everywhere, default_libdevice_path())
-                .ptx.find("griddepcontrol.launch_dependents;"),
-            std::string::npos);
+  // Column-group kernels: OuterReductionSplitsRowsOverThreadRows.
 }
 
 TEST_F(NvptxEmit, PointwiseReducedFloats) {
@@ -428,6 +417,11 @@ TEST_F(NvptxEmit, OuterReductionSplitsRowsOverThreadRows) {
   EXPECT_TRUE(m.launches[0].programmatic);
   EXPECT_NE(m.ptx.find("griddepcontrol.wait;"), std::string::npos) << m.ptx;
   EXPECT_EQ(m.ptx.find("griddepcontrol.launch_dependents"), std::string::npos) << m.ptx;
+  GpuTarget everywhere;  // mode 3: the early trigger in column-group kernels too
+  everywhere.programmatic_launch = 3;
+  EXPECT_NE(emit_ptx(kernels, everywhere, default_libdevice_path())
+                .ptx.find("griddepcontrol.launch_dependents;"),
+            std::string::npos);
 }
 
 // Column groups of 16 bytes of the widest contiguous element: 8 float16 columns per group (a
