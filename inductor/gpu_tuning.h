@@ -34,7 +34,8 @@ struct GpuTuning {
 /// max_threads, min_threads, persistent_chunks, vector_bytes, column_threads,
 /// max_column_rows, min_rows_per_thread (ir::ScheduleOptions::gpu_*); read_once_hints (0-4),
 /// row_unroll, column_unroll, max_column_block (<= 1024), min_column_grid,
-/// programmatic_launch (0-3) (the emitter's, codegen/nvptx/emit_ptx.h GpuTarget). Throws std::invalid_argument naming the bad item.
+/// programmatic_launch (0-3) (the emitter's, codegen/nvptx/emit_ptx.h GpuTarget). Throws
+/// std::invalid_argument naming the bad item.
 GpuTuning parse_gpu_tuning(const std::string& text);
 
 /// `options` with the schedule overrides of `tuning` applied.
