@@ -275,10 +275,10 @@ TEST_F(GemmTest, OneRowRunsAsAMatrixVectorProduct) {
   }()));
   for (bool trans_b : {true, false})
     for (int64_t k : {1, 7, 16, 31, 32, 33, 100, 1000})
-      for (int64_t n : {1, 3, 4, 5, 17, 1000}) {
+      for (int64_t n : {1, 3, 4, 5, 17, 300, 390, 1000}) {
         Fixture f(1, n, k, false, trans_b, rng, 1 + k % 3);
         f.p.alpha = k % 2 ? 1.0f : -0.5f;
-        f.p.accumulate = n % 2 == 1;
+        f.p.accumulate = (n + k) % 2 == 1;
         f.p.epilogue = {f.op(EpilogueKind::BiasCol), f.op(EpilogueKind::Gelu),
                         f.op(EpilogueKind::AddResidual)};
         SCOPED_TRACE("k " + std::to_string(k) + ", n " + std::to_string(n) + ", trans_b " +
