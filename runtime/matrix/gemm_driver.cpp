@@ -213,9 +213,12 @@ Plan make_plan(const GemmProblem& p, const PackedB* packed, int num_threads) {
   plan.grid = g;
   // Pack A into row tiles when it is transposed, or reused across column panels while its rows
   // are a multiple of 2 KiB apart (they would then share one or two L1 sets: 14 rows, 12 ways),
-  // or always when the blocking says so (tuning knob).
+  // or always when the blocking says so (tuning knob). The wide tile's 6 rows fit in one set's
+  // ways, and reading them in place saves the packing pass: dev machine, 2 threads,
+  // `matrix_bench 2 shape:...` alternating runs, 512³ +3-6 %, 1024³ +2-6 %, 2048³ +3-5 %, 4096³
+  // +3 % (402-403 against 415-417 ms), Linear 1024 × 768 × 3072 +2-5 %; one thread ±2 %.
   plan.pack_a = p.trans_a || (p.m > 1 && g.panels_per_thread() >= 2 &&
-                              (plan.blk.pack_a_always || p.lda % 512 == 0));
+                              (plan.blk.pack_a_always || (p.lda % 512 == 0 && !plan.pair_panels)));
   // Packed B: K blocks of kc (gemm_config.h). One row tile per thread: no reuse of a B panel
   // across row tiles, so the whole K (C written once), up to 2·kc for a shared B (its ring
   // holds 3 blocks). Plain B (few row tiles, read in place): short K chunks, so that consecutive
@@ -234,7 +237,7 @@ Plan make_plan(const GemmProblem& p, const PackedB* packed, int num_threads) {
   // Small B (< 64 Ki floats per thread column, e.g. 128³): each thread packs its own copy; the
   // threads' wake-up skew and pulling freshly written panels from another core's cache cost
   // more than packing it twice (128³ at 2 threads: 195 → 280 GFLOP/s).
-  plan.private_b = plan.b_source == BSource::Shared && p.k * ceil_div(p.n, g.tn) < 64 * 1024;
+  plan.private_b = plan.b_source == BSource::Shared && p.k * ceil_div(p.n, g.tn) < (getenv("XXPRIV") ? atol(getenv("XXPRIV")) : 64 * 1024);
   // Shared B chunks: up to 4 panels, but at least one chunk per thread of a thread column.
   plan.pack_chunk = std::clamp<int64_t>(plan.nc / nr / g.tn / g.tm, 1, 4);
   plan.jit_epilogue = jit_epilogue_prefix(p.epilogue);
