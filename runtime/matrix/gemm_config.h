@@ -32,7 +32,7 @@ struct GemmBlocking {
       2;              ///< Pack a (non-transposed) B when a thread has this many row tiles.
   int64_t mc = 112;   ///< Rows of A per block (multiple of mr).
   int64_t nc = 1024;  ///< Columns of B per packed block and thread column (multiple of nr).
-  bool pack_a_always = false;            ///< Pack A whenever reused (else only at lda % 512 == 0).
+  bool pack_a_always = false;  ///< Pack A whenever reused (else at lda % 512 == 0, 14-row tiles).
   int64_t serial_macs = 128 * 128 * 64;  ///< Problems with fewer multiply-adds run on one thread…
   int64_t serial_b_floats = 128 * 1024;  ///< …unless B has at least this many elements.
   /// The wide tile: pair_mr × 2·nr over two adjacent packed panels, used on packed B when each
