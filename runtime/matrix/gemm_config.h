@@ -40,7 +40,7 @@ struct GemmBlocking {
   int64_t pair_min_rows = 64;
   int pair_mr = 6;
   int64_t pair_mc = 120;  ///< Multiple of pair_mr.
-  int64_t pair_kc = 384;
+  int64_t pair_kc = 1024;  ///< 384 while A was packed; docs/codegen/matrix.md "Wide tile".
   /// choose_grid's slack for the GEMM's thread grid: grids within 6 % of the fewest tiles per
   /// thread that split M more win. H200 host, 16 threads, ratios to torch.mm: with 0 the wide
   /// tile's finer rows tipped 1024³ and 4096³ to a 1 × 16 grid (16 threads each packing all of

@@ -217,12 +217,14 @@ TEST_F(GemmTest, SameThreadCountIsBitIdentical) {
 TEST_F(GemmTest, WideTilesOverPanelPairs) {
   // Many rows per thread (or M ≤ 6) on packed B take the wide tile over pairs of panels
   // (gemm_config.h: pair_min_rows): even and odd panel counts per thread column, a partial
-  // last panel alone or second in its pair, uneven K blocks, prepacked and per-call packed B.
+  // last panel alone or second in its pair, uneven K blocks (K 2501: 834 + 834 + 833),
+  // prepacked and per-call packed B.
   struct Shape {
     int64_t m, n, k;
   };
-  for (Shape s : {Shape{131, 100, 300}, Shape{140, 64, 900}, Shape{200, 1060, 130},
-                  Shape{70, 40, 50}, Shape{5, 100, 300}, Shape{1, 1060, 64}})
+  for (Shape s : {Shape{131, 100, 300}, Shape{140, 64, 900}, Shape{131, 100, 2501},
+                  Shape{200, 1060, 130}, Shape{70, 40, 50}, Shape{5, 100, 300},
+                  Shape{1, 1060, 64}})
     for (int threads : {1, 2, 3})
       for (bool prepacked : {false, true}) {
         Fixture f(s.m, s.n, s.k, false, true, rng);
@@ -237,12 +239,12 @@ TEST_F(GemmTest, WideTilesOverPanelPairs) {
 
 TEST_F(GemmTest, SharedRingSurvivesThreadSkew) {
   // More threads than cores: thread columns drift up to the ring's 3 slots apart while the last
-  // K block is shorter than the others (K = 2000: 5 × 334 + 330 on the wide tile). Each panel
+  // K block is shorter than the others (K = 4001: 3 × 1001 + 998 on the wide tile). Each panel
   // has a fixed place in its slot; a layout by the step's own K length let a column that was
   // ahead overwrite panels another column was still reading (seen with 8 threads on 2 cores).
   std::mt19937 local(7);
   std::uniform_real_distribution<float> dist(-1, 1);
-  const int64_t m = 512, n = 2048, k = 2000;
+  const int64_t m = 512, n = 2048, k = 4001;
   std::vector<float> a(m * k), b(k * n), reference(m * n), c(m * n);
   for (float& x : a) x = dist(local);
   for (float& x : b) x = dist(local);
