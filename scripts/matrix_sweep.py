@@ -12,9 +12,10 @@ same machine; the reported figure is the median over rounds of eager time / our 
     python scripts/matrix_sweep.py --threads 2 --shapes 4096x4096x4096,1024x1024x1024 \
         default "INDUCTOR_CPP_MATRIX_BLOCKING=14,32,256,112,1024"
 
-Shapes are MxNxK of torch.mm (B an input), or LMxNxK of nn.Linear(K, N) on M rows (the
-weight a parameter: our packed-weight cache applies). Each positional argument is one setting: "default" (no variable set) or space-separated
-NAME=VALUE assignments. Output: one row per (setting, shape) with the median ratio, its
+Shapes are MxNxK of torch.mm (B an input), LMxNxK of nn.Linear(K, N) on M rows (the
+weight a parameter: our packed-weight cache applies), or RMxNxK of relu(addmm(bias, x, b))
+(issue 7's addmm + bias + relu row). Each positional argument is one setting: "default" (no
+variable set) or space-separated NAME=VALUE assignments. Output: one row per (setting, shape) with the median ratio, its
 range, and both medians in ms.
 """
 from __future__ import annotations
@@ -37,11 +38,10 @@ def child(args: argparse.Namespace) -> None:
     torch.manual_seed(0)
     rows = []
     for shape in args.shapes.split(","):
-        linear = shape.startswith("L")
-        m, n, k = (int(v) for v in shape.lstrip("L").split("x"))
+        kind = shape[0] if shape[0] in "LR" else ""
+        m, n, k = (int(v) for v in shape[len(kind):].split("x"))
         a = torch.randn(m, k)
-        # "L" shapes: nn.Linear (weight reused call to call: our packed-weight cache applies)
-        eager = torch.nn.Linear(k, n) if linear else (lambda x, b=torch.randn(k, n): x @ b)
+        eager = _workload(kind, n, k)
         with torch.no_grad():
             torch._dynamo.reset()
             ours = torch.compile(eager, backend="inductor_cpp", options={"matrix_kernels": True},
@@ -62,6 +62,19 @@ def child(args: argparse.Namespace) -> None:
                      "ours_ms": 1e3 * statistics.median(t_ours),
                      "gflops_ours": 2.0 * m * n * k / statistics.median(t_ours) / 1e9})
     print(json.dumps(rows))
+
+
+def _workload(kind: str, n: int, k: int):
+    """The eager function of one shape kind, on an [m, k] input: "" x @ b; "L" nn.Linear (weight
+    reused call to call: our packed-weight cache applies); "R" relu(addmm(bias, x, b))."""
+    import torch
+
+    if kind == "L":
+        return torch.nn.Linear(k, n)
+    b, bias = torch.randn(k, n), torch.randn(n)
+    if kind == "R":
+        return lambda x: torch.relu(torch.addmm(bias, x, b))
+    return lambda x: x @ b
 
 
 def _time(fn, calls: int = 1) -> float:
