@@ -15,8 +15,8 @@ same machine; the reported figure is the median over rounds of eager time / our 
 Shapes are MxNxK of torch.mm (B an input), LMxNxK of nn.Linear(K, N) on M rows (the
 weight a parameter: our packed-weight cache applies), or RMxNxK of relu(addmm(bias, x, b))
 (issue 7's addmm + bias + relu row). Each positional argument is one setting: "default" (no
-variable set) or space-separated NAME=VALUE assignments. Output: one row per (setting, shape) with the median ratio, its
-range, and both medians in ms.
+variable set) or space-separated NAME=VALUE assignments. Output: one row per (setting, shape)
+with the median ratio, its range, and both medians in ms.
 """
 from __future__ import annotations
 
