@@ -237,7 +237,7 @@ Plan make_plan(const GemmProblem& p, const PackedB* packed, int num_threads) {
   // Small B (< 64 Ki floats per thread column, e.g. 128³): each thread packs its own copy; the
   // threads' wake-up skew and pulling freshly written panels from another core's cache cost
   // more than packing it twice (128³ at 2 threads: 195 → 280 GFLOP/s).
-  plan.private_b = plan.b_source == BSource::Shared && p.k * ceil_div(p.n, g.tn) < (getenv("XXPRIV") ? atol(getenv("XXPRIV")) : 64 * 1024);
+  plan.private_b = plan.b_source == BSource::Shared && p.k * ceil_div(p.n, g.tn) < 64 * 1024;
   // Shared B chunks: up to 4 panels, but at least one chunk per thread of a thread column.
   plan.pack_chunk = std::clamp<int64_t>(plan.nc / nr / g.tn / g.tm, 1, 4);
   plan.jit_epilogue = jit_epilogue_prefix(p.epilogue);
