@@ -162,6 +162,13 @@ TEST_F(GemmTest, BlockedSizesBothThreadCounts) {
         gemm_f32(f.p, threads);
         f.check();
       }
+  // A row block a little over mc (130 rows in one block rather than 120 + 10) with A packed
+  // (transposed): the packed A buffer must hold the whole block.
+  for (int64_t m : {130, 256}) {
+    Fixture f(m, 97, 600, true, false, rng);
+    gemm_f32(f.p, 1);
+    f.check();
+  }
 }
 
 TEST_F(GemmTest, SplitKWhenTooFewTiles) {
