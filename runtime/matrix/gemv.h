@@ -3,14 +3,18 @@
 ///   * B transposed (nn.Linear's weight W [N, K], y = x · Wᵀ): each output is a dot product
 ///     along a contiguous row of W, four rows of W at a time;
 ///   * B plain (y = x · B, torch.mm of one row): B's rows are streamed in order, eight at a
-///     time, into the thread's slice of y (in L1), so B is read as long sequential runs.
+///     time, into the thread's slice of y (in L1), so B is read as long sequential runs; with
+///     K ≥ N on several threads, each thread instead sums a contiguous range of B's rows over
+///     all N columns, and the threads' partial rows are added in thread order.
 ///
 /// Why: a one-row GEMM is bound by reading B. The tile kernels need B packed into panels (a
 /// second copy of W, as large as W, made on first use and kept by the packed-weight cache) or
 /// read B in short K chunks across all columns (many concurrent streams per thread); these
-/// forms read B at full width. Results do not depend on the thread count (each output is
-/// computed by one thread in a fixed order: dot products in 32 lanes over K then a fixed tree;
-/// plain B summed in k order, as the tile kernels do).
+/// forms read B at full width. Results are the same on every run with the same thread count.
+/// With Bᵀ, and with a plain B where K < N or on one thread, they do not depend on the thread
+/// count either (each output is computed by one thread in a fixed order: dot products in 32
+/// lanes over K then a fixed tree; plain B summed in k order, as the tile kernels do); the
+/// split over B's rows sums each output per thread, then across threads.
 #pragma once
 
 #include "runtime/matrix/gemm.h"
@@ -21,7 +25,8 @@ namespace inductor_cpp::matrix {
 bool gemv_applies(const GemmProblem& p);
 
 /// C (1 × n) = epilogue(alpha · A · B [+ C]) for a problem where gemv_applies, on up to
-/// num_threads threads (each a contiguous range of outputs; small problems on the caller).
+/// num_threads threads (each a contiguous range of outputs, or of B's rows for a plain B with
+/// K ≥ N; small problems on the caller).
 void gemv_f32(const GemmProblem& p, int num_threads);
 
 }  // namespace inductor_cpp::matrix
