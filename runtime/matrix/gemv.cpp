@@ -58,6 +58,34 @@ AVX512_FN void dot_rows_avx512(const float* w, int64_t ldw, const float* x, int6
   for (int r = 0; r < rows; ++r) out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
 }
 
+/// dot_rows_avx512 for exactly R rows: the same sums in the same order, with the accumulators
+/// in registers and no per-row branches (GCC kept the runtime-row loop's accumulators in
+/// registers too, but tested the row count at every step; in situ, Linear 1 × 4096²:
+/// 1364 → 1348 µs, 1 × 768²: 37.0 → 35.9 µs, 1 × 3072 × 768: 251 → 248 µs).
+template <int R>
+AVX512_FN void dot_rows_fixed_avx512(const float* w, int64_t ldw, const float* x, int64_t k,
+                                     float* out) {
+  __m512 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  int64_t kk = 0;
+  for (; kk + 32 <= k; kk += 32) {
+    const __m512 x0 = _mm512_loadu_ps(x + kk), x1 = _mm512_loadu_ps(x + kk + 16);
+    for (int r = 0; r < R; ++r) {
+      acc[r][0] = _mm512_fmadd_ps(_mm512_loadu_ps(w + r * ldw + kk), x0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(_mm512_loadu_ps(w + r * ldw + kk + 16), x1, acc[r][1]);
+    }
+  }
+  for (int half = 0; kk < k; kk += 16, ++half) {
+    const int64_t left = k - kk;
+    const __mmask16 mask = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+    const __m512 xv = _mm512_maskz_loadu_ps(mask, x + kk);
+    for (int r = 0; r < R; ++r)
+      acc[r][half] =
+          _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, w + r * ldw + kk), xv, acc[r][half]);
+  }
+  for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
+}
+
 AVX2_FN float horizontal_sum(__m256 v) {
   const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -130,7 +158,9 @@ void gemv_range(const GemmProblem& p, int64_t j0, int64_t j1, bool avx512) {
     for (int64_t j = j0; j < j1; j += kRows) {
       const int rows = int(std::min<int64_t>(kRows, j1 - j));
       float dots[kRows];
-      if (avx512)
+      if (avx512 && rows == kRows)
+        dot_rows_fixed_avx512<kRows>(p.b + j * p.ldb, p.ldb, p.a, p.k, dots);
+      else if (avx512)
         dot_rows_avx512(p.b + j * p.ldb, p.ldb, p.a, p.k, rows, dots);
       else
         dot_rows_avx2(p.b + j * p.ldb, p.ldb, p.a, p.k, rows, dots);
