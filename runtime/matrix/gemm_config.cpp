@@ -63,6 +63,8 @@ const GemmBlocking& gemm_blocking() {
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PLAIN_NR")) b.plain_nr = std::atoi(env);
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_GRID_SLACK"))
       b.grid_slack = std::atof(env);
+    // Tuning knob: INDUCTOR_CPP_MATRIX_GRID_TM=tm forces tm thread rows where it divides the team.
+    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_GRID_TM")) b.grid_tm = std::atoi(env);
     // Tuning knob: INDUCTOR_CPP_MATRIX_PAIR="min_rows[,mr,mc,kc]" (min_rows 0: no wide tile).
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PAIR")) {
       long min_rows = b.pair_min_rows, mr = b.pair_mr, mc = b.pair_mc, kc = b.pair_kc;

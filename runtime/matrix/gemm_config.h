@@ -46,6 +46,7 @@ struct GemmBlocking {
   /// tile's finer rows tipped 1024³ and 4096³ to a 1 × 16 grid (16 threads each packing all of
   /// A: 0.70x / 0.68x); 0.03: 0.99x / 0.87x; 0.06: 1.01x / 0.91x.
   double grid_slack = 0.06;
+  int grid_tm = 0;  ///< Tuning knob: > 0 forces a grid_tm × (threads / grid_tm) thread grid.
 };
 
 /// Splits threads into a tm × tn grid (tm·tn = threads) minimising the largest per-thread tile

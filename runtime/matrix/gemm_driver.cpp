@@ -86,6 +86,9 @@ Grid partition(const GemmBlocking& blk, const GemmProblem& p, int num_threads) {
     g.threads = 1;
   g.threads = int(std::min<int64_t>(g.threads, g.tiles_m * g.tiles_n));
   choose_grid(g.tiles_m, g.tiles_n, g.threads, g.tm, g.tn, false, blk.grid_slack);
+  if (blk.grid_tm > 0 && g.threads % blk.grid_tm == 0 && blk.grid_tm <= g.tiles_m &&
+      g.threads / blk.grid_tm <= g.tiles_n)
+    g.tm = blk.grid_tm, g.tn = g.threads / blk.grid_tm;
   return g;
 }
 
