@@ -42,12 +42,25 @@ std::optional<runtime::MatmulEpilogue> epilogue_op_of(const ir::Node& act, int64
     *residual = &other;
     return runtime::MatmulEpilogue{"residual", -1, 0, 0};
   }
+  if ((op == "aten::mul.Tensor" || op == "aten::mul.Scalar") && act.args.size() == 2) {
+    const bool first = is_value(act.args[0], prev, 0), second = is_value(act.args[1], prev, 0);
+    if (first == second) return std::nullopt;  // neither, or x · x
+    const Arg& other = first ? act.args[1] : act.args[0];
+    if (const auto factor = number(other))
+      return runtime::MatmulEpilogue{"scale", -1, static_cast<float>(*factor), 0};
+    if (op != "aten::mul.Tensor" || !is_tensor_ref(other)) return std::nullopt;
+    *residual = &other;  // a same-shape tensor (absorbable checks): a gate
+    return runtime::MatmulEpilogue{"mul", -1, 0, 0};
+  }
   if (!is_value(act.args[0], prev, 0)) return std::nullopt;
   for (size_t i = 1; i < act.args.size(); ++i) {
     if (is_value(act.args[i], prev, 0)) return std::nullopt;
   }
   if (op == "aten::relu" && act.args.size() == 1) return runtime::MatmulEpilogue{"relu", -1, 0, 0};
   if (op == "aten::silu" && act.args.size() == 1) return runtime::MatmulEpilogue{"silu", -1, 0, 0};
+  if (op == "aten::sigmoid" && act.args.size() == 1)
+    return runtime::MatmulEpilogue{"sigmoid", -1, 0, 0};
+  if (op == "aten::tanh" && act.args.size() == 1) return runtime::MatmulEpilogue{"tanh", -1, 0, 0};
   if (op == "aten::gelu") {
     const Arg* approx = find_arg(act, 1, "approximate");
     if (!approx || (approx->kind == Arg::Kind::Str && approx->text == "none"))

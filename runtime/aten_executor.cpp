@@ -232,7 +232,8 @@ matrix::EpilogueKind epilogue_kind(const std::string& kind) {
       {"residual", matrix::EpilogueKind::AddResidual}, {"scale", matrix::EpilogueKind::Scale},
       {"relu", matrix::EpilogueKind::Relu},         {"gelu", matrix::EpilogueKind::Gelu},
       {"gelu_tanh", matrix::EpilogueKind::GeluTanh}, {"silu", matrix::EpilogueKind::Silu},
-      {"clamp", matrix::EpilogueKind::Clamp},
+      {"clamp", matrix::EpilogueKind::Clamp},       {"mul", matrix::EpilogueKind::MulResidual},
+      {"sigmoid", matrix::EpilogueKind::Sigmoid},   {"tanh", matrix::EpilogueKind::Tanh},
       // conv2d only; ConvStep expands it into ScaleCol + BiasCol (runtime/conv_step.h)
       {"batch_norm", matrix::EpilogueKind::ScaleCol}};
   for (const auto& [name, k] : kinds) {
@@ -257,7 +258,8 @@ BoundStep bind_matmul_step(const Step& step, const std::vector<std::string>& lab
   m.launch = step.matmul;
   for (const MatmulEpilogue& e : m.launch.epilogue) {
     m.kinds.push_back(epilogue_kind(e.kind));
-    const bool needs_data = e.kind == "bias_col" || e.kind == "bias_row" || e.kind == "residual";
+    const bool needs_data =
+        e.kind == "bias_col" || e.kind == "bias_row" || e.kind == "residual" || e.kind == "mul";
     if (needs_data != (e.slot >= 0)) throw std::runtime_error("matmul epilogue '" + e.kind + "': bad data slot");
     if ((e.kind == "batch_norm") != !e.params.empty() || (e.kind == "batch_norm" && !m.launch.is_conv()))
       throw std::runtime_error("matmul epilogue '" + e.kind + "': batch_norm params on conv2d only");
@@ -373,8 +375,8 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
     op.b = e.b;
     if (e.slot >= 0) {
       at::Tensor t = checked_f32(slots[e.slot], "epilogue operand");
-      if (e.kind == "residual") {
-        TORCH_CHECK(t.sizes() == stored.sizes(), "inductor_cpp: ", bm.label, ": residual of sizes ", t.sizes(),
+      if (e.kind == "residual" || e.kind == "mul") {
+        TORCH_CHECK(t.sizes() == stored.sizes(), "inductor_cpp: ", bm.label, ": ", e.kind, " operand of sizes ", t.sizes(),
                     ", expected ", stored.sizes());
         if (stored.dim() != rank) t = t.reshape(c.sizes());
         // bmm: the library steps residual data by the output's batch stride.

@@ -139,8 +139,8 @@ void ConvStep::run(std::vector<c10::IValue>& slots) const {
     op.b = e.b;
     if (e.slot >= 0) {
       at::Tensor t = checked_f32(slots[e.slot], label_, "epilogue operand");
-      if (e.kind == "residual") {
-        TORCH_CHECK(t.sizes() == y.sizes(), "inductor_cpp: ", label_, ": residual of sizes ",
+      if (e.kind == "residual" || e.kind == "mul") {
+        TORCH_CHECK(t.sizes() == y.sizes(), "inductor_cpp: ", label_, ": ", e.kind, " operand of sizes ",
                     t.sizes(), ", expected ", y.sizes());
         t = as_dense_nhwc(t);
         op.ld = q.oc;  // one output pixel per row

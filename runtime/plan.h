@@ -87,7 +87,8 @@ struct KernelLaunch {
 
 /// One operation applied to each output element of a MatmulLaunch, in list order
 /// (runtime/matrix/gemm.h EpilogueKind): "bias_col" (data[j]), "bias_row" (data[i]),
-/// "residual" (data[i][j]), "scale" (a), "relu", "gelu", "gelu_tanh", "silu", "clamp" (a, b),
+/// "residual" (+ data[i][j]), "mul" (· data[i][j]), "scale" (a), "relu", "gelu", "gelu_tanh",
+/// "silu", "sigmoid", "tanh", "clamp" (a, b),
 /// and, on conv2d only, "batch_norm": eval batch norm per output channel j,
 /// (x - mean[j]) / sqrt(var[j] + a) · weight[j] + bias[j], from `params` (runtime/conv_step.h).
 struct MatmulEpilogue {

@@ -180,10 +180,14 @@ class FmaKernel : public CodeGenerator {
         });
         return;
       case KernelEpilogueKind::AddResidual:
+      case KernelEpilogueKind::MulResidual:
         load_epilogue_pointer(index);
         for_each_acc([&](int i, int v) {
           load(t0, ptr[r_tmp + (i * op.ld + v * vw_) * 4], masked(v));
-          vaddps(acc(i, v), acc(i, v), t0);
+          if (op.kind == KernelEpilogueKind::AddResidual)
+            vaddps(acc(i, v), acc(i, v), t0);
+          else
+            vmulps(acc(i, v), acc(i, v), t0);
         });
         return;
     }
@@ -243,7 +247,9 @@ class FmaKernel : public CodeGenerator {
   // in cache: another step wrote them) are requested now, so the epilogue does not stall.
   void prefetch_residuals() {
     for (size_t e = 0; e < d_.epilogue.size(); ++e) {
-      if (d_.epilogue[e].kind != KernelEpilogueKind::AddResidual) continue;
+      if (d_.epilogue[e].kind != KernelEpilogueKind::AddResidual &&
+          d_.epilogue[e].kind != KernelEpilogueKind::MulResidual)
+        continue;
       load_epilogue_pointer(e);
       for (int i = 0; i < d_.mr; ++i)
         for (int64_t byte = 0; byte < int64_t(d_.nr) * 4; byte += 64)

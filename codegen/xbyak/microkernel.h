@@ -39,7 +39,8 @@ enum class KernelEpilogueKind : uint8_t {
                ///< directly by a BiasCol, the pair is one FMA: c·data[j] + bias[j]
   Relu,        ///< c = max(c, 0)
   Clamp,       ///< c = min(max(c, a), b)
-  AddResidual  ///< c[i][j] += data[i·ld + j]
+  AddResidual,  ///< c[i][j] += data[i·ld + j]
+  MulResidual   ///< c[i][j] *= data[i·ld + j]
 };
 
 struct KernelEpilogueOp {

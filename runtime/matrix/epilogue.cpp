@@ -1,8 +1,9 @@
 /// \file epilogue.cpp
-/// \brief The C++ epilogue pass: transcendental activations (erf-GELU, tanh-GELU, SiLU) and any
-/// op after them, vectorized with AVX-512 intrinsics. Accuracy: exp is Cephes' minimax
-/// polynomial (≈1 ulp), erf is Abramowitz–Stegun 7.1.26 (|error| ≤ 1.5e-7, as ATen's vectorized
-/// erf), so GELU matches torch to ~1e-7 absolute per unit of |x|.
+/// \brief The C++ epilogue pass: transcendental activations (erf-GELU, tanh-GELU, SiLU, sigmoid,
+/// tanh) and any op after them, vectorized with AVX-512 intrinsics. Accuracy: exp is Cephes'
+/// minimax polynomial (≈1 ulp), erf is Abramowitz–Stegun 7.1.26 (|error| ≤ 1.5e-7, as ATen's
+/// vectorized erf), so GELU matches torch to ~1e-7 absolute per unit of |x|; tanh is Cephes'
+/// tanhf (an odd polynomial below |x| = 0.625, 1 − 2 / (exp(2|x|) + 1) above: a few ulp).
 #include "runtime/matrix/epilogue.h"
 
 #include <immintrin.h>
@@ -20,7 +21,8 @@ namespace {
 using xbyak::KernelEpilogueKind;
 
 bool is_transcendental(EpilogueKind k) {
-  return k == EpilogueKind::Gelu || k == EpilogueKind::GeluTanh || k == EpilogueKind::Silu;
+  return k == EpilogueKind::Gelu || k == EpilogueKind::GeluTanh || k == EpilogueKind::Silu ||
+         k == EpilogueKind::Sigmoid || k == EpilogueKind::Tanh;
 }
 
 /// ops[o] is a ScaleCol directly followed by a BiasCol: one FMA (see gemm.h).
@@ -66,6 +68,26 @@ AVX512_FN __m512 erf_ps(__m512 x) {
   return _mm512_castsi512_ps(_mm512_or_epi32(_mm512_castps_si512(y), sign));
 }
 
+AVX512_FN __m512 tanh_ps(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.0f), ax = _mm512_abs_ps(x);
+  // |x| ≥ 0.625: 1 - 2 / (exp(2|x|) + 1), with x's sign.
+  const __m512 e = exp_ps(_mm512_add_ps(ax, ax));
+  const __m512 big = _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
+  const __m512i sign =
+      _mm512_and_epi32(_mm512_castps_si512(x), _mm512_set1_epi32(int(0x80000000u)));
+  const __m512 signed_big = _mm512_castsi512_ps(_mm512_or_epi32(_mm512_castps_si512(big), sign));
+  // |x| < 0.625: x + x³·P(x²).
+  const __m512 z = _mm512_mul_ps(x, x);
+  __m512 p = _mm512_set1_ps(-5.70498872745e-3f);
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(2.06390887954e-2f));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-5.37397155531e-2f));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(1.33314422036e-1f));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-3.33332819422e-1f));
+  const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, z), x, x);
+  const __mmask16 is_small = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.625f), _CMP_LT_OQ);
+  return _mm512_mask_blend_ps(is_small, signed_big, small);
+}
+
 AVX512_FN __m512 apply_vec(const EpilogueOp& op, __m512 x, __mmask16 mask, int64_t row,
                            int64_t col) {
   const __m512 one = _mm512_set1_ps(1.0f), half = _mm512_set1_ps(0.5f);
@@ -84,6 +106,12 @@ AVX512_FN __m512 apply_vec(const EpilogueOp& op, __m512 x, __mmask16 mask, int64
       return _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(op.a)), _mm512_set1_ps(op.b));
     case EpilogueKind::AddResidual:
       return _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask, op.data + row * op.ld + col));
+    case EpilogueKind::MulResidual:
+      return _mm512_mul_ps(x, _mm512_maskz_loadu_ps(mask, op.data + row * op.ld + col));
+    case EpilogueKind::Sigmoid:
+      return _mm512_div_ps(one, _mm512_add_ps(one, exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+    case EpilogueKind::Tanh:
+      return tanh_ps(x);
     case EpilogueKind::Gelu:
       return _mm512_mul_ps(
           _mm512_mul_ps(half, x),
@@ -162,6 +190,9 @@ std::vector<xbyak::KernelEpilogueOp> kernel_epilogue(const std::vector<EpilogueO
       case EpilogueKind::AddResidual:
         k.kind = KernelEpilogueKind::AddResidual;
         break;
+      case EpilogueKind::MulResidual:
+        k.kind = KernelEpilogueKind::MulResidual;
+        break;
       default:
         continue;  // Not reachable for a prefix from jit_epilogue_prefix.
     }
@@ -186,6 +217,12 @@ float apply_epilogue_scalar(const EpilogueOp& op, float x, int64_t row, int64_t 
       return std::fmin(std::fmax(x, op.a), op.b);
     case EpilogueKind::AddResidual:
       return x + op.data[row * op.ld + col];
+    case EpilogueKind::MulResidual:
+      return x * op.data[row * op.ld + col];
+    case EpilogueKind::Sigmoid:
+      return 1.0f / (1.0f + std::exp(-x));
+    case EpilogueKind::Tanh:
+      return std::tanh(x);
     case EpilogueKind::Gelu:
       return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
     case EpilogueKind::GeluTanh:
@@ -211,7 +248,7 @@ float apply_epilogue_scalar_list(const std::vector<EpilogueOp>& ops, size_t firs
 
 bool epilogue_needs_data(EpilogueKind kind) {
   return kind == EpilogueKind::BiasRow || kind == EpilogueKind::BiasCol ||
-         kind == EpilogueKind::ScaleCol || kind == EpilogueKind::AddResidual;
+         kind == EpilogueKind::ScaleCol || is_residual_op(kind);
 }
 
 const float* epilogue_tile_data(const EpilogueOp& op, int64_t row, int64_t col) {
@@ -222,6 +259,7 @@ const float* epilogue_tile_data(const EpilogueOp& op, int64_t row, int64_t col) 
     case EpilogueKind::ScaleCol:
       return op.data + col;
     case EpilogueKind::AddResidual:
+    case EpilogueKind::MulResidual:
       return op.data + row * op.ld + col;
     default:
       return nullptr;

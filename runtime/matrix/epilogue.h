@@ -11,7 +11,8 @@
 
 namespace inductor_cpp::matrix {
 
-/// Number of leading ops the JIT kernel applies (everything before the first GELU/SiLU).
+/// Number of leading ops the JIT kernel applies (everything before the first GELU, SiLU,
+/// sigmoid or tanh).
 size_t jit_epilogue_prefix(const std::vector<EpilogueOp>& ops);
 
 /// The kernel-descriptor form of ops[0, count).
@@ -33,7 +34,7 @@ float apply_epilogue_scalar(const EpilogueOp& op, float x, int64_t row, int64_t 
 float apply_epilogue_scalar_list(const std::vector<EpilogueOp>& ops, size_t first, float x,
                                  int64_t row, int64_t col);
 
-/// True for ops that read `data` (BiasRow, BiasCol, ScaleCol, AddResidual).
+/// True for ops that read `data` (BiasRow, BiasCol, ScaleCol, AddResidual, MulResidual).
 bool epilogue_needs_data(EpilogueKind kind);
 
 /// The data pointer a micro-kernel gets for op on the tile whose top-left element is C(row, col)

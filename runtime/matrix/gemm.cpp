@@ -102,7 +102,7 @@ void bmm_f32(const GemmProblem& p, int64_t batch, int64_t stride_a, int64_t stri
     q.b += t * stride_b;
     q.c += t * stride_c;
     for (EpilogueOp& op : q.epilogue)
-      if (op.kind == EpilogueKind::AddResidual) op.data += t * stride_c;
+      if (is_residual_op(op.kind)) op.data += t * stride_c;
     gemm_f32(q, threads);
   };
   if (batch >= num_threads && num_threads > 1) {

@@ -36,8 +36,16 @@ enum class EpilogueKind {
   GeluTanh,    ///< 0.5·c·(1 + tanh(√(2/π)(c + 0.044715c³)))
   Silu,        ///< c / (1 + exp(-c))
   Clamp,       ///< min(max(c, a), b)
-  AddResidual  ///< c[i][j] += data[i·ld + j]
+  AddResidual,  ///< c[i][j] += data[i·ld + j]
+  MulResidual,  ///< c[i][j] *= data[i·ld + j]   (a gate: silu(x·W1) · (x·W2))
+  Sigmoid,      ///< 1 / (1 + exp(-c))
+  Tanh          ///< tanh(c)
 };
+
+/// Whether op reads a residual-shaped tensor (data[i·ld + j]).
+inline bool is_residual_op(EpilogueKind kind) {
+  return kind == EpilogueKind::AddResidual || kind == EpilogueKind::MulResidual;
+}
 
 struct EpilogueOp {
   EpilogueKind kind;
@@ -97,7 +105,7 @@ void gemm_f32(const GemmProblem& p, int num_threads);
 void gemm_f32_packed(const GemmProblem& p, const PackedB& packed, int num_threads);
 
 /// batch independent GEMMs; matrix t uses a + t·stride_a, b + t·stride_b, c + t·stride_c (and
-/// residual data + t·stride_c for AddResidual ops).
+/// residual data + t·stride_c for AddResidual / MulResidual ops).
 void bmm_f32(const GemmProblem& p, int64_t batch, int64_t stride_a, int64_t stride_b,
              int64_t stride_c, int num_threads);
 

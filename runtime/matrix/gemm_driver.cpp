@@ -454,7 +454,7 @@ void check_gemm_problem(const GemmProblem& p) {
   for (const EpilogueOp& op : p.epilogue) {
     if (epilogue_needs_data(op.kind) && !op.data)
       throw std::invalid_argument("gemm: epilogue op without data");
-    if (op.kind == EpilogueKind::AddResidual && op.ld < p.n)
+    if (is_residual_op(op.kind) && op.ld < p.n)
       throw std::invalid_argument("gemm: residual ld < n");
   }
   const auto& cpu = xbyak::cpu_features();

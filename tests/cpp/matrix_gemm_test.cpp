@@ -49,6 +49,12 @@ double reference_op(const EpilogueOp& op, double x, int64_t i, int64_t j) {
       return std::min(std::max(x, double(op.a)), double(op.b));
     case EpilogueKind::AddResidual:
       return x + op.data[i * op.ld + j];
+    case EpilogueKind::MulResidual:
+      return x * op.data[i * op.ld + j];
+    case EpilogueKind::Sigmoid:
+      return 1 / (1 + std::exp(-x));
+    case EpilogueKind::Tanh:
+      return std::tanh(x);
   }
   return x;
 }
@@ -90,7 +96,7 @@ struct Fixture {
     e.a = x, e.b = y;
     if (kind == EpilogueKind::BiasRow) e.data = bias_row.data();
     if (kind == EpilogueKind::BiasCol) e.data = bias_col.data();
-    if (kind == EpilogueKind::AddResidual) e.data = residual.data(), e.ld = p.n + 1;
+    if (is_residual_op(kind)) e.data = residual.data(), e.ld = p.n + 1;
     return e;
   }
 
@@ -401,7 +407,7 @@ TEST_F(GemmTest, PrepackedB) {
 TEST_F(GemmTest, EveryEpilogueOpAlone) {
   using K = EpilogueKind;
   for (K kind : {K::BiasRow, K::BiasCol, K::Scale, K::Relu, K::Gelu, K::GeluTanh, K::Silu, K::Clamp,
-                 K::AddResidual}) {
+                 K::AddResidual, K::MulResidual, K::Sigmoid, K::Tanh}) {
     Fixture f(29, 45, 40, false, false, rng);
     f.p.epilogue = {f.op(kind, kind == K::Scale ? 2.5f : -0.2f, 0.3f)};
     gemm_f32(f.p, 2);
@@ -418,6 +424,37 @@ TEST_F(GemmTest, EpilogueChainsAcrossJitAndCppPass) {
                   f.op(K::Silu),    f.op(K::Scale, 1.5f), f.op(K::BiasRow)};
   gemm_f32(f.p, 2);
   f.check();
+  // Gates: a product with another tensor in the JIT, then sigmoid / tanh in the C++ pass and a
+  // product after them there.
+  Fixture g(33, 70, 50, false, false, rng);
+  g.p.epilogue = {g.op(K::BiasCol), g.op(K::MulResidual), g.op(K::Tanh), g.op(K::Sigmoid),
+                  g.op(K::MulResidual)};
+  gemm_f32(g.p, 2);
+  g.check();
+}
+
+TEST_F(GemmTest, TanhAndSigmoidAcrossTheirRanges) {
+  // The C++ pass's tanh switches formula at |x| = 0.625 and its exp clamps at ±88: relative
+  // accuracy for tiny inputs, both sides of the switch, saturation, and a masked tail vector.
+  std::vector<float> xs;
+  for (float x : {0.0f, 1e-30f, 1e-6f, 1e-3f, 0.3f, 0.62f, 0.625f, 0.63f, 1.0f, 3.0f, 9.0f, 20.0f,
+                  88.0f, 100.0f})
+    xs.insert(xs.end(), {x, -x});
+  const int64_t n = int64_t(xs.size());  // 28: one vector and a masked tail
+  for (EpilogueKind kind : {EpilogueKind::Tanh, EpilogueKind::Sigmoid}) {
+    // C = A · B with A = [1] and B = xs: the epilogue sees xs exactly.
+    std::vector<float> a{1.0f}, c(n);
+    GemmProblem p;
+    p.m = 1, p.n = n, p.k = 1, p.a = a.data(), p.lda = 1, p.b = xs.data(), p.ldb = n;
+    p.c = c.data(), p.ldc = n;
+    p.epilogue = {{kind}};
+    gemm_f32(p, 1);
+    for (int64_t j = 0; j < n; ++j) {
+      const double x = xs[j];
+      const double want = kind == EpilogueKind::Tanh ? std::tanh(x) : 1 / (1 + std::exp(-x));
+      EXPECT_NEAR(c[j], want, 4e-7 * std::fabs(want) + 1e-37) << "x = " << x << ", kind " << int(kind);
+    }
+  }
 }
 
 TEST_F(GemmTest, BatchedStrides) {

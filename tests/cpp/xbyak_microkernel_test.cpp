@@ -115,7 +115,8 @@ void check_case(const Case& c, std::mt19937& rng) {
   d.b_panel_cols = c.panel_cols;
   std::vector<const float*> epi_data;
   for (auto& op : d.epilogue) {
-    if (op.kind == KernelEpilogueKind::AddResidual) op.ld = c.nr + 2;
+    if (op.kind == KernelEpilogueKind::AddResidual || op.kind == KernelEpilogueKind::MulResidual)
+      op.ld = c.nr + 2;
     epi_data.push_back(op.kind == KernelEpilogueKind::BiasRow    ? bias_row.data()
                        : op.kind == KernelEpilogueKind::BiasCol  ? bias_col.data()
                        : op.kind == KernelEpilogueKind::ScaleCol ? scale_col.data()
@@ -164,6 +165,9 @@ void check_case(const Case& c, std::mt19937& rng) {
             break;
           case KernelEpilogueKind::AddResidual:
             x += residual[i * op.ld + j];
+            break;
+          case KernelEpilogueKind::MulResidual:
+            x *= residual[i * op.ld + j];
             break;
         }
       }
@@ -243,6 +247,8 @@ TEST_F(MicroKernelTest, EveryEpilogueOp) {
       {{K::Relu}},
       {{K::Clamp, -0.3f, 0.4f}},
       {{K::AddResidual}},
+      {{K::MulResidual}},
+      {{K::BiasCol}, {K::MulResidual}, {K::AddResidual}},  // a gate, then a residual
       {{K::ScaleCol}},
       {{K::ScaleCol}, {K::BiasCol}},                                             // one FMA
       {{K::BiasCol}, {K::ScaleCol}, {K::BiasCol}, {K::AddResidual}, {K::Relu}},  // conv+BN+add+relu

@@ -490,8 +490,21 @@ def test_resnet_downsample_block():
 
 
 def test_two_convolutions_without_batch_norm_on_the_first_keep_their_kernel():
-    """relu(bn(conv_a(x)) + conv_b(x) * 2): the second operand is no batch norm, so nothing is
-    split; the result is still eager's."""
+    """relu(bn(conv_a(x)) + sin(conv_b(x))): the second operand's chain is no epilogue (sin),
+    so nothing is split; the result is still eager's."""
+    x = channels_last(1, 8, 9, 9)
+    wa, wb = torch.randn(16, 8, 3, 3), torch.randn(16, 8, 1, 1)
+    bn = batch_norm_fn(random_batch_norm(16))
+    fn = lambda x, wa, wb: F.relu(bn(F.conv2d(x, wa, padding=1)) + torch.sin(F.conv2d(x, wb)))
+    with torch.no_grad():
+        check_against_references(compile_cpp(fn)(x, wa, wb), fn, x, wa, wb)
+    graph = the_graph()
+    assert graph.counters()["kernels"] == 1, graph.plan_text
+
+
+def test_two_convolutions_with_a_scaled_second_are_split():
+    """relu(bn(conv_a(x)) + conv_b(x) * 2): conv_a writes its batch norm's output, conv_b
+    absorbs the scale, that residual and the relu; no kernel is left."""
     x = channels_last(1, 8, 9, 9)
     wa, wb = torch.randn(16, 8, 3, 3), torch.randn(16, 8, 1, 1)
     bn = batch_norm_fn(random_batch_norm(16))
@@ -499,7 +512,8 @@ def test_two_convolutions_without_batch_norm_on_the_first_keep_their_kernel():
     with torch.no_grad():
         check_against_references(compile_cpp(fn)(x, wa, wb), fn, x, wa, wb)
     graph = the_graph()
-    assert graph.counters()["kernels"] == 1, graph.plan_text
+    assert graph.counters()["kernels"] == 0, graph.plan_text
+    assert "-> scale -> residual(" in graph.plan_text, graph.plan_text
 
 
 def test_batch_norm_epilogue_round_trips_through_the_cache():

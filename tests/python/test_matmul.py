@@ -94,7 +94,10 @@ def test_linear_uses_transposed_weight():
 @pytest.mark.parametrize("act, kind", [(F.relu, "relu"), (F.gelu, "gelu"),
                                        (lambda t: F.gelu(t, approximate="tanh"), "gelu_tanh"),
                                        (F.silu, "silu"), (F.hardtanh, "clamp"),
-                                       (lambda t: t.clamp(-0.5, 0.25), "clamp")])
+                                       (lambda t: t.clamp(-0.5, 0.25), "clamp"),
+                                       (torch.sigmoid, "sigmoid"), (torch.tanh, "tanh"),
+                                       (lambda t: t * 0.125, "scale"),
+                                       (lambda t: -3.0 * t, "scale")])
 def test_linear_activation_is_absorbed(act, kind):
     lin = torch.nn.Linear(64, 48)
     with torch.no_grad():
@@ -108,6 +111,22 @@ def test_residual_add_is_absorbed():
     x, w, r = torch.randn(20, 64), torch.randn(64, 48), torch.randn(20, 48)
     plan, c = run_one_graph(lambda x, w, r: r + x @ w, x, w, r)
     assert "-> residual(" in plan and c["kernels"] == 0, plan
+
+
+def test_gate_multiply_is_absorbed():
+    """(x @ w) · g with g a same-shape tensor is a product in the epilogue (GLU-style gates)."""
+    x, w, g = torch.randn(20, 64), torch.randn(64, 48), torch.randn(20, 48)
+    plan, c = run_one_graph(lambda x, w, g: (x @ w) * g, x, w, g)
+    assert "-> mul(" in plan and c["kernels"] == 0, plan
+
+
+def test_gate_after_an_activation_is_absorbed():
+    """g · tanh(x @ w + b): the product follows a C++-pass activation."""
+    x, w, g, b = torch.randn(20, 64), torch.randn(64, 48), torch.randn(20, 48), torch.randn(48)
+    plan, c = run_one_graph(lambda x, w, b, g: g * torch.tanh(torch.addmm(b, x, w)), x, w, b, g)
+    steps = matmul_steps(plan)
+    assert len(steps) == 1 and "-> tanh" in steps[0] and "-> mul(" in steps[0], plan
+    assert c["kernels"] == 0 and c["aten_calls"] == 0, (plan, c)
 
 
 def test_residual_add_then_relu_is_absorbed():
