@@ -2,6 +2,7 @@
 /// Plan <-> JSON. The JSON is the cached artifact `plan.json`.
 #include "runtime/plan.h"
 
+#include <charconv>
 #include <sstream>
 #include <stdexcept>
 
@@ -94,6 +95,13 @@ std::string arg_text(const PlanArg& a) {
   return literal_text(a.literal);
 }
 
+/// The shortest text that reads back as `x` (0.125, -0.5, 0.1).
+std::string shortest_float(float x) {
+  char buf[32];
+  const auto end = std::to_chars(buf, buf + sizeof(buf), x).ptr;
+  return std::string(buf, end);
+}
+
 std::string slots_text(const std::vector<int32_t>& slots) {
   std::string out;
   for (size_t i = 0; i < slots.size(); ++i)
@@ -172,6 +180,9 @@ std::string plan_to_text(const Plan& p) {
       line += ")";
       for (const MatmulEpilogue& e : m.epilogue) {
         line += " -> " + e.kind + (e.slot >= 0 ? "(%s" + std::to_string(e.slot) + ")" : "");
+        // The literals: scale(0.125), clamp(-0.5, 0.25).
+        if (e.kind == "scale") line += "(" + shortest_float(e.a) + ")";
+        if (e.kind == "clamp") line += "(" + shortest_float(e.a) + ", " + shortest_float(e.b) + ")";
         if (!e.params.empty()) {  // batch_norm(%s2, %s3, None, %s5)
           std::string params;
           for (int32_t p : e.params) params += (params.empty() ? "" : ", ") + (p >= 0 ? "%s" + std::to_string(p) : "None");

@@ -101,9 +101,10 @@ def test_dilation():
     assert "dilation=[2,2]" in conv_steps(the_graph().plan_text)[0]
 
 
-@pytest.mark.parametrize("act, kind", [(F.relu, "relu"), (F.hardtanh, "clamp"),
-                                       (lambda t: t.clamp(min=0.0, max=6.0), "clamp"),
-                                       (F.silu, "silu")])
+@pytest.mark.parametrize("act, kind", [(F.relu, "relu"), (F.hardtanh, "clamp(-1, 1)"),
+                                       (lambda t: t.clamp(min=0.0, max=6.0), "clamp(0, 6)"),
+                                       (F.silu, "silu"), (torch.sigmoid, "sigmoid"),
+                                       (lambda t: t * 0.5, "scale(0.5)")])
 def test_activation_is_absorbed(act, kind):
     x, w, b = channels_last(2, 16, 12, 12), torch.randn(32, 16, 3, 3), torch.randn(32)
     fn = lambda x, w, b: act(F.conv2d(x, w, b, padding=1))
@@ -513,7 +514,7 @@ def test_two_convolutions_with_a_scaled_second_are_split():
         check_against_references(compile_cpp(fn)(x, wa, wb), fn, x, wa, wb)
     graph = the_graph()
     assert graph.counters()["kernels"] == 0, graph.plan_text
-    assert "-> scale -> residual(" in graph.plan_text, graph.plan_text
+    assert "-> scale(2) -> residual(" in graph.plan_text, graph.plan_text
 
 
 def test_batch_norm_epilogue_round_trips_through_the_cache():
