@@ -27,8 +27,8 @@ bool is_value(const Arg& a, int64_t node, int64_t output) {
   return a.kind == Arg::Kind::Value && a.index == node && a.output == output;
 }
 
-}  // namespace
-
+/// The epilogue op of node `act` applied to node `prev`'s output, or nothing. A residual add
+/// sets `residual` to its other operand.
 std::optional<runtime::MatmulEpilogue> epilogue_op_of(const ir::Node& act, int64_t prev,
                                                       const Arg** residual) {
   const std::string op = op_name(act.op);
@@ -88,6 +88,7 @@ std::optional<runtime::MatmulEpilogue> epilogue_op_of(const ir::Node& act, int64
   return std::nullopt;
 }
 
+}  // namespace
 
 int64_t numel(const std::vector<int64_t>& sizes) {
   int64_t n = 1;

@@ -52,17 +52,6 @@ bool is_tensor_ref(const ir::Arg& a);
 /// "aten::mm.default" -> "aten::mm".
 std::string op_name(const std::string& op);
 
-/// The epilogue op of node `act` applied to node `prev`'s output, or nothing. An op with a
-/// tensor operand (residual add, gate product) sets `residual` to that operand.
-std::optional<runtime::MatmulEpilogue> epilogue_op_of(const ir::Node& act, int64_t prev,
-                                                      const ir::Arg** residual);
-
-/// The number of elements of a tensor of these sizes.
-int64_t numel(const std::vector<int64_t>& sizes);
-/// True when node `act` only reshapes node `prev`'s dense row-major output into another dense
-/// row-major tensor (view / _unsafe_view / reshape keeping the element order).
-bool is_row_major_reshape(const ir::Graph& g, int32_t act, int64_t prev);
-
 /// A kernel step whose work a matrix step's epilogue does.
 struct Absorbed {
   size_t step = 0;                           ///< the scheduled kernel step

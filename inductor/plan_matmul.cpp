@@ -5,7 +5,6 @@
 
 #include "inductor/lower/lower_graph.h"
 #include "inductor/plan_epilogue.h"
-#include "inductor/plan_gate.h"
 
 namespace inductor_cpp::inductor {
 
@@ -101,119 +100,58 @@ std::optional<MatmulMatch> match_dynamic_rows(
 
 }  // namespace
 
-namespace {
-
-/// A scheduled mm / addmm / bmm step with static float32 CPU operands and a row-major output.
-struct StaticMatmul {
-  int64_t node = -1;
-  std::string op;  ///< "mm", "addmm" or "bmm"
-  const Arg *a = nullptr, *b = nullptr;
-  StaticMeta out;
-  int64_t m = 0, cols = 0;
-};
-
-enum class Shape { Static, DynamicRows, None };
-
-/// Step `step_index` as a StaticMatmul; `shape` says whether it is one, an mm / addmm whose
-/// metas are symbolic (match_dynamic_rows), or neither.
-std::optional<StaticMatmul> static_matmul(const ir::Graph& g, const ir::ScheduledProgram& program,
-                                          size_t step_index, Shape& shape) {
-  shape = Shape::None;
-  const ir::ScheduledStep& s = program.steps.at(step_index);
-  if (s.kind != ir::ScheduledStep::Kind::Extern || s.call.view || s.call.graph_node < 0)
-    return std::nullopt;
-  StaticMatmul mm;
-  mm.node = s.call.graph_node;
-  const ir::Node& node = g.nodes.at(static_cast<size_t>(mm.node));
-  const std::string op = op_name(node.op);
-  const bool addmm = op == "aten::addmm", bmm = op == "aten::bmm";
-  if (op != "aten::mm" && !addmm && !bmm) return std::nullopt;
-  mm.op = op.substr(6);  // after "aten::"
-  const size_t first = addmm ? 1 : 0;
-  if (node.args.size() < first + 2 || node.outputs.size() != 1) return std::nullopt;
-  mm.a = &node.args[first];
-  mm.b = &node.args[first + 1];
-  if (!is_tensor_ref(*mm.a) || !is_tensor_ref(*mm.b)) return std::nullopt;
-  const size_t rank = bmm ? 3 : 2;
-  const auto out_meta = meta_of(g, Arg::value(mm.node, 0));
-  const auto a_meta = meta_of(g, *mm.a), b_meta = meta_of(g, *mm.b);
-  if (!bmm && (!out_meta || !a_meta)) {
-    shape = Shape::DynamicRows;
-    return std::nullopt;
-  }
-  if (!is_f32_cpu(out_meta, rank) || !is_f32_cpu(a_meta, rank) || !is_f32_cpu(b_meta, rank))
-    return std::nullopt;
-  if (!is_row_major(*out_meta)) return std::nullopt;
-  mm.m = out_meta->sizes[rank - 2], mm.cols = out_meta->sizes[rank - 1];
-  if (a_meta->sizes[rank - 2] != mm.m || b_meta->sizes[rank - 1] != mm.cols ||
-      a_meta->sizes[rank - 1] != b_meta->sizes[rank - 2])
-    return std::nullopt;
-  if (bmm && (a_meta->sizes[0] != out_meta->sizes[0] || b_meta->sizes[0] != out_meta->sizes[0]))
-    return std::nullopt;
-  mm.out = *out_meta;
-  shape = Shape::Static;
-  return mm;
-}
-
-}  // namespace
-
 std::optional<MatmulMatch> match_matmul(
     const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
     const std::set<std::string>& into_inputs,
     const std::function<int32_t(const std::string&)>& slot_of_buffer) {
-  Shape shape;
-  const auto mm = static_matmul(g, program, step_index, shape);
-  if (shape == Shape::DynamicRows) {
-    const int64_t n = program.steps.at(step_index).call.graph_node;
-    return match_dynamic_rows(g, n, op_name(g.nodes.at(static_cast<size_t>(n)).op) == "aten::addmm",
-                              slot_of_buffer);
-  }
-  if (!mm) return std::nullopt;
-  const int64_t n = mm->node;
-  const bool bmm = mm->op == "bmm";
-  auto started = start_launch(g, n, mm->op, *mm->a, *mm->b, mm->m, mm->cols, slot_of_buffer);
+  const ir::ScheduledStep& s = program.steps.at(step_index);
+  if (s.kind != ir::ScheduledStep::Kind::Extern || s.call.view || s.call.graph_node < 0)
+    return std::nullopt;
+  const int64_t n = s.call.graph_node;
+  const ir::Node& node = g.nodes.at(static_cast<size_t>(n));
+  const std::string op = op_name(node.op);
+  const bool addmm = op == "aten::addmm", bmm = op == "aten::bmm";
+  if (op != "aten::mm" && !addmm && !bmm) return std::nullopt;
+  const size_t first = addmm ? 1 : 0;
+  if (node.args.size() < first + 2 || node.outputs.size() != 1) return std::nullopt;
+  const Arg& a = node.args[first];
+  const Arg& b = node.args[first + 1];
+  if (!is_tensor_ref(a) || !is_tensor_ref(b)) return std::nullopt;
+  const size_t rank = bmm ? 3 : 2;
+  const auto out_meta = meta_of(g, Arg::value(n, 0));
+  const auto a_meta = meta_of(g, a), b_meta = meta_of(g, b);
+  if (!bmm && (!out_meta || !a_meta)) return match_dynamic_rows(g, n, addmm, slot_of_buffer);
+  if (!is_f32_cpu(out_meta, rank) || !is_f32_cpu(a_meta, rank) || !is_f32_cpu(b_meta, rank))
+    return std::nullopt;
+  if (!is_row_major(*out_meta)) return std::nullopt;
+  const int64_t m = out_meta->sizes[rank - 2], cols = out_meta->sizes[rank - 1];
+  if (a_meta->sizes[rank - 2] != m || b_meta->sizes[rank - 1] != cols ||
+      a_meta->sizes[rank - 1] != b_meta->sizes[rank - 2])
+    return std::nullopt;
+  if (bmm && (a_meta->sizes[0] != out_meta->sizes[0] || b_meta->sizes[0] != out_meta->sizes[0]))
+    return std::nullopt;
+
+  auto started =
+      start_launch(g, n, op.substr(6) /* after "aten::" */, a, b, m, cols, slot_of_buffer);
   if (!started) return std::nullopt;
   MatmulMatch match = std::move(*started);
   runtime::MatmulLaunch& launch = match.step.matmul;
+  const std::string out = buffer_name_of(Arg::value(n, 0));
   auto absorbed =
-      absorbable(g, program, step_index, n, mm->out, is_row_major, into_inputs, slot_of_buffer,
+      absorbable(g, program, step_index, n, *out_meta, is_row_major, into_inputs, slot_of_buffer,
                  /*batch_norm=*/false, /*materialized=*/nullptr, /*allow_reshapes=*/!bmm);
-  std::string written = absorbed ? absorbed->written : buffer_name_of(Arg::value(n, 0));
-  std::vector<int64_t> sizes = absorbed ? absorbed->sizes : mm->out.sizes;
-  std::vector<int64_t> strides = absorbed ? absorbed->strides : mm->out.strides;
-  if (!absorbed && !bmm) {  // two matmuls feeding one gate kernel (plan_gate.h)
-    const auto matmul_output = [&](size_t s) -> std::optional<StaticMeta> {
-      Shape ignored;
-      const auto other = static_matmul(g, program, s, ignored);
-      if (!other || other->op == "bmm" ||
-          !start_launch(g, other->node, other->op, *other->a, *other->b, other->m, other->cols,
-                        slot_of_buffer))
-        return std::nullopt;
-      return other->out;
-    };
-    if (auto pair =
-            paired_gate(g, program, step_index, matmul_output, into_inputs, slot_of_buffer)) {
-      if (pair->first_step == step_index) {
-        launch.epilogue.insert(launch.epilogue.end(), pair->first_ops.begin(),
-                               pair->first_ops.end());
-        launch.nodes.insert(launch.nodes.end(), pair->first_nodes.begin(), pair->first_nodes.end());
-        written = pair->first_written;
-        sizes = pair->first_sizes;
-        strides = pair->first_strides;
-      } else {
-        absorbed = std::move(pair->second);
-        written = absorbed->written;
-        sizes = absorbed->sizes;
-        strides = absorbed->strides;
-      }
-    }
-  }
+  const std::string written = absorbed ? absorbed->written : out;
   if (absorbed) {
     launch.epilogue.insert(launch.epilogue.end(), absorbed->ops.begin(), absorbed->ops.end());
     launch.nodes.insert(launch.nodes.end(), absorbed->nodes.begin(), absorbed->nodes.end());
     match.absorbed_step = absorbed->step;
   }
-  launch.out = runtime::BufferAlloc{slot_of_buffer(written), sizes, strides, "float32", "cpu", -1};
+  launch.out = runtime::BufferAlloc{slot_of_buffer(written),
+                                    absorbed ? absorbed->sizes : out_meta->sizes,
+                                    absorbed ? absorbed->strides : out_meta->strides,
+                                    "float32",
+                                    "cpu",
+                                    -1};
   return match;
 }
 

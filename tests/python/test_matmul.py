@@ -131,63 +131,6 @@ def test_gate_after_an_activation_is_absorbed():
     assert c["kernels"] == 0 and c["aten_calls"] == 0, (plan, c)
 
 
-@pytest.mark.parametrize("act, kind", [(F.silu, "silu"), (torch.sigmoid, "sigmoid"),
-                                       (torch.tanh, "tanh")])
-def test_gate_between_two_matmuls_is_split_over_them(act, kind):
-    """act(x @ w1) * (x @ w2) (GLU / SwiGLU): the first matmul writes act(x @ w1), the second
-    multiplies its tile by that (plan_gate.h); no kernel is left."""
-    x, w1, w2 = torch.randn(20, 64), torch.randn(64, 48), torch.randn(64, 48)
-    plan, c = run_one_graph(lambda x, w1, w2: act(x @ w1) * (x @ w2), x, w1, w2)
-    steps = matmul_steps(plan)
-    assert len(steps) == 2 and steps[0].split(" free ")[0].rstrip().endswith(f"-> {kind}"), plan
-    assert re.search(r"-> mul\(%s\d+\)", steps[1]), plan
-    assert c["kernels"] == 0 and c["aten_calls"] == 0, (plan, c)
-
-
-def test_swiglu_mlp_of_linear_layers():
-    """LLaMA's MLP, w2(silu(w1(x)) * w3(x)), on [B, S, D]: both addmm outputs are viewed as
-    [B, S, F] before the gate; the pair still takes the whole gate kernel."""
-    class Mlp(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.w1, self.w3 = torch.nn.Linear(64, 96), torch.nn.Linear(64, 96)
-            self.w2 = torch.nn.Linear(96, 64)
-
-        def forward(self, x):
-            return self.w2(F.silu(self.w1(x)) * self.w3(x))
-
-    with torch.no_grad():
-        plan, c = run_one_graph(Mlp().eval(), torch.randn(4, 10, 64))
-    steps = matmul_steps(plan)
-    assert len(steps) == 3 and "-> silu" in steps[0] and "-> mul(" in steps[1], plan
-    assert c["kernels"] == 0, (plan, c)
-
-
-def test_gate_whose_activation_is_also_returned():
-    """The activation is a graph output, so it is a kernel of its own (no pairing): the first
-    matmul absorbs it and writes the returned tensor, the second multiplies by that."""
-    def fn(x, w1, w2):
-        a = torch.sigmoid(x @ w1)
-        return a * (x @ w2), a
-
-    plan, c = run_one_graph(fn, torch.randn(20, 64), torch.randn(64, 48), torch.randn(64, 48))
-    steps = matmul_steps(plan)
-    assert len(steps) == 2 and "-> sigmoid" in steps[0] and "-> mul(" in steps[1], plan
-    assert c["kernels"] == 0, (plan, c)
-
-
-def test_gate_with_a_second_reader_of_the_raw_product_keeps_its_kernel():
-    """x @ w1 is also summed: its raw value must be stored, so it cannot be activated in place."""
-    def fn(x, w1, w2):
-        h = x @ w1
-        return torch.sigmoid(h) * (x @ w2), h.sum(1)
-
-    plan, c = run_one_graph(fn, torch.randn(20, 64), torch.randn(64, 48), torch.randn(64, 48))
-    steps = matmul_steps(plan)
-    assert not any("-> sigmoid" in s for s in steps), plan
-    assert c["kernels"] >= 1, (plan, c)
-
-
 def test_residual_add_then_relu_is_absorbed():
     """A fused kernel of two nodes, relu(x @ w + r), is a chain of two epilogue ops."""
     x, w, r = torch.randn(20, 64), torch.randn(64, 48), torch.randn(20, 48)
