@@ -25,17 +25,17 @@
 namespace inductor_cpp::matrix {
 
 enum class EpilogueKind {
-  BiasRow,     ///< c[i][j] += data[i]           (bias per output row)
-  BiasCol,     ///< c[i][j] += data[j]           (bias per output column: nn.Linear / addmm)
-  Scale,       ///< c *= a
-  ScaleCol,    ///< c[i][j] *= data[j]           (scale per output column: eval BatchNorm's
-               ///< weight / sqrt(var + eps)); directly followed by a BiasCol the pair is one
-               ///< fused multiply-add c·data[j] + bias[j] (a single rounding)
-  Relu,        ///< max(c, 0)
-  Gelu,        ///< 0.5·c·(1 + erf(c/√2))       (erf via a polynomial, |err| ≤ ~2e-7)
-  GeluTanh,    ///< 0.5·c·(1 + tanh(√(2/π)(c + 0.044715c³)))
-  Silu,        ///< c / (1 + exp(-c))
-  Clamp,       ///< min(max(c, a), b)
+  BiasRow,      ///< c[i][j] += data[i]           (bias per output row)
+  BiasCol,      ///< c[i][j] += data[j]           (bias per output column: nn.Linear / addmm)
+  Scale,        ///< c *= a
+  ScaleCol,     ///< c[i][j] *= data[j]           (scale per output column: eval BatchNorm's
+                ///< weight / sqrt(var + eps)); directly followed by a BiasCol the pair is one
+                ///< fused multiply-add c·data[j] + bias[j] (a single rounding)
+  Relu,         ///< max(c, 0)
+  Gelu,         ///< 0.5·c·(1 + erf(c/√2))       (erf via a polynomial, |err| ≤ ~2e-7)
+  GeluTanh,     ///< 0.5·c·(1 + tanh(√(2/π)(c + 0.044715c³)))
+  Silu,         ///< c / (1 + exp(-c))
+  Clamp,        ///< min(max(c, a), b)
   AddResidual,  ///< c[i][j] += data[i·ld + j]
   MulResidual,  ///< c[i][j] *= data[i·ld + j]   (a gate: silu(x·W1) · (x·W2))
   Sigmoid,      ///< 1 / (1 + exp(-c))

@@ -39,7 +39,7 @@ struct GemmBlocking {
   /// thread has at least pair_min_rows rows, or M ≤ pair_mr (pair_min_rows 0: never).
   int64_t pair_min_rows = 64;
   int pair_mr = 6;
-  int64_t pair_mc = 120;  ///< Multiple of pair_mr.
+  int64_t pair_mc = 120;   ///< Multiple of pair_mr.
   int64_t pair_kc = 1024;  ///< 384 while A was packed; docs/codegen/matrix.md "Wide tile".
   /// choose_grid's slack for the GEMM's thread grid: grids within 6 % of the fewest tiles per
   /// thread that split M more win. H200 host, 16 threads, ratios to torch.mm: with 0 the wide

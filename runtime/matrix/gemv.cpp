@@ -34,37 +34,11 @@ constexpr int kAxpyRows = 8;  ///< B rows per pass over y (y read and written on
 constexpr int64_t kSerialFloats = 32 * 1024;  ///< Smaller W: one thread.
 constexpr int64_t kMinRowsPerThread = 4 * kRows;
 
-/// out[r] = W[r, :k] · x for r < rows (rows ≤ kRows).
-AVX512_FN void dot_rows_avx512(const float* w, int64_t ldw, const float* x, int64_t k, int rows,
-                               float* out) {
-  __m512 acc[kRows][2];
-  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-  int64_t kk = 0;
-  for (; kk + 32 <= k; kk += 32) {
-    const __m512 x0 = _mm512_loadu_ps(x + kk), x1 = _mm512_loadu_ps(x + kk + 16);
-    for (int r = 0; r < rows; ++r) {
-      acc[r][0] = _mm512_fmadd_ps(_mm512_loadu_ps(w + r * ldw + kk), x0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(_mm512_loadu_ps(w + r * ldw + kk + 16), x1, acc[r][1]);
-    }
-  }
-  for (int half = 0; kk < k; kk += 16, ++half) {
-    const int64_t left = k - kk;
-    const __mmask16 mask = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
-    const __m512 xv = _mm512_maskz_loadu_ps(mask, x + kk);
-    for (int r = 0; r < rows; ++r)
-      acc[r][half] =
-          _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, w + r * ldw + kk), xv, acc[r][half]);
-  }
-  for (int r = 0; r < rows; ++r) out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
-}
-
-/// dot_rows_avx512 for exactly R rows: the same sums in the same order, with the accumulators
-/// in registers and no per-row branches (GCC kept the runtime-row loop's accumulators in
-/// registers too, but tested the row count at every step; in situ, Linear 1 × 4096²:
-/// 1364 → 1348 µs, 1 × 768²: 37.0 → 35.9 µs, 1 × 3072 × 768: 251 → 248 µs).
+/// out[r] = W[r, :k] · x for r < R, a compile-time row count: the accumulators stay in
+/// registers with no per-row branches (a runtime row count, which GCC kept in registers too but
+/// tested at every step, was ~1 % slower in situ: Linear 1 × 4096² 1364 → 1348 µs).
 template <int R>
-AVX512_FN void dot_rows_fixed_avx512(const float* w, int64_t ldw, const float* x, int64_t k,
-                                     float* out) {
+AVX512_FN void dot_rows_avx512(const float* w, int64_t ldw, const float* x, int64_t k, float* out) {
   __m512 acc[R][2];
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   int64_t kk = 0;
@@ -84,6 +58,22 @@ AVX512_FN void dot_rows_fixed_avx512(const float* w, int64_t ldw, const float* x
           _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, w + r * ldw + kk), xv, acc[r][half]);
   }
   for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
+}
+
+/// dot_rows_avx512 for any row count up to kRows (4).
+AVX512_FN void dot_rows_avx512_any(const float* w, int64_t ldw, const float* x, int64_t k, int rows,
+                                   float* out) {
+  static_assert(kRows == 4);
+  switch (rows) {
+    case 4:
+      return dot_rows_avx512<4>(w, ldw, x, k, out);
+    case 3:
+      return dot_rows_avx512<3>(w, ldw, x, k, out);
+    case 2:
+      return dot_rows_avx512<2>(w, ldw, x, k, out);
+    default:
+      return dot_rows_avx512<1>(w, ldw, x, k, out);
+  }
 }
 
 AVX2_FN float horizontal_sum(__m256 v) {
@@ -158,10 +148,8 @@ void gemv_range(const GemmProblem& p, int64_t j0, int64_t j1, bool avx512) {
     for (int64_t j = j0; j < j1; j += kRows) {
       const int rows = int(std::min<int64_t>(kRows, j1 - j));
       float dots[kRows];
-      if (avx512 && rows == kRows)
-        dot_rows_fixed_avx512<kRows>(p.b + j * p.ldb, p.ldb, p.a, p.k, dots);
-      else if (avx512)
-        dot_rows_avx512(p.b + j * p.ldb, p.ldb, p.a, p.k, rows, dots);
+      if (avx512)
+        dot_rows_avx512_any(p.b + j * p.ldb, p.ldb, p.a, p.k, rows, dots);
       else
         dot_rows_avx2(p.b + j * p.ldb, p.ldb, p.a, p.k, rows, dots);
       for (int r = 0; r < rows; ++r)

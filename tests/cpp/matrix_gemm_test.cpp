@@ -236,8 +236,7 @@ TEST_F(GemmTest, WideTilesOverPanelPairs) {
     int64_t m, n, k;
   };
   for (Shape s : {Shape{131, 100, 300}, Shape{140, 64, 900}, Shape{131, 100, 2501},
-                  Shape{200, 1060, 130}, Shape{70, 40, 50}, Shape{5, 100, 300},
-                  Shape{1, 1060, 64}})
+                  Shape{200, 1060, 130}, Shape{70, 40, 50}, Shape{5, 100, 300}, Shape{1, 1060, 64}})
     for (int threads : {1, 2, 3})
       for (bool prepacked : {false, true}) {
         Fixture f(s.m, s.n, s.k, false, true, rng);
@@ -452,7 +451,8 @@ TEST_F(GemmTest, TanhAndSigmoidAcrossTheirRanges) {
     for (int64_t j = 0; j < n; ++j) {
       const double x = xs[j];
       const double want = kind == EpilogueKind::Tanh ? std::tanh(x) : 1 / (1 + std::exp(-x));
-      EXPECT_NEAR(c[j], want, 4e-7 * std::fabs(want) + 1e-37) << "x = " << x << ", kind " << int(kind);
+      EXPECT_NEAR(c[j], want, 4e-7 * std::fabs(want) + 1e-37)
+          << "x = " << x << ", kind " << int(kind);
     }
   }
 }
