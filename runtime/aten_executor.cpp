@@ -375,7 +375,7 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
     op.b = e.b;
     if (e.slot >= 0) {
       at::Tensor t = checked_f32(slots[e.slot], "epilogue operand");
-      if (e.kind == "residual" || e.kind == "mul") {
+      if (matrix::is_residual_op(op.kind)) {  // a tensor of the output's shape
         TORCH_CHECK(t.sizes() == stored.sizes(), "inductor_cpp: ", bm.label, ": ", e.kind, " operand of sizes ", t.sizes(),
                     ", expected ", stored.sizes());
         if (stored.dim() != rank) t = t.reshape(c.sizes());

@@ -139,7 +139,7 @@ void ConvStep::run(std::vector<c10::IValue>& slots) const {
     op.b = e.b;
     if (e.slot >= 0) {
       at::Tensor t = checked_f32(slots[e.slot], label_, "epilogue operand");
-      if (e.kind == "residual" || e.kind == "mul") {
+      if (matrix::is_residual_op(op.kind)) {  // a tensor of the output's shape
         TORCH_CHECK(t.sizes() == y.sizes(), "inductor_cpp: ", label_, ": ", e.kind, " operand of sizes ",
                     t.sizes(), ", expected ", y.sizes());
         t = as_dense_nhwc(t);
