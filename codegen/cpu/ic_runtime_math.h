@@ -347,6 +347,16 @@ IC_INLINE Vec<To, N> cast(const Vec<From, N>& x) {
     return nonzero(x);
   } else if constexpr (is_float_v<From> && is_int_v<To> && sizeof(To) < 4) {
     return cast<To>(cast<int32_t>(x));
+  } else if constexpr (is_float_v<From> && is_int_v<To>) {
+    // As the scalar cast: NaN and out-of-range lanes give INT_MIN, as x86's conversions do.
+    // Stated, not left to the instruction: the conversion is undefined there in C++, and
+    // without AVX-512 (no vcvttps2qq) GCC 12 folded float -> int64 -> float into trunc(x),
+    // which kept NaN and inf.
+    using Raw = typename Vec<To, N>::raw;
+    constexpr From kLow = static_cast<From>(std::numeric_limits<To>::min());
+    const Raw in_range = __builtin_convertvector((x.v >= kLow) & (x.v < -kLow), Raw);
+    const Raw converted = __builtin_convertvector(x.v, Raw);
+    return Vec<To, N>{(converted & in_range) | (std::numeric_limits<To>::min() & ~in_range)};
   } else {
     return Vec<To, N>{__builtin_convertvector(x.v, typename Vec<To, N>::raw)};
   }

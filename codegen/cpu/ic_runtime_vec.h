@@ -379,6 +379,10 @@ IC_INLINE Vec<T, N> sign(const Vec<T, N>& a) {
     const auto zero = broadcast<N>(T(0));
     const auto one = broadcast<N>(T(1));
     return sub(where(gt(a, zero), one, zero), where(lt(a, zero), one, zero));
+  } else if constexpr (is_int_v<T>) {
+    // Unsigned: 1 where nonzero. Not a lane loop over the scalar (0 < x) - (x < 0): GCC 12's
+    // SLP vectorizer (-march=znver3) kept the comparisons' -1 masks, and sign(4) read 255.
+    return Vec<T, N>{(typename Vec<T, N>::raw)((a.v != 0) & 1)};
   } else {
     return map_lanes<T>(a, [](T x) { return sign(x); });
   }
