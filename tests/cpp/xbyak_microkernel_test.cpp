@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <xbyak/xbyak.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -68,9 +69,9 @@ struct Case {
 };
 
 /// Runs one kernel on random data and compares with a double-precision reference.
-void check_case(const Case& c, std::mt19937& rng) {
+void check_case(Isa isa, const Case& c, std::mt19937& rng) {
   SCOPED_TRACE(::testing::Message()
-               << c.mr << "x" << c.nr << " k=" << c.k << " packed=" << c.packed
+               << (isa == Isa::Avx512 ? "avx512 " : "avx2 ") << c.mr << "x" << c.nr << " k=" << c.k << " packed=" << c.packed
                << " acc=" << c.accumulate << " batch=" << c.batch << " epi=" << c.epilogue.size());
   std::uniform_real_distribution<float> dist(-1, 1);
   const int64_t lda = c.k + 3, ldb = c.packed ? 64 : c.nr + 5, ldc = c.nr + 7;
@@ -102,6 +103,7 @@ void check_case(const Case& c, std::mt19937& rng) {
   for (float& x : residual) x = dist(rng);
 
   MicroKernelDesc d;
+  d.isa = isa;
   d.mr = c.mr;
   d.nr = c.nr;
   d.k = c.baked_k ? c.k : 0;
@@ -182,63 +184,85 @@ void check_case(const Case& c, std::mt19937& rng) {
       ASSERT_EQ(cm[i * ldc + j], kCanary) << "column tail overwritten";
 }
 
-class MicroKernelTest : public ::testing::Test {
+/// Every test runs once per ISA the CPU has (an AVX-512 host runs the AVX2 kernels too).
+/// Tile shapes are given for AVX-512 and scaled by the vector width for AVX2 (`cols`), with
+/// rows cut to what fits the registers (`rows`).
+class MicroKernelTest : public ::testing::TestWithParam<Isa> {
  protected:
   void SetUp() override {
-    if (!cpu_features().avx512) GTEST_SKIP() << "no AVX-512 on this CPU";
+    if (isa() == Isa::Avx512 && !cpu_features().avx512) GTEST_SKIP() << "no AVX-512 on this CPU";
+    if (isa() == Isa::Avx2 && !cpu_features().avx2) GTEST_SKIP() << "no AVX2/FMA on this CPU";
   }
+  static Isa isa() { return GetParam(); }
+  /// An AVX-512 column count for this ISA: as many vectors, a column tail where it had one.
+  static int cols(int avx512_cols) {
+    if (isa() == Isa::Avx512) return avx512_cols;
+    const int tail = avx512_cols % 16;
+    return avx512_cols / 16 * 8 + (tail ? std::max(1, tail / 2) : 0);
+  }
+  static int rows(int mr, int nr) { return std::min(mr, max_rows(isa(), nr)); }
+  void check(const Case& c) { check_case(isa(), c, rng); }
   std::mt19937 rng{1234};
 };
 
-TEST_F(MicroKernelTest, EveryTileShapeAndTail) {
+TEST_P(MicroKernelTest, EveryTileShapeAndTail) {
   for (int nr : {1, 5, 16, 17, 31, 32, 33, 48, 64})
-    for (int mr = 1; mr <= max_rows(Isa::Avx512, nr); mr += (mr < 4 ? 1 : 3))
-      for (bool packed : {false, true})
-        check_case({mr, nr, 7, false, packed, false, 1, 1.0f, {}}, rng);
+    for (int mr = 1; mr <= max_rows(isa(), cols(nr)); mr += (mr < 4 ? 1 : 3))
+      for (bool packed : {false, true}) check({mr, cols(nr), 7, false, packed, false, 1, 1.0f, {}});
 }
 
-TEST_F(MicroKernelTest, TileOverTwoPanels) {
-  // The wide tile (6 × 64) and its column tails over two 32-column panels: runtime and baked K,
-  // unrolled remainders, batch-reduce, accumulate, and an epilogue that reads per column.
+TEST_P(MicroKernelTest, TileOverTwoPanels) {
+  // A tile over two packed panels (the AVX-512 wide tile, 6 × 64 over two 32-column panels) and
+  // its column tails: runtime and baked K, unrolled remainders, batch-reduce, accumulate, and an
+  // epilogue that reads per column.
   using K = KernelEpilogueKind;
+  const int panel = cols(32);
   for (int nr : {33, 40, 48, 63, 64})
     for (int64_t k : {1, 5, 64})
       for (int mr : {1, 4, 6})
-        check_case({mr,
-                    nr,
-                    k,
-                    k == 5,
-                    true,
-                    k == 64,
-                    k == 64 ? 2 : 1,
-                    1.0f,
-                    {{K::BiasCol}, {K::Relu}},
-                    32},
-                   rng);
+        check({rows(mr, cols(nr)),
+               cols(nr),
+               k,
+               k == 5,
+               true,
+               k == 64,
+               k == 64 ? 2 : 1,
+               1.0f,
+               {{K::BiasCol}, {K::Relu}},
+               panel});
   // One FMA scale+shift pair and a residual on the wide tile.
-  check_case(
-      {6, 64, 9, false, true, false, 1, 1.0f, {{K::ScaleCol}, {K::BiasCol}, {K::AddResidual}}, 32},
-      rng);
+  check({rows(6, cols(64)),
+         cols(64),
+         9,
+         false,
+         true,
+         false,
+         1,
+         1.0f,
+         {{K::ScaleCol}, {K::BiasCol}, {K::AddResidual}},
+         panel});
   MicroKernelDesc bad;
-  bad.mr = 6, bad.nr = 64, bad.b_panel_cols = 16;  // would need three panels
+  bad.isa = isa();
+  bad.mr = 1, bad.nr = cols(64), bad.b_panel_cols = cols(16);  // would need three panels
   EXPECT_THROW(get_microkernel(bad), std::invalid_argument);
-  bad.b_panel_cols = 32, bad.b_layout = BLayout::Plain;
+  bad.b_panel_cols = panel, bad.b_layout = BLayout::Plain;
   EXPECT_THROW(get_microkernel(bad), std::invalid_argument);
 }
 
-TEST_F(MicroKernelTest, KLengthsBakedAndRuntime) {
+TEST_P(MicroKernelTest, KLengthsBakedAndRuntime) {
   for (int64_t k : {0, 1, 3, 4, 5, 8, 33, 256})
-    for (bool baked : {false, true}) check_case({14, 32, k, baked, true, false, 1, 1.0f, {}}, rng);
+    for (bool baked : {false, true})
+      check({rows(14, cols(32)), cols(32), k, baked, true, false, 1, 1.0f, {}});
 }
 
-TEST_F(MicroKernelTest, AlphaAccumulateAndBatchReduce) {
-  check_case({6, 64, 17, false, false, true, 1, 1.0f, {}}, rng);
-  check_case({6, 64, 17, true, true, true, 3, -0.5f, {}}, rng);
-  check_case({14, 23, 9, false, false, true, 4, 2.0f, {}}, rng);
-  check_case({3, 32, 5, false, true, false, 0, 1.0f, {}}, rng);  // empty batch: C = 0 (+ epilogue)
+TEST_P(MicroKernelTest, AlphaAccumulateAndBatchReduce) {
+  check({rows(6, cols(64)), cols(64), 17, false, false, true, 1, 1.0f, {}});
+  check({rows(6, cols(64)), cols(64), 17, true, true, true, 3, -0.5f, {}});
+  check({rows(14, cols(23)), cols(23), 9, false, false, true, 4, 2.0f, {}});
+  check({3, cols(32), 5, false, true, false, 0, 1.0f, {}});  // empty batch: C = 0 (+ epilogue)
 }
 
-TEST_F(MicroKernelTest, EveryEpilogueOp) {
+TEST_P(MicroKernelTest, EveryEpilogueOp) {
   using K = KernelEpilogueKind;
   const std::vector<std::vector<KernelEpilogueOp>> lists = {
       {{K::BiasRow}},
@@ -254,21 +278,21 @@ TEST_F(MicroKernelTest, EveryEpilogueOp) {
       {{K::BiasCol}, {K::ScaleCol}, {K::BiasCol}, {K::AddResidual}, {K::Relu}},  // conv+BN+add+relu
       {{K::BiasCol}, {K::Relu}, {K::AddResidual}, {K::Scale, 3.0f}, {K::Clamp, -1, 1}}};
   for (const auto& list : lists)
-    for (int nr : {32, 21}) check_case({5, nr, 11, false, false, true, 1, 1.5f, list}, rng);
+    for (int nr : {32, 21}) check({rows(5, cols(nr)), cols(nr), 11, false, false, true, 1, 1.5f, list});
 }
 
 /// ScaleCol directly followed by BiasCol is one FMA: bit-identical to std::fma(acc, s, t) where
 /// acc is the kernel's own accumulation (K = 1, so acc = a·b exactly rounded once), and differs
 /// from the two-rounding x·s + t somewhere (checks the fusion really happened).
-TEST_F(MicroKernelTest, ScaleColThenBiasColIsOneFusedMultiplyAdd) {
-  for (Isa isa : {Isa::Avx512, Isa::Avx2}) {
-    const int mr = 4, nr = isa == Isa::Avx512 ? 37 : 13;  // column tails on both
+TEST_P(MicroKernelTest, ScaleColThenBiasColIsOneFusedMultiplyAdd) {
+  {
+    const int nr = cols(37), mr = rows(4, nr);  // a column tail
     std::uniform_real_distribution<float> dist(-3, 3);
     std::vector<float> a(mr), b(nr), s(nr), t(nr), c(mr * nr);
     for (auto* v : {&a, &b, &s, &t})
       for (float& x : *v) x = dist(rng);
     MicroKernelDesc d;
-    d.isa = isa;
+    d.isa = isa();
     d.mr = mr;
     d.nr = nr;
     d.k = 1;
@@ -298,13 +322,14 @@ TEST_F(MicroKernelTest, ScaleColThenBiasColIsOneFusedMultiplyAdd) {
   }
 }
 
-TEST_F(MicroKernelTest, TransposedAStridesAndCache) {
+TEST_P(MicroKernelTest, TransposedAStridesAndCache) {
   // A stored k-major (row stride 1, k stride lda): the kernel just uses other strides.
   const int mr = 4, nr = 16, k = 5, lda = 9;
   std::vector<float> a(k * lda), b(k * nr), c(mr * nr);
   for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 7) - 3;
   for (size_t i = 0; i < b.size(); ++i) b[i] = float(i % 5) - 2;
   MicroKernelDesc d;
+  d.isa = isa();
   d.mr = mr;
   d.nr = nr;
   d.k = k;
@@ -331,53 +356,25 @@ TEST_F(MicroKernelTest, TransposedAStridesAndCache) {
     }
 }
 
-TEST_F(MicroKernelTest, RejectsTilesThatDoNotFit) {
+TEST_P(MicroKernelTest, RejectsTilesThatDoNotFit) {
   MicroKernelDesc d;
-  d.mr = max_rows(Isa::Avx512, 64) + 1;
-  d.nr = 64;
+  d.isa = isa();
+  d.nr = cols(32);
+  d.mr = max_rows(isa(), d.nr) + 1;
   EXPECT_THROW(get_microkernel(d), std::invalid_argument);
-  EXPECT_EQ(max_rows(Isa::Avx512, 32), 14);
-  EXPECT_EQ(max_rows(Isa::Avx512, 64), 6);
-}
-
-TEST(MicroKernelAvx2Test, TailsAndEpilogue) {
-  if (!cpu_features().avx2) GTEST_SKIP() << "no AVX2";
-  // The AVX2 generator, exercised directly (a host with AVX-512 still runs AVX2 code).
-  const int mr = 6, k = 9;
-  for (int nr : {3, 8, 13, 16}) {
-    std::vector<float> a(mr * k), b(k * nr), c(mr * (nr + 1), kCanary), bias(nr);
-    for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 11) * 0.25f - 1;
-    for (size_t i = 0; i < b.size(); ++i) b[i] = float(i % 3) - 1;
-    for (int j = 0; j < nr; ++j) bias[j] = float(j);
-    MicroKernelDesc d;
-    d.isa = Isa::Avx2;
-    d.mr = mr;
-    d.nr = nr;
-    d.a_row_stride = k;
-    d.ldb = nr;
-    d.ldc = nr + 1;
-    d.b_layout = BLayout::Plain;
-    d.epilogue = {{KernelEpilogueKind::BiasCol}, {KernelEpilogueKind::Relu}};
-    const float* ap = a.data();
-    const float* bp = b.data();
-    const float* ep[] = {bias.data(), nullptr};
-    MicroKernelArgs args;
-    args.a = &ap;
-    args.b = &bp;
-    args.c = c.data();
-    args.k = k;
-    args.epilogue_data = ep;
-    get_microkernel(d)(&args);
-    for (int i = 0; i < mr; ++i) {
-      for (int j = 0; j < nr; ++j) {
-        float ref = 0;
-        for (int kk = 0; kk < k; ++kk) ref += a[i * k + kk] * b[kk * nr + j];
-        EXPECT_NEAR(c[i * (nr + 1) + j], std::max(ref + bias[j], 0.0f), 1e-5) << nr;
-      }
-      EXPECT_EQ(c[i * (nr + 1) + nr], kCanary) << "masked store overran, nr=" << nr;
-    }
+  if (isa() == Isa::Avx512) {
+    EXPECT_EQ(max_rows(Isa::Avx512, 32), 14);
+    EXPECT_EQ(max_rows(Isa::Avx512, 64), 6);
+  } else {
+    EXPECT_EQ(max_rows(Isa::Avx2, 16), 6);
+    EXPECT_EQ(max_rows(Isa::Avx2, 32), 2);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Isas, MicroKernelTest, ::testing::Values(Isa::Avx512, Isa::Avx2),
+                         [](const ::testing::TestParamInfo<Isa>& info) {
+                           return info.param == Isa::Avx512 ? "Avx512" : "Avx2";
+                         });
 
 }  // namespace
 }  // namespace inductor_cpp::xbyak
