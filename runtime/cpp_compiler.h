@@ -15,13 +15,13 @@ struct CppCompileOptions {
   std::string compiler = "";  ///< empty: $CXX, else "g++"
   /// -ffp-contract=off: no a*b+c fused into one rounding, so arithmetic chains round like
   /// eager's one-op-at-a-time kernels (g++ contracts by default in GNU C++ mode).
-  /// --param=vect-epilogues-nomask=0: GCC 12 vectorized the remainder of a loop it had
-  /// vectorized with half-width vectors and got that part wrong. Seen on AVX2-only hosts
-  /// (-march=znver3 and =haswell): in torch.cat of [10, 5] and [5, 5] on dim 0, the outer row
-  /// loop (15 rows, each a masked 8-lane copy) ran 8 rows wide, then rows 8-11 four wide, and
-  /// rows 10 and 11 read 0 instead of the second input (test: RowsFromTwoInputsOfAConcatenation).
-  /// Our kernels are vectorized explicitly, so a scalar remainder of GCC's own loop
-  /// vectorization costs little.
+  /// -fno-tree-loop-vectorize: our kernels are vectorized explicitly (ic::Vec), and GCC 12's
+  /// loop vectorizer, re-vectorizing their outer loops, got them wrong on AVX2-only hosts
+  /// (-march=znver3 and =haswell). In torch.cat of [1, 2, 3] and [1, 2, 3] on dim -2, the
+  /// 4-row loop of masked 3-lane copies ran 4 rows wide and rows 2 and 3 read 0 instead of
+  /// the second input; in a cat of [10, 5] and [5, 5] the same happened in the half-width
+  /// remainder of an 8-wide loop (tests: RowsFromTwoInputsOfAConcatenation). Straight-line
+  /// (SLP) vectorization stays on.
   std::vector<std::string> flags = {"-O3",
                                     "-march=native",
                                     "-fopenmp",
@@ -30,7 +30,7 @@ struct CppCompileOptions {
                                     "-fno-math-errno",
                                     "-fno-trapping-math",
                                     "-ffp-contract=off",
-                                    "--param=vect-epilogues-nomask=0"};
+                                    "-fno-tree-loop-vectorize"};
   std::vector<std::string> libraries = {"-lsleef"};
 };
 

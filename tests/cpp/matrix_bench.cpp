@@ -27,15 +27,26 @@ using namespace inductor_cpp::matrix;
 
 namespace {
 
-/// rdi = iterations; 24 independent zmm FMA chains × 16 lanes × 2 flops per iteration.
+/// rdi = iterations; independent FMA chains: 24 zmm (AVX-512) or 12 ymm (AVX2 hosts).
 struct FmaPeakLoop : Xbyak::CodeGenerator {
-  static constexpr int kChains = 24;
+  const bool zmm = inductor_cpp::xbyak::cpu_features().avx512;
+  const int chains = zmm ? 24 : 12;
   FmaPeakLoop() : CodeGenerator(4096, Xbyak::DontSetProtectRWE) {
     using namespace Xbyak;
-    for (int i = 0; i < kChains; ++i) vxorps(Zmm(i), Zmm(i), Zmm(i));
+    for (int i = 0; i < chains; ++i) {
+      if (zmm)
+        vxorps(Zmm(i), Zmm(i), Zmm(i));
+      else
+        vxorps(Ymm(i), Ymm(i), Ymm(i));
+    }
     Label loop;
     L(loop);
-    for (int i = 0; i < kChains; ++i) vfmadd231ps(Zmm(i), Zmm(30), Zmm(31));
+    for (int i = 0; i < chains; ++i) {
+      if (zmm)
+        vfmadd231ps(Zmm(i), Zmm(30), Zmm(31));
+      else
+        vfmadd231ps(Ymm(i), Ymm(14), Ymm(15));
+    }
     dec(rdi);
     jnz(loop);
     vzeroupper();
@@ -43,6 +54,7 @@ struct FmaPeakLoop : Xbyak::CodeGenerator {
     ready();
     setProtectModeRE();
   }
+  double flops_per_iteration() const { return double(chains) * (zmm ? 16 : 8) * 2; }
 };
 
 /// Median and minimum over reps runs after one warm-up, and the median process CPU time per run
@@ -122,7 +134,7 @@ double fma_peak(int threads) {
                          },
                          5)
                          .best;
-  return double(iters) * FmaPeakLoop::kChains * 32 * threads / sec / 1e9;
+  return double(iters) * loop.flops_per_iteration() * threads / sec / 1e9;
 }
 
 int g_threads = 1;
