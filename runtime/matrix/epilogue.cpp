@@ -1,6 +1,6 @@
 /// \file epilogue.cpp
 /// \brief The C++ epilogue pass: transcendental activations (erf-GELU, tanh-GELU, SiLU, sigmoid,
-/// tanh) and any op after them, vectorized with AVX-512 intrinsics. Accuracy: exp is Cephes'
+/// tanh) and any op after them, vectorized with AVX-512 or AVX2 intrinsics. Accuracy: exp is Cephes'
 /// minimax polynomial (≈1 ulp), erf is Abramowitz–Stegun 7.1.26 (|error| ≤ 1.5e-7, as ATen's
 /// vectorized erf), so GELU matches torch to ~1e-7 absolute per unit of |x|; tanh is Cephes'
 /// tanhf (an odd polynomial below |x| = 0.625, 1 − 2 / (exp(2|x|) + 1) above: a few ulp).
@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "codegen/xbyak/cpu_features.h"
+#include "runtime/matrix/gemm_config.h"
 
 namespace inductor_cpp::matrix {
 namespace {
@@ -154,6 +155,137 @@ AVX512_FN void apply_tile_avx512(float* c, int64_t ldc, int64_t rows, int64_t co
   }
 }
 
+#define AVX2_FN __attribute__((target("avx2,fma")))
+
+// AVX2 forms of the functions above, for hosts without AVX-512 (8 lanes, masks as vectors).
+
+/// exp as exp_ps, with x clamped to [-87, 88] so that 2^n is built from its exponent bits
+/// (no scalef): below -87 it returns ≈ 1.6e-38 rather than a denormal or 0, which no
+/// activation here can tell apart (1 + e, x·e).
+AVX2_FN __m256 exp_ps_avx2(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500E-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507E-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073E-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894E-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459E-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201E-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i bits =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+
+AVX2_FN __m256 abs_ps_avx2(__m256 x) {
+  return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+}
+
+/// y with the sign of x (y ≥ 0).
+AVX2_FN __m256 with_sign_of_avx2(__m256 y, __m256 x) {
+  return _mm256_or_ps(y, _mm256_and_ps(x, _mm256_set1_ps(-0.0f)));
+}
+
+AVX2_FN __m256 erf_ps_avx2(__m256 x) {
+  const __m256 t = _mm256_div_ps(
+      _mm256_set1_ps(1.0f),
+      _mm256_fmadd_ps(abs_ps_avx2(x), _mm256_set1_ps(0.3275911f), _mm256_set1_ps(1.0f)));
+  __m256 p = _mm256_set1_ps(1.061405429f);
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
+  p = _mm256_mul_ps(p, t);
+  const __m256 e = exp_ps_avx2(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(x, x)));
+  return with_sign_of_avx2(_mm256_fnmadd_ps(p, e, _mm256_set1_ps(1.0f)), x);
+}
+
+AVX2_FN __m256 tanh_ps_avx2(__m256 x) {
+  const __m256 one = _mm256_set1_ps(1.0f), ax = abs_ps_avx2(x);
+  const __m256 e = exp_ps_avx2(_mm256_add_ps(ax, ax));
+  const __m256 big = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
+  const __m256 z = _mm256_mul_ps(x, x);
+  __m256 p = _mm256_set1_ps(-5.70498872745e-3f);
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(2.06390887954e-2f));
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-5.37397155531e-2f));
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(1.33314422036e-1f));
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-3.33332819422e-1f));
+  const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, z), x, x);
+  const __m256 is_small = _mm256_cmp_ps(ax, _mm256_set1_ps(0.625f), _CMP_LT_OQ);
+  return _mm256_blendv_ps(with_sign_of_avx2(big, x), small, is_small);
+}
+
+AVX2_FN __m256 apply_vec_avx2(const EpilogueOp& op, __m256 x, __m256i mask, int64_t row,
+                              int64_t col) {
+  const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
+  switch (op.kind) {
+    case EpilogueKind::BiasRow:
+      return _mm256_add_ps(x, _mm256_set1_ps(op.data[row]));
+    case EpilogueKind::BiasCol:
+      return _mm256_add_ps(x, _mm256_maskload_ps(op.data + col, mask));
+    case EpilogueKind::ScaleCol:
+      return _mm256_mul_ps(x, _mm256_maskload_ps(op.data + col, mask));
+    case EpilogueKind::Scale:
+      return _mm256_mul_ps(x, _mm256_set1_ps(op.a));
+    case EpilogueKind::Relu:
+      return _mm256_max_ps(x, _mm256_setzero_ps());
+    case EpilogueKind::Clamp:
+      return _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(op.a)), _mm256_set1_ps(op.b));
+    case EpilogueKind::AddResidual:
+      return _mm256_add_ps(x, _mm256_maskload_ps(op.data + row * op.ld + col, mask));
+    case EpilogueKind::MulResidual:
+      return _mm256_mul_ps(x, _mm256_maskload_ps(op.data + row * op.ld + col, mask));
+    case EpilogueKind::Sigmoid:
+      return _mm256_div_ps(one,
+                           _mm256_add_ps(one, exp_ps_avx2(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+    case EpilogueKind::Tanh:
+      return tanh_ps_avx2(x);
+    case EpilogueKind::Gelu:
+      return _mm256_mul_ps(
+          _mm256_mul_ps(half, x),
+          _mm256_add_ps(one, erf_ps_avx2(_mm256_mul_ps(x, _mm256_set1_ps(0.70710678118654752f)))));
+    case EpilogueKind::GeluTanh: {
+      const __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+      const __m256 u = _mm256_mul_ps(_mm256_set1_ps(0.7978845608028654f),
+                                     _mm256_fmadd_ps(x3, _mm256_set1_ps(0.044715f), x));
+      const __m256 e = exp_ps_avx2(_mm256_add_ps(u, u));
+      const __m256 th =
+          _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
+      return _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, th));
+    }
+    case EpilogueKind::Silu:
+      return _mm256_div_ps(x,
+                           _mm256_add_ps(one, exp_ps_avx2(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+  }
+  return x;
+}
+
+AVX2_FN void apply_tile_avx2(float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
+                             int64_t col0, const std::vector<EpilogueOp>& ops, size_t first) {
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = c + i * ldc;
+    for (int64_t j = 0; j < cols; j += 8) {
+      const int len = cols - j < 8 ? int(cols - j) : 8;
+      const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(len), lanes);
+      __m256 x = _mm256_maskload_ps(row + j, mask);
+      for (size_t o = first; o < ops.size(); ++o) {
+        if (fuses_with_next(ops, o)) {
+          x = _mm256_fmadd_ps(x, _mm256_maskload_ps(ops[o].data + col0 + j, mask),
+                              _mm256_maskload_ps(ops[o + 1].data + col0 + j, mask));
+          ++o;
+          continue;
+        }
+        x = apply_vec_avx2(ops[o], x, mask, row0 + i, col0 + j);
+      }
+      _mm256_maskstore_ps(row + j, mask, x);
+    }
+  }
+}
+
 }  // namespace
 
 size_t jit_epilogue_prefix(const std::vector<EpilogueOp>& ops) {
@@ -269,8 +401,11 @@ const float* epilogue_tile_data(const EpilogueOp& op, int64_t row, int64_t col) 
 void apply_epilogue_tile(float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
                          int64_t col0, const std::vector<EpilogueOp>& ops, size_t first) {
   if (first >= ops.size()) return;
-  if (xbyak::cpu_features().avx512)
+  // The kernels' ISA (gemm_config.h): INDUCTOR_CPP_MATRIX_ISA=avx2 tests the AVX2 pass too.
+  if (gemm_blocking().isa == xbyak::Isa::Avx512)
     return apply_tile_avx512(c, ldc, rows, cols, row0, col0, ops, first);
+  if (xbyak::cpu_features().avx2)
+    return apply_tile_avx2(c, ldc, rows, cols, row0, col0, ops, first);
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j)
       c[i * ldc + j] = apply_epilogue_scalar_list(ops, first, c[i * ldc + j], row0 + i, col0 + j);

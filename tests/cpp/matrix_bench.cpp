@@ -205,7 +205,8 @@ int main(int argc, char** argv) {
   double peak = 0;
   for (int t = 1; t <= threads; ++t) {
     peak = fma_peak(t);
-    std::printf("FMA peak (zmm, register-only) %d thread(s): %8.1f GFLOP/s\n", t, peak);
+    std::printf("FMA peak (%s, register-only) %d thread(s): %8.1f GFLOP/s\n",
+                inductor_cpp::xbyak::cpu_features().avx512 ? "zmm" : "ymm", t, peak);
   }
   std::printf("--- %d threads, percentages relative to the %d-thread peak ---\n", threads, threads);
   if (want("gemm")) {
