@@ -271,7 +271,9 @@ AVX2_FN void apply_tile_avx2(float* c, int64_t ldc, int64_t rows, int64_t cols, 
     for (int64_t j = 0; j < cols; j += 8) {
       const int len = cols - j < 8 ? int(cols - j) : 8;
       const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(len), lanes);
-      __m256 x = _mm256_maskload_ps(row + j, mask);
+      // Whole vectors load and store C unmasked (vmaskmovps stores are microcoded on AMD Zen);
+      // the operands' masked loads are cheap.
+      __m256 x = len == 8 ? _mm256_loadu_ps(row + j) : _mm256_maskload_ps(row + j, mask);
       for (size_t o = first; o < ops.size(); ++o) {
         if (fuses_with_next(ops, o)) {
           x = _mm256_fmadd_ps(x, _mm256_maskload_ps(ops[o].data + col0 + j, mask),
@@ -281,7 +283,10 @@ AVX2_FN void apply_tile_avx2(float* c, int64_t ldc, int64_t rows, int64_t cols, 
         }
         x = apply_vec_avx2(ops[o], x, mask, row0 + i, col0 + j);
       }
-      _mm256_maskstore_ps(row + j, mask, x);
+      if (len == 8)
+        _mm256_storeu_ps(row + j, x);
+      else
+        _mm256_maskstore_ps(row + j, mask, x);
     }
   }
 }

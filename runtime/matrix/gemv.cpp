@@ -131,9 +131,17 @@ AVX2_FN void rows_axpy_avx2(const float* b, int64_t ldb, const float* x, int64_t
     const int rows = int(std::min<int64_t>(kAxpyRows, k - k0));
     __m256 xs[kAxpyRows];
     for (int r = 0; r < rows; ++r) xs[r] = _mm256_set1_ps(x[k0 + r]);
-    for (int64_t j = 0; j < n; j += 8) {
-      const int64_t left = std::min<int64_t>(n - j, 8);
-      const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + 8 - left));
+    // Whole vectors with plain loads and stores: a masked store (vmaskmovps) is microcoded
+    // and slow on AMD Zen, so masks are for the tail only.
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+      __m256 v = k0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + j);
+      for (int r = 0; r < rows; ++r)
+        v = _mm256_fmadd_ps(xs[r], _mm256_loadu_ps(b + (k0 + r) * ldb + j), v);
+      _mm256_storeu_ps(acc + j, v);
+    }
+    if (j < n) {
+      const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + 8 - (n - j)));
       __m256 v = k0 == 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(acc + j, mask);
       for (int r = 0; r < rows; ++r)
         v = _mm256_fmadd_ps(xs[r], _mm256_maskload_ps(b + (k0 + r) * ldb + j, mask), v);
