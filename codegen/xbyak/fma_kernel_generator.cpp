@@ -167,16 +167,18 @@ class FmaKernel : public CodeGenerator {
         broadcast_constant(t0, op.a);
         for_each_acc([&](int i, int v) { vmulps(acc(i, v), acc(i, v), t0); });
         return;
+      // vmaxps / vminps return their second source when either is NaN: the accumulator goes
+      // second so that NaN stays NaN, as in eager.
       case KernelEpilogueKind::Relu:
         vxorps(t0, t0, t0);
-        for_each_acc([&](int i, int v) { vmaxps(acc(i, v), acc(i, v), t0); });
+        for_each_acc([&](int i, int v) { vmaxps(acc(i, v), t0, acc(i, v)); });
         return;
       case KernelEpilogueKind::Clamp:
         broadcast_constant(t0, op.a);
         broadcast_constant(t1, op.b);
         for_each_acc([&](int i, int v) {
-          vmaxps(acc(i, v), acc(i, v), t0);
-          vminps(acc(i, v), acc(i, v), t1);
+          vmaxps(acc(i, v), t0, acc(i, v));
+          vminps(acc(i, v), t1, acc(i, v));
         });
         return;
       case KernelEpilogueKind::AddResidual:

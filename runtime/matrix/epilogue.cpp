@@ -12,6 +12,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include <cmath>
+#include <limits>
 
 #include "codegen/xbyak/cpu_features.h"
 #include "runtime/matrix/gemm_config.h"
@@ -35,8 +36,9 @@ bool fuses_with_next(const std::vector<EpilogueOp>& ops, size_t o) {
 #define AVX512_FN __attribute__((target("avx512f,avx512dq")))
 
 AVX512_FN __m512 exp_ps(__m512 x) {
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-88.3762626647949f)),
-                    _mm512_set1_ps(88.3762626647949f));
+  // x86 max/min return their second operand when either is NaN: NaN passes through. Above
+  // 89, scalef overflows to +inf as exp does.
+  x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-88.3762626647949f), x));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
@@ -102,9 +104,9 @@ AVX512_FN __m512 apply_vec(const EpilogueOp& op, __m512 x, __mmask16 mask, int64
     case EpilogueKind::Scale:
       return _mm512_mul_ps(x, _mm512_set1_ps(op.a));
     case EpilogueKind::Relu:
-      return _mm512_max_ps(x, _mm512_setzero_ps());
+      return _mm512_max_ps(_mm512_setzero_ps(), x);  // NaN: the second operand
     case EpilogueKind::Clamp:
-      return _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(op.a)), _mm512_set1_ps(op.b));
+      return _mm512_min_ps(_mm512_set1_ps(op.b), _mm512_max_ps(_mm512_set1_ps(op.a), x));
     case EpilogueKind::AddResidual:
       return _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask, op.data + row * op.ld + col));
     case EpilogueKind::MulResidual:
@@ -160,10 +162,13 @@ AVX512_FN void apply_tile_avx512(float* c, int64_t ldc, int64_t rows, int64_t co
 // AVX2 forms of the functions above, for hosts without AVX-512 (8 lanes, masks as vectors).
 
 /// exp as exp_ps, with x clamped to [-87, 88] so that 2^n is built from its exponent bits
-/// (no scalef): below -87 it returns ≈ 1.6e-38 rather than a denormal or 0, which no
-/// activation here can tell apart (1 + e, x·e).
+/// (no scalef): below -87 it returns ≈ 1.6e-38 rather than a denormal or 0, and between 88 and
+/// ln(FLT_MAX) e^88, which no activation here can tell apart (1 + e, x·e); above ln(FLT_MAX)
+/// +inf, and NaN stays NaN.
 AVX2_FN __m256 exp_ps_avx2(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+  const __m256 overflows = _mm256_cmp_ps(x, _mm256_set1_ps(88.72283935546875f), _CMP_GT_OQ);
+  // x86 max/min return their second operand when either is NaN: NaN passes through.
+  x = _mm256_min_ps(_mm256_set1_ps(88.0f), _mm256_max_ps(_mm256_set1_ps(-87.0f), x));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
@@ -177,7 +182,9 @@ AVX2_FN __m256 exp_ps_avx2(__m256 x) {
   p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
   const __m256i bits =
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+  // Above ln(FLT_MAX), +inf as exp gives (sigmoid and SiLU of -inf depend on it).
+  return _mm256_blendv_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(bits)),
+                          _mm256_set1_ps(std::numeric_limits<float>::infinity()), overflows);
 }
 
 AVX2_FN __m256 abs_ps_avx2(__m256 x) {
@@ -231,9 +238,9 @@ AVX2_FN __m256 apply_vec_avx2(const EpilogueOp& op, __m256 x, __m256i mask, int6
     case EpilogueKind::Scale:
       return _mm256_mul_ps(x, _mm256_set1_ps(op.a));
     case EpilogueKind::Relu:
-      return _mm256_max_ps(x, _mm256_setzero_ps());
+      return _mm256_max_ps(_mm256_setzero_ps(), x);  // NaN: the second operand
     case EpilogueKind::Clamp:
-      return _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(op.a)), _mm256_set1_ps(op.b));
+      return _mm256_min_ps(_mm256_set1_ps(op.b), _mm256_max_ps(_mm256_set1_ps(op.a), x));
     case EpilogueKind::AddResidual:
       return _mm256_add_ps(x, _mm256_maskload_ps(op.data + row * op.ld + col, mask));
     case EpilogueKind::MulResidual:
@@ -349,9 +356,9 @@ float apply_epilogue_scalar(const EpilogueOp& op, float x, int64_t row, int64_t 
     case EpilogueKind::Scale:
       return x * op.a;
     case EpilogueKind::Relu:
-      return x > 0 ? x : 0.0f;
+      return x < 0 ? 0.0f : x;  // NaN stays NaN, as in eager
     case EpilogueKind::Clamp:
-      return std::fmin(std::fmax(x, op.a), op.b);
+      return x < op.a ? op.a : x > op.b ? op.b : x;
     case EpilogueKind::AddResidual:
       return x + op.data[row * op.ld + col];
     case EpilogueKind::MulResidual:

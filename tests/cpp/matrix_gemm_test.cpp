@@ -457,6 +457,48 @@ TEST_F(GemmTest, TanhAndSigmoidAcrossTheirRanges) {
   }
 }
 
+TEST_F(GemmTest, NonFiniteValuesKeepEagerSemantics) {
+  // NaN and ±inf through every op, as eager gives them: relu / clamp / sigmoid / tanh of NaN are
+  // NaN (x86 max and min drop a NaN first operand), exp overflows to +inf (SiLU(-inf) is NaN),
+  // sigmoid(±inf) is 0 / 1. C = A · B with k = 1, so the epilogue sees B's values times A's:
+  // three rows through the JIT micro-kernels (bias / scale / relu / clamp / residuals there),
+  // one row through the one-row product, whose epilogue is the C++ pass for every op.
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> xs{nan, inf, -inf, 0.0f, -0.0f, 1.0f, -1.0f, 88.5f, -88.5f, 89.0f, -89.0f,
+                        100.0f, -100.0f, 0.3f, -0.3f, 1e-30f, 5.0f, -5.0f, nan, 2.0f};
+  const int64_t n = int64_t(xs.size());  // 20: whole vectors and a masked tail
+  using K = EpilogueKind;
+  for (int64_t m : {3, 1})
+    for (K kind : {K::BiasRow, K::BiasCol, K::Scale, K::Relu, K::Gelu, K::GeluTanh, K::Silu,
+                   K::Clamp, K::AddResidual, K::MulResidual, K::Sigmoid, K::Tanh}) {
+      std::vector<float> a{1.0f, -1.0f, 0.5f}, c(m * n), row_data(m, 0.25f), col_data(m * n, 0.5f);
+      GemmProblem p;
+      p.m = m, p.n = n, p.k = 1, p.a = a.data(), p.lda = 1, p.b = xs.data(), p.ldb = n;
+      p.c = c.data(), p.ldc = n;
+      EpilogueOp op{kind};
+      op.a = kind == K::Scale ? 2.5f : -0.5f, op.b = 0.5f;
+      op.data = kind == K::BiasRow ? row_data.data() : col_data.data();
+      if (is_residual_op(kind)) op.ld = n;
+      p.epilogue = {op};
+      gemm_f32(p, 1);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          const double want = reference_op(op, double(a[i]) * xs[j], i, j);
+          const float got = c[i * n + j];
+          SCOPED_TRACE(::testing::Message() << "op " << int(kind) << ", m " << m << ", x = "
+                                            << a[i] * xs[j]);
+          if (std::isnan(want)) {
+            EXPECT_TRUE(std::isnan(got)) << got;
+          } else if (std::isinf(want)) {
+            EXPECT_EQ(got, want);
+          } else {
+            EXPECT_NEAR(got, want, 2e-6 * (std::fabs(want) + 8));
+          }
+        }
+    }
+}
+
 TEST_F(GemmTest, BatchedStrides) {
   const int64_t batch = 3, m = 20, n = 33, k = 18;
   std::vector<float> a(batch * m * k), b(batch * k * n), c(batch * m * n);

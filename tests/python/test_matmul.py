@@ -100,10 +100,17 @@ def test_linear_uses_transposed_weight():
                                        (torch.sigmoid, "sigmoid"), (torch.tanh, "tanh"),
                                        (lambda t: t * 0.125, r"scale\(0\.125\)"),
                                        (lambda t: -3.0 * t, r"scale\(-3\)")])
-def test_linear_activation_is_absorbed(act, kind):
+@pytest.mark.parametrize("rows", [20, 1])
+def test_linear_activation_is_absorbed(act, kind, rows):
+    # NaN and ±inf rows come out as eager's (relu / clamp / sigmoid / tanh of NaN are NaN); 20
+    # rows take the micro-kernels' epilogue, 1 row the one-row product's (the C++ pass).
     lin = torch.nn.Linear(64, 48)
+    x = torch.randn(rows, 64)
+    x[0, 5] = float("nan")
+    if rows > 1:
+        x[7, 1], x[9, 2] = float("inf"), -float("inf")
     with torch.no_grad():
-        plan, c = run_one_graph(lambda x: act(lin(x)), torch.randn(20, 64))
+        plan, c = run_one_graph(lambda t: act(lin(t)), x)
     steps = matmul_steps(plan)
     assert len(steps) == 1 and re.search(rf"-> {kind}(\(|\s|$)", steps[0]), plan
     assert c["kernels"] == 0 and c["ops_fallback"] == 0, (plan, c)
