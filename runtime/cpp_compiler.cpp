@@ -28,8 +28,8 @@ std::vector<std::string> split_words(const std::string& s) {
   return words;
 }
 
-/// The compiler command: options.compiler, else $CXX, else g++; may carry arguments
-/// ("ccache g++").
+/// The compiler command: options.compiler, else $CXX, else g++; may carry a launcher before the
+/// compiler and flags after it ("ccache g++ -fno-plt").
 std::vector<std::string> compiler_command(const CppCompileOptions& options) {
   std::string compiler = options.compiler;
   if (compiler.empty()) {
@@ -39,6 +39,16 @@ std::vector<std::string> compiler_command(const CppCompileOptions& options) {
   std::vector<std::string> words = split_words(compiler);
   if (words.empty()) throw std::runtime_error("empty C++ compiler command");
   return words;
+}
+
+std::string base_name(const std::string& path) {
+  return path.substr(path.find_last_of('/') + 1);
+}
+
+/// A program that runs the compiler given after it (ccache g++ ...).
+bool is_launcher(const std::string& word) {
+  const std::string name = base_name(word);
+  return name == "ccache" || name == "sccache" || name == "distcc" || name == "icecc";
 }
 
 void write_file(const std::string& path, const std::string& text) {
@@ -96,16 +106,21 @@ CppCompileResult compile_shared_library(const std::string& dir, const std::strin
 
 std::string compiler_identity(const CppCompileOptions& options) {
   const std::vector<std::string> command = compiler_command(options);
-  // The last word is the compiler proper when a launcher (ccache) comes first.
-  const std::string& compiler = command.back();
+  // The compiler proper: the first word after any launchers ("ccache g++ -O3": g++).
+  size_t at = 0;
+  while (at + 1 < command.size() && is_launcher(command[at])) ++at;
+  const std::string& compiler = command[at];
   std::vector<std::string> args = {compiler, "-dumpfullversion"};
   ProcessResult version = run_process(args);
   if (version.exit_code != 0 || trim(version.output).empty()) {
     args[1] = "-dumpversion";
     version = run_process(args);
   }
-  const std::string base = compiler.substr(compiler.find_last_of('/') + 1);
-  return base + " " + trim(version.output) + " " + resolve_executable(compiler);
+  std::string identity = base_name(compiler) + " " + trim(version.output) + " " +
+                         resolve_executable(compiler);
+  // Flags given with the compiler change the code it makes.
+  for (size_t i = at + 1; i < command.size(); ++i) identity += " " + command[i];
+  return identity;
 }
 
 }  // namespace inductor_cpp::runtime

@@ -1694,6 +1694,20 @@ TEST(CppCompilerTest, OneCompileIsFastAndErrorsAreReported) {
   const std::string identity = runtime::compiler_identity();
   EXPECT_NE(identity.find('.'), std::string::npos) << identity;  // a version number
   std::printf("compiler identity: %s\n", identity.c_str());
+  // A compiler with flags (as $CXX may give it): the flags reach the compile and the identity,
+  // and the version is asked of the compiler, not of a flag.
+  runtime::CppCompileOptions with_flags;
+  with_flags.compiler = "g++ -DIC_FROM_CXX=7";
+  with_flags.flags = {"-shared", "-fPIC"};
+  const runtime::CppCompileResult flagged = runtime::compile_shared_library(
+      dir, "#if IC_FROM_CXX != 7\n#error flag lost\n#endif\nint f() { return 1; }\n", "",
+      with_flags);
+  EXPECT_TRUE(flagged.ok) << flagged.output;
+  const std::string flagged_identity = runtime::compiler_identity(with_flags);
+  EXPECT_EQ(flagged_identity.rfind("g++ ", 0), 0u) << flagged_identity;
+  EXPECT_NE(flagged_identity.find('.'), std::string::npos) << flagged_identity;
+  EXPECT_NE(flagged_identity.find("-DIC_FROM_CXX=7"), std::string::npos) << flagged_identity;
+  EXPECT_NE(flagged_identity, identity);
   std::filesystem::remove_all(dir);
 }
 
