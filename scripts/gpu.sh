@@ -10,6 +10,8 @@
 #   bash scripts/gpu.sh bench    GPU micro benchmark: eager vs stock Inductor vs inductor_cpp
 #   bash scripts/gpu.sh matrix   CPU matrix-kernel benchmark on the host's CPU (issue 7):
 #                                `bench matrix --threads 16` (MATRIX_THREADS, MATRIX_ARGS)
+#   bash scripts/gpu.sh cputest  CPU matrix-kernel pytest files on the host's AVX-512 Xeon
+#                                (CPU_TESTS: files and -k; the dev machine may lack AVX-512)
 #   bash scripts/gpu.sh sweep    GEMM blocking settings as ratios to torch.mm on the host's CPU
 #                                (scripts/matrix_sweep.py; SWEEP_ARGS: its shapes and settings)
 #   bash scripts/gpu.sh tune     launch-shape variants of our GPU kernels (option gpu_tuning) vs
@@ -158,6 +160,20 @@ stage_matrix() {
     --threads "${MATRIX_THREADS:-16}" ${MATRIX_ARGS:-} --json "$OUT/matrix_cpu.json" \
     >"$OUT/matrix_cpu.txt" 2>&1)
   tail -60 "$OUT/matrix_cpu.txt"
+}
+
+# The CPU matrix-kernel tests on the host's Xeon: the AVX-512 micro-kernels and C++ epilogue
+# pass, which an AVX2-only development machine cannot run (CPU_TESTS: pytest files / -k).
+stage_cputest() {
+  setup_carry
+  lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket|L2|L3" >>"$OUT/summary.txt"
+  log "CPU matrix tests (${CPU_TESTS:-test_matmul.py test_conv_kernels.py})"
+  (cd "$ROOT/tests/python" && timeout "${CPU_TEST_SECONDS:-300}" "$PY" -m pytest -q \
+    -p no:cacheprovider --tb=short -rfE ${CPU_TESTS:-test_matmul.py test_conv_kernels.py} \
+    >"$OUT/cputest.txt" 2>&1)
+  local rc=$?
+  tail -30 "$OUT/cputest.txt"
+  return $rc
 }
 
 stage_sweep() {

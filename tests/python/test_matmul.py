@@ -103,11 +103,13 @@ def test_linear_uses_transposed_weight():
 @pytest.mark.parametrize("rows", [20, 1])
 def test_linear_activation_is_absorbed(act, kind, rows):
     # NaN and ±inf rows come out as eager's (relu / clamp / sigmoid / tanh of NaN are NaN); 20
-    # rows take the micro-kernels' epilogue, 1 row the one-row product's (the C++ pass).
+    # rows take the micro-kernels' epilogue, 1 row the one-row product's (the C++ pass). No
+    # ±inf for erf-GELU: eager's own paths disagree there (on an AVX-512 Xeon its vector
+    # kernel gives GELU(+inf) = NaN, its scalar tail inf, which ours gives).
     lin = torch.nn.Linear(64, 48)
     x = torch.randn(rows, 64)
     x[0, 5] = float("nan")
-    if rows > 1:
+    if rows > 1 and kind != "gelu":
         x[7, 1], x[9, 2] = float("inf"), -float("inf")
     with torch.no_grad():
         plan, c = run_one_graph(lambda t: act(lin(t)), x)
