@@ -12,6 +12,8 @@
 #                                `bench matrix --threads 16` (MATRIX_THREADS, MATRIX_ARGS)
 #   bash scripts/gpu.sh cputest  CPU matrix-kernel pytest files on the host's AVX-512 Xeon
 #                                (CPU_TESTS: files and -k; the dev machine may lack AVX-512)
+#   bash scripts/gpu.sh ctest    C++ tests of the matrix kernels and the CPU emitter, whose
+#                                AVX-512 variants the dev machine may skip (carried GoogleTest)
 #   bash scripts/gpu.sh sweep    GEMM blocking settings as ratios to torch.mm on the host's CPU
 #                                (scripts/matrix_sweep.py; SWEEP_ARGS: its shapes and settings)
 #   bash scripts/gpu.sh tune     launch-shape variants of our GPU kernels (option gpu_tuning) vs
@@ -173,6 +175,30 @@ stage_cputest() {
     >"$OUT/cputest.txt" 2>&1)
   local rc=$?
   tail -30 "$OUT/cputest.txt"
+  return $rc
+}
+
+# The C++ tests of the CPU matrix kernels and the CPU emitter, built there against the carried
+# GoogleTest: their AVX-512 variants skip on an AVX2-only development machine.
+stage_ctest() {
+  setup_carry
+  local dir=$ROOT/build/gpu_ctest start=$SECONDS
+  local targets=${CTEST_TARGETS:-matrix_gemm_test matrix_conv_test matrix_gemm_bf16_test xbyak_microkernel_test emit_cpp_test amx_check}
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$CXX" \
+      -DCMAKE_C_COMPILER="$CC" -DINDUCTOR_CPP_PYTHON=OFF -DINDUCTOR_CPP_NVPTX=OFF \
+      -DINDUCTOR_CPP_TESTS=ON -DGTest_DIR="$CARRY/gtest/lib/x86_64-linux-gnu/cmake/GTest" \
+      >"$dir.cmake.log" 2>&1 || { log "ctest cmake failed:"; tail -20 "$dir.cmake.log" | tee -a "$OUT/summary.txt" >&2; return 1; }
+  fi
+  cmake --build "$dir" -j "$(nproc)" --target $targets >"$dir.build.log" 2>&1 ||
+    { log "ctest build failed:"; grep -E "error" -A3 "$dir.build.log" | head -40 | tee -a "$OUT/summary.txt" >&2; return 1; }
+  log "ctest build ok in $((SECONDS - start)) s"
+  (cd "$dir" && timeout "${CTEST_SECONDS:-300}" ctest -j "$(nproc)" -R "${CTEST_REGEX:-matrix|Micro|Emit|emit|Gemm|Conv|Bf16}" \
+    --output-on-failure >"$OUT/ctest_cpu.txt" 2>&1)
+  local rc=$?
+  grep -E "tests passed|Failed|\*\*\*" "$OUT/ctest_cpu.txt" | head -40
+  # AMX bf16 numerics and throughput against the fp32 reference (where the CPU has AMX).
+  [ -z "${CTEST_TARGETS:-}" ] && "$dir/tests/cpp/amx_check" 2>&1 | tail -8 | tee -a "$OUT/summary.txt"
   return $rc
 }
 

@@ -4,6 +4,7 @@
 #   llvm16.tgz       LLVM 16 headers (include/llvm, include/llvm-c), ~4.4 MB
 #   include/         xbyak headers and sleef.h;  lib/ libsleef.so.3 (+ libsleef.so link)
 #   wheels/          the expecttest wheel (OpInfo imports it)
+#   gtest/           GoogleTest headers, static libraries and CMake config (gpu.sh ctest)
 # The GPU machine has libLLVM-16.so.1 but no headers and no CMake config: scripts/gpu.sh
 # writes a small LLVMConfig.cmake there that points at the carried headers and its library.
 set -euo pipefail
@@ -19,4 +20,9 @@ cp -L /usr/lib/x86_64-linux-gnu/libsleef.so.3 "$CARRY/lib/"
 ln -sf libsleef.so.3 "$CARRY/lib/libsleef.so"
 [ -n "$(ls "$CARRY"/wheels/expecttest-*.whl 2>/dev/null)" ] ||
   "$PY" -m pip download --no-deps --only-binary=:all: -d "$CARRY/wheels" expecttest >/dev/null
+mkdir -p "$CARRY/gtest/include" "$CARRY/gtest/lib/x86_64-linux-gnu/cmake"
+cp -r /usr/include/gtest /usr/include/gmock "$CARRY/gtest/include/"
+cp /usr/lib/x86_64-linux-gnu/libgtest*.a /usr/lib/x86_64-linux-gnu/libgmock*.a \
+  "$CARRY/gtest/lib/x86_64-linux-gnu/" 2>/dev/null || true
+cp -r /usr/lib/x86_64-linux-gnu/cmake/GTest "$CARRY/gtest/lib/x86_64-linux-gnu/cmake/"
 du -sh "$CARRY"
