@@ -43,7 +43,9 @@ PipelineResult run_pipeline(const LoopProgram& lowered, const PipelineOptions& o
   p = run_pass("inline_producers", [&](const LoopProgram& x) { return inline_producers(x, options.inlining); },
                p, options, records);
   p = run_pass("eliminate_dead_code", eliminate_dead_code, p, options, records);
-  p = run_pass("split_reductions", [&](const LoopProgram& x) { return split_reductions(x, options.split); }, p,
+  SplitOptions split = options.split;
+  if (options.schedule.target != Target::Cpu) split.column_chunk = 0;  // GPU: column kernels
+  p = run_pass("split_reductions", [&](const LoopProgram& x) { return split_reductions(x, split); }, p,
                options, records);
   p = run_pass("fuse_kernels", fuse_kernels, p, options, records);
   p = run_pass("eliminate_dead_code", eliminate_dead_code, p, options, records);

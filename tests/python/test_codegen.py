@@ -53,6 +53,33 @@ def test_sum_over_dim_zero_and_full_sum():
     assert c["ops_fallback"] == 0, c
 
 
+@pytest.mark.parametrize("case", ["sum", "mean", "amax", "amin", "prod", "int_sum", "any", "all",
+                                  "sum_01", "sum_1_of_3d", "bias_grad_like"])
+def test_large_column_reductions_run_in_chunks_of_rows(case):
+    # Past 2^21 elements a column reduction (x.sum(0)) is split into chunks of 16 rows,
+    # partials chunk-major, then a reduction of the partials (ir/passes/split_reductions.h):
+    # two kernels; 4100 rows leave a masked last chunk.
+    torch.manual_seed(0)
+    x = torch.randn(4100, 600)
+    fns = {
+        "sum": lambda x: x.sum(0), "mean": lambda x: x.mean(0), "amax": lambda x: x.amax(0),
+        "amin": lambda x: x.amin(0), "prod": lambda x: (1 + x * 1e-3).prod(0),
+        "int_sum": lambda x: (x * 100).to(torch.int64).sum(0),
+        "any": lambda x: (x > 3.5).any(0), "all": lambda x: (x > -3.5).all(0),
+        "sum_01": lambda x: x.view(41, 100, 600).sum((0, 1)),
+        "sum_1_of_3d": lambda x: x.view(2, 2050, 600).sum(1),
+        "bias_grad_like": lambda x: (x * 2).sum(0),
+    }
+    c = compiled_graph_counters(fns[case], x)
+    assert c["kernels"] == 2 and c["aten_calls"] == 0 and c["ops_fallback"] == 0, c
+
+
+def test_chunked_column_sum_is_as_accurate_as_eager():
+    x = torch.rand(65536, 64) + 100  # a long sum of large positive values
+    got, want = compile_cpp(lambda x: x.sum(0))(x), x.double().sum(0)
+    assert (got.double() - want).abs().max() <= (x.sum(0).double() - want).abs().max() * 2 + 1e-3
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 def test_signed_zero_constants_and_divisors_keep_their_sign(dtype):
     # A broadcast -0.0 used to become +0.0 (0 + -0 = +0): x / -0.0 gave inf of the wrong sign.
