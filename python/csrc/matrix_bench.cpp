@@ -9,7 +9,11 @@
 ///   * amx_peak_gflops(threads): the bf16 AMX peak, a register-only TDPBF16PS loop on the
 ///     library's tile configuration (raises without usable AMX);
 ///   * gemm_bf16(a, b, threads): the library's bf16 GEMM (fp32 result) called on
-///     torch tensors, for the AMX row (compiled graphs do not route bf16 matmuls to it).
+///     torch tensors, for the AMX row (compiled graphs do not route bf16 matmuls to it);
+///   * pack_b_f32(b) / gemm_f32(a, b, threads, bias, relu, packed): the float32 GEMM called
+///     directly (no Dynamo, no plan), as a compiled graph's matrix step calls it — with B
+///     packed once, as its packed-weight cache does — so `bench matrix` can tell the kernels'
+///     speed apart from torch.compile's per-call cost (the "library" variant).
 ///
 /// Benchmark support only: nothing in the compiler or runtime calls these.
 #include <ATen/ATen.h>
@@ -19,11 +23,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "codegen/xbyak/amx_kernel.h"
 #include "codegen/xbyak/cpu_features.h"
+#include "runtime/matrix/gemm.h"
 #include "runtime/matrix/gemm_bf16.h"
 
 namespace py = pybind11;
@@ -164,6 +172,68 @@ at::Tensor gemm_bf16(const at::Tensor& a, const at::Tensor& b, int threads) {
   return c;
 }
 
+/// A float32 matrix operand as the library takes it: plain (unit column stride), transposed
+/// (unit row stride) or, for anything else, a contiguous copy kept alive by `keep`.
+struct Operand {
+  const float* data;
+  int64_t ld;
+  bool trans;
+};
+Operand float32_operand(const at::Tensor& x, at::Tensor& keep, const char* name) {
+  if (x.scalar_type() != at::kFloat || x.dim() != 2 || !x.device().is_cpu())
+    throw std::invalid_argument(std::string("gemm_f32: ") + name +
+                                " must be a 2-D float32 CPU tensor");
+  if (x.stride(1) == 1 && x.stride(0) >= std::max<int64_t>(1, x.size(1)))
+    return {x.data_ptr<float>(), x.stride(0), false};
+  if (x.stride(0) == 1 && x.stride(1) >= std::max<int64_t>(1, x.size(0)))
+    return {x.data_ptr<float>(), x.stride(1), true};
+  keep = x.contiguous();
+  return {keep.data_ptr<float>(), std::max<int64_t>(1, keep.size(1)), false};
+}
+
+/// B (k×n, any strides) packed once into the kernels' layout (matrix::pack_b_f32).
+struct PackedBHandle {
+  std::shared_ptr<const matrix::PackedB> packed;
+};
+PackedBHandle pack_b_f32(const at::Tensor& b) {
+  at::Tensor keep;
+  const Operand op = float32_operand(b, keep, "B");
+  py::gil_scoped_release no_gil;
+  return {std::make_shared<const matrix::PackedB>(
+      matrix::pack_b_f32(op.data, b.size(0), b.size(1), op.ld, op.trans))};
+}
+
+/// C (m×n) = [relu](A·B [+ bias]) on the library's gemm_f32 (gemm_f32_packed with `packed`).
+at::Tensor gemm_f32(const at::Tensor& a, const at::Tensor& b, int threads,
+                    const std::optional<at::Tensor>& bias, bool relu,
+                    const std::optional<PackedBHandle>& packed) {
+  check_threads(threads);
+  at::Tensor keep_a, keep_b, keep_bias;
+  const Operand oa = float32_operand(a, keep_a, "A"), ob = float32_operand(b, keep_b, "B");
+  if (a.size(1) != b.size(0)) throw std::invalid_argument("gemm_f32: A's columns != B's rows");
+  matrix::GemmProblem p;
+  p.m = a.size(0), p.n = b.size(1), p.k = a.size(1);
+  p.a = oa.data, p.lda = oa.ld, p.trans_a = oa.trans;
+  p.b = ob.data, p.ldb = ob.ld, p.trans_b = ob.trans;
+  if (bias) {
+    if (bias->scalar_type() != at::kFloat || bias->numel() != p.n)
+      throw std::invalid_argument("gemm_f32: bias must be n float32 values");
+    keep_bias = bias->contiguous();
+    p.epilogue.push_back({matrix::EpilogueKind::BiasCol, keep_bias.data_ptr<float>()});
+  }
+  if (relu) p.epilogue.push_back({matrix::EpilogueKind::Relu});
+  at::Tensor c = at::empty({p.m, p.n}, a.options());
+  p.c = c.data_ptr<float>(), p.ldc = p.n;
+  if (packed && (packed->packed->k() != p.k || packed->packed->n() != p.n))
+    throw std::invalid_argument("gemm_f32: the packed B was packed for another shape");
+  py::gil_scoped_release no_gil;
+  if (packed)
+    matrix::gemm_f32_packed(p, *packed->packed, threads);
+  else
+    matrix::gemm_f32(p, threads);
+  return c;
+}
+
 py::dict cpu_features_dict() {
   const auto& f = xbyak::cpu_features();
   py::dict d;
@@ -191,6 +261,11 @@ void register_matrix_bench_bindings(py::module_& parent) {
         "bf16 AMX peak (register-only TDPBF16PS loop), best of reps, GFLOP/s; raises without AMX");
   m.def("gemm_bf16", &gemm_bf16, py::arg("a"), py::arg("b"), py::arg("threads"),
         "float32 A·B of bfloat16 matrices on the library's gemm_bf16 (AMX where usable)");
+  py::class_<PackedBHandle>(m, "PackedB", "A float32 B packed once for gemm_f32");
+  m.def("pack_b_f32", &pack_b_f32, py::arg("b"), "B (k×n float32, any strides) packed once");
+  m.def("gemm_f32", &gemm_f32, py::arg("a"), py::arg("b"), py::arg("threads"),
+        py::arg("bias") = std::nullopt, py::arg("relu") = false, py::arg("packed") = std::nullopt,
+        "[relu](A·B [+ bias]) on the library's float32 GEMM (B pre-packed with `packed`)");
 }
 
 }  // namespace inductor_cpp::python

@@ -52,8 +52,9 @@ def test_smoke_run_produces_checked_rows(tmp_path):
             assert variants[matrix.OURS]["path"] == "lib 1/1", case["name"]
         if case["group"] == "models":
             assert variants[matrix.OURS_OFF]["path"].startswith("lib 0/")
-        if case["group"] == "amx":
-            assert matrix.LIBRARY in variants
+        if case["group"] == "amx" or (case["group"] in ("gemm", "addmm", "small")
+                                      and hasattr(_C.matrix, "gemm_f32")):
+            assert matrix.LIBRARY in variants, case["name"]  # checked against eager above
     names = [c["name"] for c in cases]
     assert "Linear 8x24x40" in names and "mm 1x24x40" in names
     assert any(n.startswith("conv b2 ") and n.endswith("+b+res+relu") for n in names)
@@ -110,3 +111,25 @@ def test_rows_faster_than_the_peak_are_flagged():
     assert matrix.peak_warnings([case], {"fma": 1000.0, "amx": None}) == []
     (warning,) = matrix.peak_warnings([case], {"fma": 100.0, "amx": None})
     assert "200% of the FMA peak" in warning and "--fma-peak" in warning
+
+
+@pytest.mark.skipif(not hasattr(_C, "matrix"), reason="this _C predates the matrix bindings")
+def test_float32_library_binding_matches_torch():
+    import torch
+
+    torch.manual_seed(0)
+    a, w, bias = torch.randn(37, 70), torch.randn(45, 70), torch.randn(45)
+    b = w.t()  # transposed B, as nn.Linear's weight
+    want = torch.relu(torch.addmm(bias, a, b))
+    for packed in (None, _C.matrix.pack_b_f32(b)):
+        got = _C.matrix.gemm_f32(a, b, 2, bias, True, packed)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    one_row = _C.matrix.gemm_f32(a[:1], b, 1)  # a matrix-vector product
+    torch.testing.assert_close(one_row, a[:1] @ b, rtol=1e-5, atol=1e-5)
+    strided = torch.randn(70, 90)[:, ::2]  # neither plain nor transposed: copied
+    torch.testing.assert_close(_C.matrix.gemm_f32(a, strided, 1), a @ strided, rtol=1e-5,
+                               atol=1e-5)
+    with pytest.raises(ValueError, match="packed for another shape"):
+        _C.matrix.gemm_f32(a, b[:, :40], 1, packed=_C.matrix.pack_b_f32(b))
+    with pytest.raises(ValueError, match="float32"):
+        _C.matrix.gemm_f32(a.double(), b, 1)

@@ -18,6 +18,10 @@ Eager torch.mm/addmm/conv vs stock torch.compile(backend="inductor") vs ours
           batch 8 x seq 128; plain Linear/SDPA/LayerNorm/GELU layers), eval, no_grad; ours
           with matrix_kernels off and on
 
+gemm, addmm and small also time "library": our float32 GEMM called directly, without Dynamo or
+a plan, with B packed once as a compiled graph's packed-weight cache keeps it (a one-row product
+reads B in place, as there): the kernels' speed apart from torch.compile's per-call cost.
+
 Protocol (docs/benchmarks.md): every case starts from torch._dynamo.reset() and compiles with
 dynamic=False under no_grad. The first call of each variant is timed (for compiled variants:
 Dynamo + compile + one run). Then warm-up and timed rounds call every variant in turn, the
@@ -385,8 +389,8 @@ def print_report(cases: list[Case], info: dict[str, Any], peaks: dict[str, float
           f"before and after the cases): {peak_text('fma', 'unavailable')}; AMX bf16 peak: "
           f"{peak_text('amx', 'not usable here')}")
     print(f"variants: {EAGER}; {STOCK} = torch.compile(backend='inductor'); {OURS} / {OURS_OFF} "
-          "= backend='inductor_cpp' with matrix_kernels on / off; library = _C.matrix.gemm_bf16 "
-          "called directly; compile floor (small shapes) = torch.compile(backend='eager'), Dynamo's "
+          "= backend='inductor_cpp' with matrix_kernels on / off; library = our GEMM called "
+          "directly, without Dynamo (_C.matrix.gemm_f32 with B packed once, gemm_bf16); compile floor (small shapes) = torch.compile(backend='eager'), Dynamo's "
           "per-call cost with no compiler. median of interleaved rounds; path: matmul/conv steps "
           "on our library")
     print()

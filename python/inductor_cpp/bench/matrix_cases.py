@@ -101,19 +101,41 @@ class _LinearRelu(torch.nn.Module):
         return torch.relu(self.linear(x))
 
 
-def _gemm(m: int, n: int, k: int) -> Callable[[], Workload]:
-    return lambda: Workload(_mm, (torch.randn(m, k), torch.randn(k, n)), 2.0 * m * n * k, k)
+def _library_f32(a: torch.Tensor, b: torch.Tensor, threads: int,
+                 bias: torch.Tensor | None = None, relu: bool = False) -> dict[str, Callable]:
+    """The "library" variant: our float32 GEMM called directly (_C.matrix.gemm_f32), without
+    Dynamo or a plan, with B packed once as a compiled graph's packed-weight cache keeps it
+    (a one-row product reads B in place there too). {} with an older _C."""
+    from .. import _C
+
+    if not hasattr(_C, "matrix") or not hasattr(_C.matrix, "gemm_f32"):
+        return {}
+    packed = _C.matrix.pack_b_f32(b) if a.shape[0] > 1 else None
+    return {LIBRARY: lambda: _C.matrix.gemm_f32(a, b, threads, bias, relu, packed)}
 
 
-def _addmm(m: int, n: int, k: int) -> Callable[[], Workload]:
-    return lambda: Workload(_addmm_relu, (torch.randn(n), torch.randn(m, k), torch.randn(k, n)),
-                            2.0 * m * n * k, k)
+def _gemm(m: int, n: int, k: int, threads: int) -> Callable[[], Workload]:
+    def make() -> Workload:
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        return Workload(_mm, (a, b), 2.0 * m * n * k, k, extra=_library_f32(a, b, threads))
+    return make
 
 
-def _linear(m: int, n: int, k: int, relu: bool = False) -> Callable[[], Workload]:
+def _addmm(m: int, n: int, k: int, threads: int) -> Callable[[], Workload]:
+    def make() -> Workload:
+        bias, a, b = torch.randn(n), torch.randn(m, k), torch.randn(k, n)
+        return Workload(_addmm_relu, (bias, a, b), 2.0 * m * n * k, k,
+                        extra=_library_f32(a, b, threads, bias, relu=True))
+    return make
+
+
+def _linear(m: int, n: int, k: int, threads: int, relu: bool = False) -> Callable[[], Workload]:
     def make() -> Workload:
         module = (_LinearRelu(k, n) if relu else torch.nn.Linear(k, n)).eval()
-        return Workload(module, (torch.randn(m, k),), 2.0 * m * n * k, k)
+        x = torch.randn(m, k)
+        linear = module.linear if relu else module
+        extra = _library_f32(x, linear.weight.detach().t(), threads, linear.bias.detach(), relu)
+        return Workload(module, (x,), 2.0 * m * n * k, k, extra=extra)
     return make
 
 
@@ -191,22 +213,23 @@ def build_cases(args: argparse.Namespace, amx_usable: bool, amx_why: str) -> lis
     cases: list[Case] = []
     gemm_sizes = [64] if smoke else [1024, 4096]
     for s in gemm_sizes:
-        cases.append(Case("gemm", f"mm {s}^3", _gemm(s, s, s), (4, 1) if s >= 4096 else (15, 2)))
+        reps = (4, 1) if s >= 4096 else (15, 2)
+        cases.append(Case("gemm", f"mm {s}^3", _gemm(s, s, s, t), reps))
     s = 48 if smoke else 1024
-    cases.append(Case("addmm", f"relu(addmm) {s}^3", _addmm(s, s, s), (15, 2)))
-    cases.append(Case("addmm", f"relu(Linear) {s}^3", _linear(s, s, s, relu=True), (15, 2)))
+    cases.append(Case("addmm", f"relu(addmm) {s}^3", _addmm(s, s, s, t), (15, 2)))
+    cases.append(Case("addmm", f"relu(Linear) {s}^3", _linear(s, s, s, t, relu=True), (15, 2)))
     ms = [1, 8] if smoke else [1, 8, 32]
     linear_nk = [(24, 40)] if smoke else [(768, 768), (3072, 768), (768, 3072), (4096, 4096)]
     mm_nk = [(24, 40)] if smoke else [(768, 768), (4096, 4096)]
     for n, k in linear_nk:
         for m in ms:
-            cases.append(Case("small", f"Linear {m}x{n}x{k}", _linear(m, n, k), (15, 3)))
+            cases.append(Case("small", f"Linear {m}x{n}x{k}", _linear(m, n, k, t), (15, 3)))
     for n, k in mm_nk:
         for m in ms:
-            cases.append(Case("small", f"mm {m}x{n}x{k}", _gemm(m, n, k), (15, 3)))
+            cases.append(Case("small", f"mm {m}x{n}x{k}", _gemm(m, n, k, t), (15, 3)))
     for s in [16] if smoke else [64, 128, 256]:
-        cases.append(Case("small", f"Linear {s}^3", _linear(s, s, s), (15, 3)))
-        cases.append(Case("small", f"mm {s}^3", _gemm(s, s, s), (15, 3)))
+        cases.append(Case("small", f"Linear {s}^3", _linear(s, s, s, t), (15, 3)))
+        cases.append(Case("small", f"mm {s}^3", _gemm(s, s, s, t), (15, 3)))
     layers = ([("3x3 8->16 @10", 8, 10, 16, 3, 1, 1)] if smoke else
               [("3x3 64->64 @56", 64, 56, 64, 3, 1, 1), ("1x1 64->256 @56", 64, 56, 256, 1, 1, 0),
                ("3x3 256->256 @14", 256, 14, 256, 3, 1, 1),
