@@ -3,7 +3,8 @@
 /// register-only JIT loop at 1..N threads, then GFLOP/s of GEMM, addmm+bias+relu, skinny and
 /// small GEMMs, pre-packed B, the BERT-base Linear shapes (per-call vs pre-packed weight) and
 /// convolutions; prints a table (median of repeats, std::chrono).
-/// Usage: matrix_bench [threads=2] [gemm|addmm|bert|small|skinny|conv] [reps-scale=1]; the filter
+/// Usage: matrix_bench [threads=2] [gemm|addmm|bert|small|skinny|conv|conv32] [reps-scale=1]
+/// (conv: batch 1, conv32: batch 32, the same layers); the filter
 /// "shape:MxNxK[:bT][:pk][:relu]" times one GEMM and skips the peak loop (for A/B comparisons).
 /// Torch comparisons are done from Python.
 #include <omp.h>
@@ -231,13 +232,16 @@ int main(int argc, char** argv) {
         bench_gemm("skinny", m, nk.first, nk.second, threads, peak, false, false, false);
         bench_gemm("skinny-pk", m, nk.first, nk.second, threads, peak, false, true, true);
       }
-  if (want("conv")) {
-    bench_conv("r50 3x3 64 56x56", 1, 56, 56, 64, 64, 3, 1, 1, threads, peak);
-    bench_conv("r50 1x1 64>256 56x56", 1, 56, 56, 64, 256, 1, 1, 0, threads, peak);
-    bench_conv("r50 3x3 128 28x28", 1, 28, 28, 128, 128, 3, 1, 1, threads, peak);
-    bench_conv("r50 3x3 256 14x14", 1, 14, 14, 256, 256, 3, 1, 1, threads, peak);
-    bench_conv("r50 3x3 512 7x7", 1, 7, 7, 512, 512, 3, 1, 1, threads, peak);
-    bench_conv("r50 7x7/2 3>64 224", 1, 224, 224, 3, 64, 7, 2, 3, threads, peak);
+  for (int64_t batch : {1, 32}) {
+    if (!want(batch == 1 ? "conv" : "conv32")) continue;
+    const std::string b = "b" + std::to_string(batch) + " ";
+    bench_conv((b + "r50 3x3 64 56x56").c_str(), batch, 56, 56, 64, 64, 3, 1, 1, threads, peak);
+    bench_conv((b + "r50 1x1 64>256 56x56").c_str(), batch, 56, 56, 64, 256, 1, 1, 0, threads,
+               peak);
+    bench_conv((b + "r50 3x3 128 28x28").c_str(), batch, 28, 28, 128, 128, 3, 1, 1, threads, peak);
+    bench_conv((b + "r50 3x3 256 14x14").c_str(), batch, 14, 14, 256, 256, 3, 1, 1, threads, peak);
+    bench_conv((b + "r50 3x3 512 7x7").c_str(), batch, 7, 7, 512, 512, 3, 1, 1, threads, peak);
+    bench_conv((b + "r50 7x7/2 3>64 224").c_str(), batch, 224, 224, 3, 64, 7, 2, 3, threads, peak);
   }
   return 0;
 }

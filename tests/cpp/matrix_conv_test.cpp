@@ -98,6 +98,15 @@ TEST_F(ConvTest, ThreeByThreePaddedWithTails) {
   check_conv({2, 8, 30, 8, 64, 3, 1, 1, 1}, Epi::BiasResidualRelu, 2, rng);
 }
 
+// An output row is cut into balanced tiles (tile_rows and tile_rows - 1 pixels): widths that
+// give two sizes and one size per ISA (AVX2 6-row tiles: 7 = 4 + 3, 15 = 5 + 5 + 5, 29 =
+// 4 × 6 + 5; AVX-512 14-row tiles: 7, 15 = 8 + 7, 29 = 10 + 10 + 9).
+TEST_F(ConvTest, RowsSplitIntoBalancedTiles) {
+  check_conv({2, 7, 7, 16, 40, 3, 1, 1, 1}, Epi::BiasResidualRelu, 2, rng);
+  check_conv({1, 5, 15, 8, 24, 3, 1, 1, 1}, Epi::None, 1, rng);
+  check_conv({1, 4, 29, 8, 33, 3, 1, 1, 1}, Epi::BatchNorm, 2, rng);
+}
+
 TEST_F(ConvTest, StrideAndDilation) {
   check_conv({1, 11, 13, 5, 20, 3, 2, 1, 1}, Epi::BiasResidualRelu, 2, rng);
   check_conv({1, 12, 12, 4, 33, 3, 1, 2, 2}, Epi::None, 2,
