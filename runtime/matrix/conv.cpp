@@ -122,12 +122,14 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
   if (rows_total * ow * q.oc * q.kh * q.kw * q.c < blk.serial_macs) threads = 1;
   int tm = 1, tn = 1;
   choose_grid(rows_total, panels, threads, tm, tn);
-  // Output rows per cache block: the new input rows and the output row of each, ~512 KiB.
-  // (Sized to one core's L2 less the streaming weight panel instead, 3×3 256->256 @14² and
+  // Output rows per cache block (across images): the new input rows and the output row of
+  // each, ~512 KiB. (Sized to one core's L2 less the streaming weight panel instead, 3×3 256->256 @14² and
   // 512->512 @7² at batch 32 ran 7 and 2 rows per block on a 512 KiB L2 and lost 7 % and
   // 20 %: every block streams all the weights once, which outweighs keeping its input in L2.)
   const int64_t bytes_per_row = int64_t(sizeof(float)) * (q.stride_h * wp * q.c + ow * q.oc);
-  const int64_t rows_per_block = std::max<int64_t>(1, (int64_t(512) << 10) / bytes_per_row);
+  int64_t rows_per_block = std::max<int64_t>(1, (int64_t(512) << 10) / bytes_per_row);
+  // Whole images where one fits: a block cut inside an image copies that image's halo twice.
+  if (rows_per_block > oh) rows_per_block -= rows_per_block % oh;
 
   auto worker = [&](int t) {
     const unsigned saved_csr = _mm_getcsr();
@@ -136,26 +138,41 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
     const float* a_ptrs[kMaxTaps];
     const float* b_ptrs[kMaxTaps];
     const float* epilogue_data[16] = {};
-    // Blocks of output rows (within one image) outer, column panels, rows of the block: a
-    // block's input rows and output stay in L2 across the panels, so activations are read /
-    // written from memory about once, and each weight panel is read once per block (all rows
-    // inside each panel streamed the whole input once per panel: 0.76x eager at batch 32,
-    // 64 channels @56²). With padding, the block's input rows are copied zero-padded into a
-    // per-thread buffer (a padded copy of the whole input cost a pass over memory).
+    // Blocks of output rows outer, column panels, rows of the block: a block's input rows and
+    // output stay in L2 across the panels, so activations are read / written from memory
+    // about once, and each weight panel is read once per block (all rows inside each panel
+    // streamed the whole input once per panel: 0.76x eager at batch 32, 64 channels @56²). A
+    // block may span images (7×7 or 14×14 maps at a large batch), so a small map does not
+    // stream all the weights once per image. With padding, each image's share of the block is
+    // copied zero-padded (with its halo) into a per-thread buffer (a padded copy of the whole
+    // input cost a pass over memory).
     thread_local std::vector<float> padded_rows;
+    std::vector<const float*> image_base;  // per image of the block: its (padded) row 0
     const int64_t r_begin = ti * rows_total / tm, r_end = (ti + 1) * rows_total / tm;
     for (int64_t block = r_begin; block < r_end;) {
-      const int64_t img = block / oh, oy0 = block % oh;
-      const int64_t block_end = std::min({block + rows_per_block, r_end, (img + 1) * oh});
-      // Input rows of the block (padded coordinates): [iy0, iy0 + in_rows).
-      const int64_t iy0 = oy0 * q.stride_h;
-      const int64_t in_rows = (block_end - 1 - block) * q.stride_h + (q.kh - 1) * q.dilation_h + 1;
-      const float* base = x + img * hp * wp * q.c;  // unpadded: hp = H, wp = W
+      const int64_t block_end = std::min(block + rows_per_block, r_end);
+      const int64_t first_img = block / oh, last_img = (block_end - 1) / oh;
+      image_base.assign(size_t(last_img - first_img + 1), nullptr);
+      // Input rows (padded coordinates) of image img's output rows [begin, end) of the block.
+      auto input_rows = [&](int64_t img, int64_t& iy0, int64_t& count) {
+        const int64_t begin = std::max(block, img * oh), end = std::min(block_end, (img + 1) * oh);
+        iy0 = (begin - img * oh) * q.stride_h;
+        count = (end - 1 - begin) * q.stride_h + (q.kh - 1) * q.dilation_h + 1;
+      };
       if (padded) {
-        if (padded_rows.size() < size_t(in_rows * wp * q.c))
-          padded_rows.resize(size_t(in_rows * wp * q.c));
-        pad_rows(x, q, img, iy0, in_rows, padded_rows.data());
-        base = padded_rows.data() - iy0 * wp * q.c;  // indexed by padded row below
+        int64_t total = 0, iy0, count;
+        for (int64_t img = first_img; img <= last_img; ++img, total += count * wp * q.c)
+          input_rows(img, iy0, count);
+        if (padded_rows.size() < size_t(total)) padded_rows.resize(size_t(total));
+        float* out = padded_rows.data();
+        for (int64_t img = first_img; img <= last_img; ++img, out += count * wp * q.c) {
+          input_rows(img, iy0, count);
+          pad_rows(x, q, img, iy0, count, out);
+          image_base[img - first_img] = out - iy0 * wp * q.c;  // indexed by padded row
+        }
+      } else {
+        for (int64_t img = first_img; img <= last_img; ++img)
+          image_base[img - first_img] = x + img * hp * wp * q.c;  // unpadded: hp = H, wp = W
       }
       for (int64_t pi = tj * panels / tn; pi < (tj + 1) * panels / tn; ++pi) {
         const int64_t j = pi * nr;
@@ -164,6 +181,7 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
         for (int64_t e = 0; e < taps; ++e) b_ptrs[e] = panel + e * k_per_entry * nr;
         for (int64_t r = block; r < block_end; ++r) {
           const int64_t oy = r % oh;
+          const float* base = image_base[r / oh - first_img];
           for (int64_t tile = 0, ox = 0; tile < row_tiles; ++tile) {
             const int rows = tile < full_tiles ? tile_rows : tile_rows - 1;
             for (int64_t e = 0; e < taps; ++e) {

@@ -107,6 +107,17 @@ TEST_F(ConvTest, RowsSplitIntoBalancedTiles) {
   check_conv({1, 4, 29, 8, 33, 3, 1, 1, 1}, Epi::BatchNorm, 2, rng);
 }
 
+// Small maps at a batch: a block of output rows spans several images, each image's rows
+// padded with their own halo. Sized past the one-thread threshold: with 3 threads the rows
+// split 8 / 8 / 9 of 25 (or 10 / 10 / 10 of 30), so blocks also start inside an image.
+TEST_F(ConvTest, BlocksSpanImages) {
+  check_conv({4, 5, 5, 8, 16, 3, 1, 1, 1}, Epi::BiasResidualRelu, 1, rng);
+  check_conv({5, 5, 5, 32, 64, 3, 1, 1, 1}, Epi::BiasResidualRelu, 3, rng);
+  check_conv({6, 9, 9, 32, 64, 3, 2, 1, 1}, Epi::BatchNorm, 3, rng);  // stride 2
+  check_conv({5, 6, 6, 32, 64, 3, 1, 2, 2}, Epi::None, 3, rng);       // dilation: tap by tap
+  check_conv({5, 4, 7, 32, 64, 2, 1, 0, 1}, Epi::None, 3, rng);       // no padding
+}
+
 TEST_F(ConvTest, StrideAndDilation) {
   check_conv({1, 11, 13, 5, 20, 3, 2, 1, 1}, Epi::BiasResidualRelu, 2, rng);
   check_conv({1, 12, 12, 4, 33, 3, 1, 2, 2}, Epi::None, 2,
