@@ -78,8 +78,7 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
     throw std::invalid_argument("conv2d_nhwc_f32: unsupported parameters (groups > 1?)");
   if (w.oc != q.oc || w.kh != q.kh || w.kw != q.kw || w.c != q.c)
     throw std::invalid_argument("conv2d_nhwc_f32: weights packed for another shape");
-  if (q.kh == 1 && q.kw == 1 && q.stride_h == 1 && q.stride_w == 1 && q.pad_h == 0 &&
-      q.pad_w == 0)
+  if (q.kh == 1 && q.kw == 1 && q.stride_h == 1 && q.stride_w == 1 && q.pad_h == 0 && q.pad_w == 0)
     return conv_as_gemm(x, w, y, q, num_threads);
   if (q.epilogue.size() > 16)
     throw std::invalid_argument("conv2d_nhwc_f32: more than 16 epilogue ops");
@@ -123,9 +122,10 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
   int tm = 1, tn = 1;
   choose_grid(rows_total, panels, threads, tm, tn);
   // Output rows per cache block (across images): the new input rows and the output row of
-  // each, ~512 KiB. (Sized to one core's L2 less the streaming weight panel instead, 3×3 256->256 @14² and
-  // 512->512 @7² at batch 32 ran 7 and 2 rows per block on a 512 KiB L2 and lost 7 % and
-  // 20 %: every block streams all the weights once, which outweighs keeping its input in L2.)
+  // each, ~512 KiB. (Sized to one core's L2 less the streaming weight panel instead, 3×3
+  // 256->256 @14² and 512->512 @7² at batch 32 ran 7 and 2 rows per block on a 512 KiB L2 and
+  // lost 7 % and 20 %: every block streams all the weights once, which outweighs keeping its
+  // input in L2.)
   const int64_t bytes_per_row = int64_t(sizeof(float)) * (q.stride_h * wp * q.c + ow * q.oc);
   int64_t rows_per_block = std::max<int64_t>(1, (int64_t(512) << 10) / bytes_per_row);
   // Whole images where one fits: a block cut inside an image copies that image's halo twice.
