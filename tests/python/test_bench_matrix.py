@@ -53,7 +53,7 @@ def test_smoke_run_produces_checked_rows(tmp_path):
         if case["group"] == "models":
             assert variants[matrix.OURS_OFF]["path"].startswith("lib 0/")
         if case["group"] == "amx" or (case["group"] in ("gemm", "addmm", "small")
-                                      and hasattr(_C.matrix, "gemm_f32")):
+                                      and hasattr(getattr(_C, "matrix", None), "gemm_f32")):
             assert matrix.LIBRARY in variants, case["name"]  # checked against eager above
     names = [c["name"] for c in cases]
     assert "Linear 8x24x40" in names and "mm 1x24x40" in names
