@@ -73,6 +73,8 @@ const GemmBlocking& gemm_blocking() {
         b.pair_mr = int(mr), b.pair_mc = mc / mr * mr, b.pair_kc = kc;
       }
     }
+    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_SPLIT_K"))
+      b.balance_split_k = std::string(env) != "0";
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PACK_A"))
       b.pack_a_always = std::string(env) == "always";
     return b;

@@ -47,6 +47,9 @@ struct GemmBlocking {
   /// A: 0.70x / 0.68x); 0.03: 0.99x / 0.87x; 0.06: 1.01x / 0.91x.
   double grid_slack = 0.06;
   int grid_tm = 0;  ///< Tuning knob: > 0 forces a grid_tm × (threads / grid_tm) thread grid.
+  /// Split K over groups of the team when the output tiles do not share out evenly (gemm_driver
+  /// "split_k_parts", gemv "gemv_grid"); knob INDUCTOR_CPP_MATRIX_SPLIT_K=0 turns it off.
+  bool balance_split_k = true;
 };
 
 /// Splits threads into a tm × tn grid (tm·tn = threads) minimising the largest per-thread tile

@@ -14,6 +14,7 @@
 #include <memory>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "codegen/xbyak/cpu_features.h"
 #include "codegen/xbyak/microkernel.h"
@@ -43,7 +44,9 @@ int64_t ceil_div(int64_t a, int64_t b) {
 
 /// Per-thread scratch that grows and is reused across calls (OpenMP workers persist). `a` is the
 /// thread's packed A block; `shared_b` is the team's B double buffer when this thread is the
-/// caller. No gemm call runs nested inside another on one thread.
+/// caller; `partial` the split-K parts' C (a fresh allocation of a few hundred KiB per call was
+/// an mmap / munmap pair, whose TLB shootdown across the team cost ~15 µs a call at 16 threads). No
+/// gemm call runs nested inside another on one thread.
 struct Scratch {
   struct Buffer {
     float* data = nullptr;
@@ -57,7 +60,7 @@ struct Scratch {
       return data;
     }
   };
-  Buffer a, shared_b;
+  Buffer a, shared_b, partial;  ///< partial: the calling thread's split-K partial C
 };
 Scratch& thread_scratch() {
   thread_local Scratch scratch;
@@ -73,17 +76,19 @@ struct Grid {
   int64_t panels_per_thread() const { return ceil_div(tiles_n, tn); }
 };
 
+/// Small problems run on the caller, unless B is big enough that reading it is the cost (skinny
+/// M): then two cores' cache bandwidth beats one.
+bool runs_serially(const GemmBlocking& blk, const GemmProblem& p) {
+  return p.m * p.n * std::max<int64_t>(p.k, 1) < blk.serial_macs && p.n * p.k < blk.serial_b_floats;
+}
+
 Grid partition(const GemmBlocking& blk, const GemmProblem& p, int num_threads) {
   Grid g;
   g.m = p.m;
   g.mr = blk.mr;
   g.tiles_m = ceil_div(p.m, blk.mr);
   g.tiles_n = ceil_div(p.n, blk.nr);
-  g.threads = std::max(1, num_threads);
-  // Small problems run on the caller, unless B is big enough that reading it is the cost (skinny
-  // M): then two cores' cache bandwidth beats one.
-  if (p.m * p.n * std::max<int64_t>(p.k, 1) < blk.serial_macs && p.n * p.k < blk.serial_b_floats)
-    g.threads = 1;
+  g.threads = runs_serially(blk, p) ? 1 : std::max(1, num_threads);
   g.threads = int(std::min<int64_t>(g.threads, g.tiles_m * g.tiles_n));
   choose_grid(g.tiles_m, g.tiles_n, g.threads, g.tm, g.tn, false, blk.grid_slack);
   if (blk.grid_tm > 0 && g.threads % blk.grid_tm == 0 && blk.grid_tm <= g.tiles_m &&
@@ -96,6 +101,7 @@ Grid partition(const GemmBlocking& blk, const GemmProblem& p, int num_threads) {
 struct Plan {
   const GemmProblem* p = nullptr;
   const PackedB* packed = nullptr;
+  int64_t packed_k0 = 0;  ///< K offset into `packed` (a split-K part's range starts there).
   GemmBlocking blk;
   Grid grid;
   BSource b_source = BSource::Plain;
@@ -360,7 +366,8 @@ void compute_block(const Plan& plan, Phase phase, int64_t step, int tj, int64_t 
     }
     auto panel_data = [&](int64_t panel) {
       const int64_t j = nc0 + panel * nr;
-      return plan.b_source == BSource::Prepacked ? plan.packed->panel(j / nr) + k0 * nr
+      return plan.b_source == BSource::Prepacked
+                 ? plan.packed->panel(j / nr) + (plan.packed_k0 + k0) * nr
              : plan.b_source == BSource::Shared
                  ? shared_panel(plan, *sb, step, tj, nc0, p0, p1, panel, k0, kcur)
                  : p.b + k0 * p.ldb + j;
@@ -443,6 +450,106 @@ bool nested_region_is_serial() {
   return omp_get_active_level() >= omp_get_max_active_levels();
 }
 
+constexpr int64_t kMinSplitK = 256;             ///< Shortest K range of a split-K part.
+constexpr int64_t kMaxPartialFloats = 1 << 20;  ///< Largest partial C buffers (all parts).
+/// Least work a split must take off the busiest thread (multiply-adds): the barrier and the
+/// reduction cost a few µs. H200 host, 16 threads: 8 × 768² (24 panels, a split would save 8
+/// rows × 32 × 768 = 192 Ki) was 17-20 µs unsplit against 22-24 split.
+constexpr double kMinSplitSavedMacs = 256 * 1024;
+
+/// How many K ranges a call splits into (1: none). When the output tiles do not share out evenly
+/// over the team (Linear 8 × 768 × 3072 at 16 threads: 24 column panels, so half the threads
+/// compute two panels and half one, or a single tile and an idle team), the team splits into
+/// `parts` groups of num_threads / parts threads; each group computes every tile over one K
+/// range into a partial C, then every thread sums a slice of the partials (run_split_k). Chosen
+/// when it cuts the largest per-thread share (rows × panels × K) by 10 % or more over the next
+/// smaller split and by kMinSplitSavedMacs, every part keeps kMinSplitK of K, and the partials
+/// stay small. Counted in whole row tiles instead, 32 × 768² at 16 threads split in two (8 rows
+/// × 6 panels a thread became 32 rows × 3 panels, the same work) and ran 50 → 62 µs. A B packed per
+/// call by the whole team is not split (its ring is one per call): the part plans would have to
+/// share it.
+int split_k_parts(const Plan& plan, int num_threads) {
+  const GemmProblem& p = *plan.p;
+  if (!plan.blk.balance_split_k || num_threads < 2 || runs_serially(plan.blk, p)) return 1;
+  // The busiest thread's rows × panels (a thread's short last row tile costs its rows, not mr).
+  auto share = [&](const Grid& g) { return double(ceil_div(p.m, g.tm) * g.panels_per_thread()); };
+  const double row_panel_macs = double(plan.blk.nr) * p.k;
+  const double unsplit = share(plan.grid);
+  double best = unsplit;
+  int parts = 1;
+  for (int s = 2; s <= num_threads && p.k / s >= kMinSplitK; ++s) {
+    if (num_threads % s || p.m * p.n * s > kMaxPartialFloats) continue;
+    GemmProblem part;  // the sizes partition() reads
+    part.m = p.m, part.n = p.n, part.k = p.k / s;
+    const double cost = share(partition(plan.blk, part, num_threads / s)) / s;
+    if (cost <= 0.9 * best) best = cost, parts = s;
+  }
+  return (unsplit - best) * row_panel_macs >= kMinSplitSavedMacs ? parts : 1;
+}
+
+/// Thread t's share of the split-K reduction: C = alpha · Σ partials (in part order, so the
+/// result is fixed by the thread count) [+ C], then the whole epilogue, in runs of up to 64
+/// columns of one row.
+void reduce_partials(const GemmProblem& p, const float* partial, int parts, int t, int threads) {
+  constexpr int64_t kRun = 64;
+  const int64_t runs_per_row = ceil_div(p.n, kRun), units = p.m * runs_per_row;
+  const size_t part_floats = size_t(p.m) * p.n;
+  for (int64_t u = units * t / threads; u < units * (t + 1) / threads; ++u) {
+    const int64_t i = u / runs_per_row, j0 = u % runs_per_row * kRun;
+    const int64_t j1 = std::min(p.n, j0 + kRun);
+    float* c = p.c + i * p.ldc;
+    const float* x = partial + i * p.n;
+    for (int64_t j = j0; j < j1; ++j) {
+      float sum = x[j];
+      for (int s = 1; s < parts; ++s) sum += x[s * part_floats + j];
+      c[j] = p.alpha * sum + (p.accumulate ? c[j] : 0.0f);
+    }
+    if (!p.epilogue.empty()) apply_epilogue_tile(c + j0, p.ldc, 1, j1 - j0, i, j0, p.epilogue, 0);
+  }
+}
+
+/// The call as `parts` K ranges (split_k_parts), each on num_threads / parts threads with its own
+/// plan (alpha 1, no epilogue, into its partial C), then the reduction. False, with nothing
+/// written, when a part's plan would pack B per call for its whole group (one shared ring per
+/// call) or the runtime gives a smaller team: the caller then runs the unsplit plan.
+bool run_split_k(const GemmProblem& p, const PackedB* packed, int num_threads, int parts) {
+  const int per_part = num_threads / parts;
+  std::vector<GemmProblem> sub(size_t(parts), p);
+  float* partial = thread_scratch().partial.get(size_t(parts) * p.m * p.n);
+  std::vector<Plan> plans;
+  plans.reserve(size_t(parts));
+  for (int s = 0; s < parts; ++s) {
+    const int64_t k0 = p.k * s / parts, k1 = p.k * (s + 1) / parts;
+    GemmProblem& q = sub[size_t(s)];
+    q.k = k1 - k0;
+    q.a = p.trans_a ? p.a + k0 * p.lda : p.a + k0;
+    if (!packed) q.b = p.trans_b ? p.b + k0 : p.b + k0 * p.ldb;
+    q.c = partial + size_t(s) * p.m * p.n;
+    q.ldc = p.n;
+    q.alpha = 1;
+    q.accumulate = false;
+    q.epilogue.clear();
+    plans.push_back(make_plan(q, packed, per_part));
+    plans.back().packed_k0 = k0;
+    if (plans.back().b_source == BSource::Shared && !plans.back().private_b) return false;
+  }
+  std::atomic<bool> short_team{false};
+#pragma omp parallel num_threads(num_threads)
+  {
+    const bool full = omp_get_num_threads() == num_threads;
+    if (!full) short_team = true;
+    const int t = omp_get_thread_num();
+    const unsigned saved_csr = _mm_getcsr();
+    if (p.flush_denormals) _mm_setcsr(saved_csr | 0x8040);  // FTZ | DAZ
+    const Plan& mine = plans[size_t(t / per_part)];
+    if (full && t % per_part < mine.grid.threads) work(mine, t % per_part, nullptr);
+#pragma omp barrier
+    if (full) reduce_partials(p, partial, parts, t, num_threads);
+    _mm_setcsr(saved_csr);
+  }
+  return !short_team;
+}
+
 }  // namespace
 
 void check_gemm_problem(const GemmProblem& p) {
@@ -461,11 +568,20 @@ void check_gemm_problem(const GemmProblem& p) {
   if (!cpu.avx512 && !cpu.avx2) throw std::runtime_error("gemm: needs AVX2+FMA or AVX-512");
 }
 
+int gemm_split_k_parts(const GemmProblem& p, const PackedB* packed, int num_threads) {
+  if (p.m == 0 || p.n == 0) return 1;
+  if (num_threads > 1 && nested_region_is_serial()) num_threads = 1;
+  return split_k_parts(make_plan(p, packed, num_threads), num_threads);
+}
+
 void run_gemm_f32(const GemmProblem& p, const PackedB* packed, int num_threads) {
   check_gemm_problem(p);
   if (p.m == 0 || p.n == 0) return;
   if (num_threads > 1 && nested_region_is_serial()) num_threads = 1;
   const Plan plan = make_plan(p, packed, num_threads);
+  if (const int parts = split_k_parts(plan, num_threads);
+      parts > 1 && run_split_k(p, packed, num_threads, parts))
+    return;
   SharedB shared;
   const bool team_shares_b = plan.b_source == BSource::Shared && !plan.private_b;
   if (team_shares_b) {

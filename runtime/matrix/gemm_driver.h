@@ -28,4 +28,9 @@ void check_gemm_problem(const GemmProblem& p);
 /// cannot nest, it runs on the calling thread.
 void run_gemm_f32(const GemmProblem& p, const PackedB* packed, int num_threads);
 
+/// How many K ranges run_gemm_f32 splits p into on num_threads threads (1: none): long-K
+/// problems whose output tiles do not share out evenly over the team (for tests and
+/// diagnostics; gemm_driver.cpp "split_k_parts").
+int gemm_split_k_parts(const GemmProblem& p, const PackedB* packed, int num_threads);
+
 }  // namespace inductor_cpp::matrix

@@ -4,7 +4,8 @@
 /// tails. y = x · B: B's rows streamed in order, eight per pass, into the thread's slice of y
 /// (in L1), vector by vector (four per pass: 1 × 768² 18 µs, eight: 16 µs, as the tile path);
 /// with K ≥ N and several threads, each thread takes a range of B's rows instead
-/// (gemv_split_k). Each output is then summed in an order fixed by the thread count.
+/// (gemv_split_k; with K < N, over B's columns first and then its rows, gemv_grid). Each output
+/// is then summed in an order fixed by the thread count.
 #include "runtime/matrix/gemv.h"
 
 #include <immintrin.h>
@@ -33,6 +34,8 @@ constexpr int kRows = 4;      ///< W rows per pass (4 streams per thread).
 constexpr int kAxpyRows = 8;  ///< B rows per pass over y (y read and written once per 8 rows).
 constexpr int64_t kSerialFloats = 32 * 1024;  ///< Smaller W: one thread.
 constexpr int64_t kMinRowsPerThread = 4 * kRows;
+constexpr int64_t kMinRun = 512;      ///< Shortest run of a B row per thread when K is split too.
+constexpr int64_t kMinKPerPart = 64;  ///< Fewest B rows per K group.
 
 /// out[r] = W[r, :k] · x for r < R, a compile-time row count: the accumulators stay in
 /// registers with no per-row branches (a runtime row count, which GCC kept in registers too but
@@ -141,7 +144,8 @@ AVX2_FN void rows_axpy_avx2(const float* b, int64_t ldb, const float* x, int64_t
       _mm256_storeu_ps(acc + j, v);
     }
     if (j < n) {
-      const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + 8 - (n - j)));
+      const __m256i mask =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + 8 - (n - j)));
       __m256 v = k0 == 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(acc + j, mask);
       for (int r = 0; r < rows; ++r)
         v = _mm256_fmadd_ps(xs[r], _mm256_maskload_ps(b + (k0 + r) * ldb + j, mask), v);
@@ -176,41 +180,52 @@ void gemv_range(const GemmProblem& p, int64_t j0, int64_t j1, bool avx512) {
   if (!p.epilogue.empty()) apply_epilogue_tile(p.c + j0, p.ldc, 1, j1 - j0, 0, j0, p.epilogue, 0);
 }
 
-/// y = x · B with B read in place over several threads, K ≥ N: thread t sums a contiguous
-/// range of B's rows (one sequential stream) over all N columns into its own partial row; then
-/// each thread adds the partials of its output range in thread order and finishes it. Splitting
-/// N instead reads each B row in runs of N / threads floats (1.5 KiB for N = 768), which the
-/// prefetchers follow poorly. Dev machine, 2 threads, compiled mm (µs per call, same process):
-/// 1 × 768²: 46 → 38 (ATen's mm under Dynamo: 32), 1 × 3072 (K) × 768 (N): 257 → 205 (190),
-/// 1 × 4096²: 1199 → 1164 (1213); with K < N it lost (1 × 768 × 3072: 224 → 230, 214).
-void gemv_split_k(const GemmProblem& p, int threads, bool avx512) {
-  std::vector<float> partial(size_t(threads) * p.n);
-  const int64_t units = (p.k + kAxpyRows - 1) / kAxpyRows;
+/// y = x · B with B read in place over several threads, split over B's rows (K) as well:
+/// thread t sums a contiguous range of rows of its K group over its column range of N into its
+/// group's partial row; then each thread adds the groups' partials of its output range in group
+/// order and finishes it. K ≥ N: every thread its own K range over all N columns (one sequential
+/// stream). Splitting N instead reads each B row in runs of N / threads floats (1.5 KiB for
+/// N = 768), which the prefetchers follow poorly. Dev machine, 2 threads, compiled mm (µs per
+/// call, same process): 1 × 768²: 46 → 38 (ATen's mm under Dynamo: 32), 1 × 3072 (K) × 768 (N):
+/// 257 → 205 (190), 1 × 4096²: 1199 → 1164 (1213); with K < N it lost (1 × 768 × 3072: 224 →
+/// 230, 214), so there the columns are split first, into runs of at least kMinRun floats, and
+/// only what is left of the team over K (gemv_grid).
+void gemv_split_k(const GemmProblem& p, const GemvGrid& grid, bool avx512) {
+  const int threads = grid.k_parts * grid.n_parts;
+  // The calling thread's, reused across calls (a fresh one above the allocator's mmap threshold
+  // is an mmap / munmap pair per call, whose TLB shootdown reaches the whole team).
+  thread_local std::vector<float> partial_buffer;
+  if (partial_buffer.size() < size_t(grid.k_parts) * p.n)
+    partial_buffer.resize(size_t(grid.k_parts) * p.n);
+  float* const partial = partial_buffer.data();
+  const int64_t units = (p.k + kAxpyRows - 1) / kAxpyRows, lines = (p.n + 15) / 16;
 #pragma omp parallel num_threads(threads)
   {
     const int team = omp_get_num_threads();
     const unsigned saved_csr = _mm_getcsr();
     if (p.flush_denormals) _mm_setcsr(saved_csr | 0x8040);  // FTZ | DAZ
     for (int t = omp_get_thread_num(); t < threads; t += team) {
-      const int64_t k0 = std::min(p.k, units * t / threads * kAxpyRows),
-                    k1 = std::min(p.k, units * (t + 1) / threads * kAxpyRows);
-      float* acc = partial.data() + size_t(t) * p.n;
+      const int kp = t / grid.n_parts, np = t % grid.n_parts;
+      const int64_t k0 = std::min(p.k, units * kp / grid.k_parts * kAxpyRows),
+                    k1 = std::min(p.k, units * (kp + 1) / grid.k_parts * kAxpyRows);
+      const int64_t j0 = std::min(p.n, lines * np / grid.n_parts * 16),
+                    j1 = std::min(p.n, lines * (np + 1) / grid.n_parts * 16);
+      float* acc = partial + size_t(kp) * p.n + j0;
       if (k0 == k1) {
-        std::fill(acc, acc + p.n, 0.0f);
+        std::fill(acc, acc + (j1 - j0), 0.0f);
       } else if (avx512) {
-        rows_axpy_avx512(p.b + k0 * p.ldb, p.ldb, p.a + k0, k1 - k0, p.n, acc);
-      } else {
-        rows_axpy_avx2(p.b + k0 * p.ldb, p.ldb, p.a + k0, k1 - k0, p.n, acc);
+        rows_axpy_avx512(p.b + k0 * p.ldb + j0, p.ldb, p.a + k0, k1 - k0, j1 - j0, acc);
+      } else if (j0 < j1) {
+        rows_axpy_avx2(p.b + k0 * p.ldb + j0, p.ldb, p.a + k0, k1 - k0, j1 - j0, acc);
       }
     }
 #pragma omp barrier
-    const int64_t lines = (p.n + 15) / 16;
     for (int t = omp_get_thread_num(); t < threads; t += team) {
       const int64_t j0 = std::min(p.n, lines * t / threads * 16),
                     j1 = std::min(p.n, lines * (t + 1) / threads * 16);
       for (int64_t j = j0; j < j1; ++j) {
         float sum = partial[j];
-        for (int u = 1; u < threads; ++u) sum += partial[size_t(u) * p.n + j];
+        for (int u = 1; u < grid.k_parts; ++u) sum += partial[size_t(u) * p.n + j];
         p.c[j] = p.alpha * sum + (p.accumulate ? p.c[j] : 0.0f);
       }
       if (j0 < j1 && !p.epilogue.empty())
@@ -227,13 +242,29 @@ bool gemv_applies(const GemmProblem& p) {
          (!p.trans_a || p.lda == 1);
 }
 
+int gemv_threads(const GemmProblem& p, int num_threads) {
+  if (p.n * p.k < kSerialFloats || omp_get_active_level() >= omp_get_max_active_levels()) return 1;
+  return int(std::clamp<int64_t>(p.n / kMinRowsPerThread, 1, std::max(num_threads, 1)));
+}
+
+GemvGrid gemv_grid(const GemmProblem& p, int threads) {
+  if (threads <= 1 || p.trans_b) return {1, threads};
+  if (p.k >= p.n) return {threads, 1};
+  // K < N: columns first, in runs of at least kMinRun floats; the rest of the team over K.
+  if (!gemm_blocking().balance_split_k || p.n / threads >= kMinRun) return {1, threads};
+  int n_parts = 1;
+  for (int d = 1; d <= threads; ++d)
+    if (threads % d == 0 && p.n / d >= kMinRun) n_parts = d;
+  const int k_parts = threads / n_parts;
+  if (p.k / k_parts < kMinKPerPart) return {1, threads};
+  return {k_parts, n_parts};
+}
+
 void gemv_f32(const GemmProblem& p, int num_threads) {
   check_gemm_problem(p);
   if (!gemv_applies(p)) throw std::invalid_argument("gemv_f32: not a one-row GEMM");
   const bool avx512 = gemm_blocking().isa == xbyak::Isa::Avx512;
-  int threads = int(std::clamp<int64_t>(p.n / kMinRowsPerThread, 1, std::max(num_threads, 1)));
-  if (p.n * p.k < kSerialFloats || omp_get_active_level() >= omp_get_max_active_levels())
-    threads = 1;
+  const int threads = gemv_threads(p, num_threads);
   auto worker = [&](int t) {
     const unsigned saved_csr = _mm_getcsr();
     if (p.flush_denormals) _mm_setcsr(saved_csr | 0x8040);  // FTZ | DAZ
@@ -245,7 +276,8 @@ void gemv_f32(const GemmProblem& p, int num_threads) {
     _mm_setcsr(saved_csr);
   };
   if (threads == 1) return worker(0);
-  if (!p.trans_b && p.k >= p.n) return gemv_split_k(p, threads, avx512);
+  if (const GemvGrid grid = gemv_grid(p, threads); grid.k_parts > 1)
+    return gemv_split_k(p, grid, avx512);
 #pragma omp parallel num_threads(threads)
   {
     // A smaller team than asked for: its threads cover the ranges of the missing ones too.

@@ -19,6 +19,8 @@
 
 #include "codegen/xbyak/cpu_features.h"
 #include "runtime/matrix/gemm.h"
+#include "runtime/matrix/gemm_config.h"
+#include "runtime/matrix/gemm_driver.h"
 #include "runtime/matrix/gemv.h"
 #include "runtime/matrix/pack.h"
 
@@ -190,6 +192,54 @@ TEST_F(GemmTest, SplitKWhenTooFewTiles) {
     }
 }
 
+TEST_F(GemmTest, SplitKBalancesUnevenPanelShares) {
+  // Long K and output tiles that do not share out evenly: 24 column panels on 16 threads (on
+  // AVX-512 the BERT FFN down-projection at batch 8, 8 × 768 × 3072), 3 panels on 4 threads,
+  // one 4 × 16 tile on 6 threads. The team splits K into groups; B pre-packed (a K range of
+  // each panel), read in place, or transposed (packed privately per group); the whole epilogue,
+  // alpha and accumulate after the reduction; bit-identical on a second call.
+  struct Shape {
+    int64_t m, n, k;
+    int threads;
+  };
+  // One row tile (8 rows on AVX-512's 14-row tiles, 5 on AVX2's 6-row ones) over nr-wide panels.
+  const GemmBlocking& blk = gemm_blocking();
+  // K long enough that the split takes at least kMinSplitSavedMacs off the busiest thread.
+  const int64_t rows = std::min(8, blk.mr - 1), nr = blk.nr, k = nr >= 32 ? 3072 : 8192;
+  for (Shape s :
+       {Shape{rows, 24 * nr, k, 16}, Shape{rows, 3 * nr, 16384, 4}, Shape{4, 16, 8192, 6}})
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool prepacked = variant == 0, tb = variant == 2;
+      Fixture f(s.m, s.n, s.k, false, tb, rng);
+      f.p.alpha = 0.5f;
+      f.p.accumulate = true;
+      f.p.epilogue = {f.op(EpilogueKind::BiasCol), f.op(EpilogueKind::Gelu),
+                      f.op(EpilogueKind::AddResidual)};
+      SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
+                   ", variant " + std::to_string(variant));
+      const PackedB packed = pack_b_f32(f.p.b, f.p.k, f.p.n, f.p.ldb, tb);
+      EXPECT_GT(gemm_split_k_parts(f.p, prepacked ? &packed : nullptr, s.threads), 1);
+      const std::vector<float> before = f.c_frame;
+      auto run = [&] {
+        if (prepacked)
+          gemm_f32_packed(f.p, packed, s.threads);
+        else
+          gemm_f32(f.p, s.threads);
+      };
+      run();
+      f.check();
+      if (HasFatalFailure()) return;
+      const std::vector<float> first = f.c_frame;
+      f.c_frame = before;
+      f.p.c = f.c_frame.data() + f.frame_ld;
+      run();
+      ASSERT_EQ(std::memcmp(first.data(), f.c_frame.data(), first.size() * sizeof(float)), 0);
+    }
+  // Enough tiles for everyone: no split.
+  Fixture big(256, 256, 2048, false, false, rng);
+  EXPECT_EQ(gemm_split_k_parts(big.p, nullptr, 4), 1);
+}
+
 TEST_F(GemmTest, ThreadCountsWithUnevenSplits) {
   // Several B blocks along N (> nc columns) and K (> kc), row and column tails, thread grids that
   // split M, N or both unevenly (7 threads: 7 × 1 or 1 × 7), per-call packed B (plain and
@@ -305,8 +355,8 @@ TEST_F(GemmTest, OneRowRunsAsAMatrixVectorProduct) {
         f.check();
         if (HasFatalFailure()) return;
         const std::vector<float> one_thread = f.c_frame;
-        const bool split_k = !trans_b && k >= n;
         for (int threads : {2, 3}) {
+          const bool split_k = gemv_grid(f.p, gemv_threads(f.p, threads)).k_parts > 1;
           f.c_frame = c_before;
           f.p.c = f.c_frame.data() + f.frame_ld;
           gemm_f32(f.p, threads);
@@ -465,8 +515,8 @@ TEST_F(GemmTest, NonFiniteValuesKeepEagerSemantics) {
   // one row through the one-row product, whose epilogue is the C++ pass for every op.
   const float inf = std::numeric_limits<float>::infinity(),
               nan = std::numeric_limits<float>::quiet_NaN();
-  std::vector<float> xs{nan, inf, -inf, 0.0f, -0.0f, 1.0f, -1.0f, 88.5f, -88.5f, 89.0f, -89.0f,
-                        100.0f, -100.0f, 0.3f, -0.3f, 1e-30f, 5.0f, -5.0f, nan, 2.0f};
+  std::vector<float> xs{nan,    inf,    -inf,    0.0f, -0.0f, 1.0f,   -1.0f, 88.5f, -88.5f, 89.0f,
+                        -89.0f, 100.0f, -100.0f, 0.3f, -0.3f, 1e-30f, 5.0f,  -5.0f, nan,    2.0f};
   const int64_t n = int64_t(xs.size());  // 20: whole vectors and a masked tail
   using K = EpilogueKind;
   for (int64_t m : {3, 1})
@@ -486,8 +536,8 @@ TEST_F(GemmTest, NonFiniteValuesKeepEagerSemantics) {
         for (int64_t j = 0; j < n; ++j) {
           const double want = reference_op(op, double(a[i]) * xs[j], i, j);
           const float got = c[i * n + j];
-          SCOPED_TRACE(::testing::Message() << "op " << int(kind) << ", m " << m << ", x = "
-                                            << a[i] * xs[j]);
+          SCOPED_TRACE(::testing::Message()
+                       << "op " << int(kind) << ", m " << m << ", x = " << a[i] * xs[j]);
           if (std::isnan(want)) {
             EXPECT_TRUE(std::isnan(got)) << got;
           } else if (std::isinf(want)) {
