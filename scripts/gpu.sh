@@ -22,6 +22,8 @@
 #                                (forward, backward) checked against its ATen graph run eagerly
 #                                on the same inputs: the worst outputs per graph, with the node
 #                                that produces them (finds a kernel that computes wrong values)
+#   bash scripts/gpu.sh probe    one of scripts/debug/*.py on the host with the built package
+#                                (PROBE="script.py args..."; output in probe.txt)
 #   bash scripts/gpu.sh all      all of the above (longer than one call allows: prefer stages)
 #
 # Every stage builds first (incremental: seconds when the machine still holds build/gpu).
@@ -39,7 +41,7 @@ mkdir -p "$OUT"
 export CXX=${GPU_CXX:-/usr/bin/g++} CC=${GPU_CC:-/usr/bin/gcc}
 
 # Few files come back from a device call, so $OUT gets only: summary.txt (this log),
-# test_gpu.txt, bench_gpu.txt/.json, opinfo_cuda.txt/.json, matrix_cpu.txt/.json, sweep_cpu.txt, tune_gpu.txt, diag_gpu.txt. Build logs stay in
+# test_gpu.txt, bench_gpu.txt/.json, opinfo_cuda.txt/.json, matrix_cpu.txt/.json, sweep_cpu.txt, tune_gpu.txt, diag_gpu.txt, probe.txt. Build logs stay in
 # $BUILD. (Run at most about six of these per call: e.g. "build test bench diag".)
 log() { echo "[gpu.sh $(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt" >&2; }
 
@@ -298,6 +300,15 @@ for (name, p32), po, p64 in zip(model.named_parameters(), ours.parameters(), ref
 PYDIAG
   )
   tail -60 "$OUT/diag_gpu.txt"
+}
+
+stage_probe() {
+  setup_carry
+  log "probe: ${PROBE:-}"
+  # shellcheck disable=SC2086  # PROBE is a script name and its arguments
+  (cd "$ROOT" && timeout "${PROBE_SECONDS:-300}" "$PY" scripts/debug/${PROBE:?set PROBE} \
+     >>"$OUT/probe.txt" 2>&1)
+  tail -60 "$OUT/probe.txt"
 }
 
 main() {
