@@ -508,15 +508,14 @@ void reduce_partials(const GemmProblem& p, const float* partial, int parts, int 
   }
 }
 
-/// The call as `parts` K ranges (split_k_parts), each on num_threads / parts threads with its own
-/// plan (alpha 1, no epilogue, into its partial C), then the reduction. False, with nothing
-/// written, when a part's plan would pack B per call for its whole group (one shared ring per
-/// call) or the runtime gives a smaller team: the caller then runs the unsplit plan.
-bool run_split_k(const GemmProblem& p, const PackedB* packed, int num_threads, int parts) {
-  const int per_part = num_threads / parts;
-  std::vector<GemmProblem> sub(size_t(parts), p);
-  float* partial = thread_scratch().partial.get(size_t(parts) * p.m * p.n);
-  std::vector<Plan> plans;
+/// The parts' problems (K range k0.., alpha 1, no epilogue, C = their slice of `partial`) and
+/// plans on num_threads / parts threads each (a plan points at its problem: `sub` must outlive
+/// `plans`). False when a part would pack B per call for its whole group: the team's ring is
+/// one per call, so such a call is not split.
+bool make_split_plans(const GemmProblem& p, const PackedB* packed, int num_threads, int parts,
+                      float* partial, std::vector<GemmProblem>& sub, std::vector<Plan>& plans) {
+  sub.assign(size_t(parts), p);
+  plans.clear();
   plans.reserve(size_t(parts));
   for (int s = 0; s < parts; ++s) {
     const int64_t k0 = p.k * s / parts, k1 = p.k * (s + 1) / parts;
@@ -529,10 +528,22 @@ bool run_split_k(const GemmProblem& p, const PackedB* packed, int num_threads, i
     q.alpha = 1;
     q.accumulate = false;
     q.epilogue.clear();
-    plans.push_back(make_plan(q, packed, per_part));
+    plans.push_back(make_plan(q, packed, num_threads / parts));
     plans.back().packed_k0 = k0;
     if (plans.back().b_source == BSource::Shared && !plans.back().private_b) return false;
   }
+  return true;
+}
+
+/// The call as `parts` K ranges (split_k_parts, make_split_plans), then the reduction. False,
+/// with nothing written, when the parts cannot be planned or the runtime gives a smaller team:
+/// the caller then runs the unsplit plan.
+bool run_split_k(const GemmProblem& p, const PackedB* packed, int num_threads, int parts) {
+  const int per_part = num_threads / parts;
+  float* partial = thread_scratch().partial.get(size_t(parts) * p.m * p.n);
+  std::vector<GemmProblem> sub;
+  std::vector<Plan> plans;
+  if (!make_split_plans(p, packed, num_threads, parts, partial, sub, plans)) return false;
   std::atomic<bool> short_team{false};
 #pragma omp parallel num_threads(num_threads)
   {
@@ -571,7 +582,11 @@ void check_gemm_problem(const GemmProblem& p) {
 int gemm_split_k_parts(const GemmProblem& p, const PackedB* packed, int num_threads) {
   if (p.m == 0 || p.n == 0) return 1;
   if (num_threads > 1 && nested_region_is_serial()) num_threads = 1;
-  return split_k_parts(make_plan(p, packed, num_threads), num_threads);
+  const int parts = split_k_parts(make_plan(p, packed, num_threads), num_threads);
+  std::vector<GemmProblem> sub;
+  std::vector<Plan> plans;
+  return parts > 1 && make_split_plans(p, packed, num_threads, parts, nullptr, sub, plans) ? parts
+                                                                                           : 1;
 }
 
 void run_gemm_f32(const GemmProblem& p, const PackedB* packed, int num_threads) {

@@ -29,8 +29,9 @@ void check_gemm_problem(const GemmProblem& p);
 void run_gemm_f32(const GemmProblem& p, const PackedB* packed, int num_threads);
 
 /// How many K ranges run_gemm_f32 splits p into on num_threads threads (1: none): long-K
-/// problems whose output tiles do not share out evenly over the team (for tests and
-/// diagnostics; gemm_driver.cpp "split_k_parts").
+/// problems whose output tiles do not share out evenly over the team, unless a part would pack
+/// B per call for its whole group (for tests and diagnostics; gemm_driver.cpp
+/// "split_k_parts").
 int gemm_split_k_parts(const GemmProblem& p, const PackedB* packed, int num_threads);
 
 }  // namespace inductor_cpp::matrix
