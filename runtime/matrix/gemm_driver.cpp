@@ -44,9 +44,10 @@ int64_t ceil_div(int64_t a, int64_t b) {
 
 /// Per-thread scratch that grows and is reused across calls (OpenMP workers persist). `a` is the
 /// thread's packed A block; `shared_b` is the team's B double buffer when this thread is the
-/// caller; `partial` the split-K parts' C (a fresh allocation of a few hundred KiB per call was
-/// an mmap / munmap pair, whose TLB shootdown across the team cost ~15 µs a call at 16 threads). No
-/// gemm call runs nested inside another on one thread.
+/// caller; `partial` the split-K parts' C when it is the caller (allocated per call, a buffer
+/// above the allocator's mmap threshold would be an mmap / munmap pair each time, and the
+/// munmap's TLB shootdown reaches every thread of the team). No gemm call runs nested inside
+/// another on one thread.
 struct Scratch {
   struct Buffer {
     float* data = nullptr;
