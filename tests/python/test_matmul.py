@@ -233,6 +233,27 @@ def test_packed_weight_is_reused_across_calls():
     assert any("matrix::addmm" in g.plan_text for g in test_graphs())
 
 
+def test_long_k_few_tiles_on_many_threads():
+    # A few output tiles, a long K and more threads than tiles: the GEMM splits K over groups of
+    # the team (runtime/matrix/gemm_driver.cpp, split_k_parts), on the per-call B (first call)
+    # and on the cached packed weight (later calls), with the bias + ReLU epilogue after the
+    # reduction. More threads than this machine has cores is fine: OpenMP oversubscribes.
+    torch.manual_seed(0)
+    lin = torch.nn.Sequential(torch.nn.Linear(8192, 16), torch.nn.ReLU())
+    compiled = compile_cpp(lin)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(6)
+    try:
+        with torch.no_grad():
+            for _ in range(3):
+                x = torch.randn(4, 8192)
+                assert_same(compiled(x), lin(x), rtol=RTOL, atol=1e-4)
+    finally:
+        torch.set_num_threads(threads)
+    (graph,) = test_graphs()
+    assert "matrix::addmm" in graph.plan_text and "-> relu" in graph.plan_text, graph.plan_text
+
+
 def warm_linear():
     """A Linear compiled with matrix kernels, called 3 times (its packed weight is cached)."""
     lin = torch.nn.Linear(64, 48)
