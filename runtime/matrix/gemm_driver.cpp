@@ -471,7 +471,9 @@ constexpr double kMinSplitSavedMacs = 256 * 1024;
 /// share it.
 int split_k_parts(const Plan& plan, int num_threads) {
   const GemmProblem& p = *plan.p;
-  if (!plan.blk.balance_split_k || num_threads < 2 || runs_serially(plan.blk, p)) return 1;
+  if (!plan.blk.balance_split_k || num_threads < 2 || p.m * p.n * 2 > kMaxPartialFloats ||
+      runs_serially(plan.blk, p))
+    return 1;  // (every large GEMM leaves here, before any candidate grid is tried)
   // The busiest thread's rows × panels (a thread's short last row tile costs its rows, not mr).
   auto share = [&](const Grid& g) { return double(ceil_div(p.m, g.tm) * g.panels_per_thread()); };
   const double row_panel_macs = double(plan.blk.nr) * p.k;
