@@ -20,21 +20,25 @@ __version__ = "0.1.0"
 
 def counters() -> dict:
     """Process-wide compile counters: graphs compiled, cache hits/misses, plan builds, ...,
-    plus the number of graphs that ran eagerly (whole-graph fallbacks)."""
+    plus the number of graphs that ran eagerly (whole-graph fallbacks) and of inference graphs
+    called without / within AOT autograd's runtime wrappers (direct_call.py)."""
     import json
 
-    from . import dynamo_backend
+    from . import direct_call, dynamo_backend
 
     c = json.loads(_C.stats())
     c["eager_graph_fallbacks"] = dynamo_backend.eager_graph_fallbacks
+    c["direct_inference_graphs"] = direct_call.direct_graphs
+    c["aot_wrapped_inference_graphs"] = direct_call.wrapped_graphs
     return c
 
 
 def reset_counters() -> None:
-    from . import dynamo_backend
+    from . import direct_call, dynamo_backend
 
     _C.reset_stats()
     dynamo_backend.eager_graph_fallbacks = 0
+    direct_call.direct_graphs = direct_call.wrapped_graphs = 0
     dynamo_backend.recent_eager_fallback_reasons.clear()
 
 

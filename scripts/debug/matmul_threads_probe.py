@@ -2,8 +2,10 @@
 small product wants (issue 7, the host's 16-thread rows).
 
   python scripts/debug/matmul_threads_probe.py addmm [threads=16] [n=1024]
-      relu(addmm) and mm, each eager / compiled (matrix_kernels on) / _C.matrix.gemm_f32, in
-      alternating rounds: a compiled epilogue should cost what the library's does.
+      relu(addmm): eager, compiled (matrix_kernels on) with and without AOT's wrappers, the
+      compiled graph called directly, _C.matrix.gemm_f32 with B packed per call and pre-packed,
+      in alternating rounds of ~5 ms and ~20 ms batches: what Dynamo, our runtime and B's
+      packing each add to the GEMM.
   python scripts/debug/matmul_threads_probe.py small [threads=16] [counts=1,2,4,8,threads]
       the small rows of `bench matrix`: eager at `threads` against _C.matrix.gemm_f32 at each
       of `counts` threads (B pre-packed as a compiled Linear keeps it).
@@ -33,36 +35,51 @@ def per_call_us(fn, budget_s=0.02):
     return (time.perf_counter() - start) / calls * 1e6
 
 
-def rounds(cases, count):
+def rounds(cases, count, budget_s=0.02):
     samples = {name: [] for name in cases}
     for _ in range(count):
         for name, fn in cases.items():
-            samples[name].append(per_call_us(fn))
+            samples[name].append(per_call_us(fn, budget_s))
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
 def addmm(threads, n):
+    """Where the compiled relu(addmm) spends its time beyond the library call: Dynamo + AOT's
+    wrappers (compiled vs graph), our runtime around the GEMM (graph vs library with B packed
+    per call, as the graph does for a B that is an input), B's packing (library per call vs
+    pre-packed)."""
     bias, a, b = torch.randn(n), torch.randn(n, n), torch.randn(n, n)
     opts = {"matrix_kernels": True}
 
     def f(bias, a, b):
         return torch.relu(torch.addmm(bias, a, b))
 
-    def g(a, b):
-        return torch.mm(a, b)
+    import os
+
+    import inductor_cpp
 
     cf = torch.compile(f, backend="inductor_cpp", options=opts)
-    cg = torch.compile(g, backend="inductor_cpp", options=opts)
+    cf(bias, a, b)
+    (graph,) = inductor_cpp.live_graphs()
+    os.environ["INDUCTOR_CPP_DIRECT_INFERENCE"] = "0"
+    cf_aot = torch.compile(lambda bias, a, b: f(bias, a, b), backend="inductor_cpp",
+                           options=opts)
+    cf_aot(bias, a, b)
+    del os.environ["INDUCTOR_CPP_DIRECT_INFERENCE"]
+    packed = _C.matrix.pack_b_f32(b)
     cases = {
         "eager relu(addmm)": lambda: f(bias, a, b),
-        "compiled relu(addmm)": lambda: cf(bias, a, b),
-        "library relu(addmm)": lambda: _C.matrix.gemm_f32(a, b, threads, bias, True, None),
-        "eager mm": lambda: g(a, b),
-        "compiled mm": lambda: cg(a, b),
-        "library mm": lambda: _C.matrix.gemm_f32(a, b, threads, None, False, None),
+        "compiled (direct call)": lambda: cf(bias, a, b),
+        "compiled (AOT wrappers)": lambda: cf_aot(bias, a, b),
+        "graph called directly": lambda: graph([bias, a, b]),
+        "library, B per call": lambda: _C.matrix.gemm_f32(a, b, threads, bias, True, None),
+        "library, B pre-packed": lambda: _C.matrix.gemm_f32(a, b, threads, bias, True, packed),
+        "eager mm": lambda: torch.mm(a, b),
     }
-    for name, us in rounds(cases, 9).items():
-        print(f"{name:24s} {us:10.1f} us")
+    for budget in (0.005, 0.02):
+        print(f"batches of ~{budget * 1e3:.0f} ms, median of 9 rounds:")
+        for name, us in rounds(cases, 9, budget).items():
+            print(f"  {name:26s} {us:10.1f} us")
 
 
 def small(threads, counts):
