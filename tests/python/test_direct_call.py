@@ -168,3 +168,49 @@ def test_direct_graph_frees_on_reset():
     torch.compiler.reset()
     gc.collect()
     assert all(ref() is None for ref in graphs)
+
+
+def test_graph_that_turns_grad_on_keeps_aot_wrappers():
+    """A graph that changes grad mode leaves it changed for the caller, as eager does: AOT's
+    wrapper replays that, so such a graph keeps it."""
+    def f(x):
+        y = x * 2
+        torch._C._set_grad_enabled(True)
+        return y.relu()
+
+    x = torch.randn(5)
+    try:
+        with torch.no_grad():
+            out = compile_cpp(f)(x)
+            assert torch.is_grad_enabled()
+    finally:
+        torch._C._set_grad_enabled(True)
+    assert_same(out, (x * 2).relu())
+    assert _counts() == (0, 1)
+
+
+def test_batchnorm_statistics_update_under_no_grad():
+    """Training-mode BatchNorm under no_grad mutates its running statistics (buffers, graph
+    inputs): the graph keeps AOT's wrappers and the buffers match eager's."""
+    bn_eager = torch.nn.BatchNorm2d(3).train()
+    bn = torch.nn.BatchNorm2d(3).train()
+    x = torch.randn(4, 3, 5, 5)
+    compiled = compile_cpp(bn)
+    with torch.no_grad():
+        for _ in range(2):
+            assert_same(compiled(x), bn_eager(x), rtol=1e-4, atol=1e-5)
+    assert_same(bn.running_mean, bn_eager.running_mean)
+    assert_same(bn.running_var, bn_eager.running_var)
+    assert _counts() == (0, 1)
+
+
+def test_symbolic_size_output_through_a_direct_graph():
+    f = lambda x: (x.shape[0] * 2, x + 1)  # noqa: E731
+    cf = compile_cpp(f, dynamic=True)
+    with torch.no_grad():
+        for n in (3, 6):
+            x = torch.randn(n, 2)
+            size, y = cf(x)
+            assert size == 2 * n
+            assert_same(y, x + 1)
+    assert _counts() == (1, 0)
