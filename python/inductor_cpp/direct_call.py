@@ -6,7 +6,8 @@ input mutations and regenerates outputs that alias inputs or intermediates, one 
 effect tokens, one that deduplicates repeated inputs, one that prepends lifted parameters, one
 that unpacks tensor subclasses, and a `disable()` around the lot. For an inference graph that
 mutates no input, returns only fresh tensors, and takes exactly the inputs Dynamo passes, all
-of them only pass the arguments through and turn grad mode off for the call. That costs about
+of them only pass the arguments through and turn grad mode off for the call (AOT also runs a
+custom operator's first call under an aliasing check: graphs with custom operators keep it). That costs about
 20 µs a call on the dev machine (a compiled 64³ `torch.mm`: eager 17 µs, Dynamo's own floor
 about 65 µs, ours 93 µs through the wrappers). `backend()` then returns `direct(...)` instead:
 grad mode off, the graph called on the argument list, its outputs returned as they are.
@@ -49,7 +50,40 @@ def _plain_inputs(example_inputs: list[Any]) -> bool:
     return True
 
 
-def _idle_wrappers_reason(gm: torch.fx.GraphModule, dynamo_input_count: int) -> str | None:
+def _output_count(gm: torch.fx.GraphModule) -> int:
+    """How many values the graph returns (its output node's arguments, flattened)."""
+    import torch.utils._pytree as pytree
+
+    output = next(node for node in reversed(gm.graph.nodes) if node.op == "output")
+    return len(pytree.tree_leaves(output.args))
+
+
+def _returns_subclass(gm: torch.fx.GraphModule) -> bool:
+    """Whether Dynamo's graph returns a tensor subclass (built inside it from plain inputs:
+    AOT's inference graph then returns its inner tensors, and AOT's wrapper rebuilds it)."""
+    import torch.utils._pytree as pytree
+
+    output = next(node for node in reversed(gm.graph.nodes) if node.op == "output")
+    for value in pytree.tree_leaves(output.args):
+        example = value.meta.get("example_value") if isinstance(value, torch.fx.Node) else None
+        if isinstance(example, torch.Tensor) and is_traceable_wrapper_subclass(example):
+            return True
+    return False
+
+
+def _calls_custom_ops(gm: torch.fx.GraphModule) -> bool:
+    """Whether the graph calls operators outside aten / prims: AOT's wrapper runs their first
+    call under a check that their outputs do not alias their inputs
+    (torch._functorch.config.check_custom_op_aliasing)."""
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+            if node.target.namespace not in ("aten", "prims"):
+                return True
+    return False
+
+
+def _idle_wrappers_reason(gm: torch.fx.GraphModule, dynamo_input_count: int,
+                          dynamo_output_count: int) -> str | None:
     """Why AOT's runtime wrappers would do work for the inference graph `gm` (None: they would
     not). Called from inside the inference compiler."""
     from torch._functorch import config as functorch_config
@@ -58,13 +92,15 @@ def _idle_wrappers_reason(gm: torch.fx.GraphModule, dynamo_input_count: int) -> 
     context = torch._guards.TracingContext.try_get()
     meta = getattr(context, "fw_metadata", None)
     if meta is None:
-        return "no AOT metadata"
+        return "no AOT metadata (not compiled under Dynamo)"
+    if getattr(context, "fakify_first_call", False):
+        return "the first call returns fake outputs (DDPOptimizer)"
     if meta.tokens or getattr(meta, "num_graphsafe_rng_states", 0):
         return "effect tokens or RNG state"
     if functorch_config.functionalize_rng_ops:
         return "functionalized RNG"
     if any(i.mutates_data or i.mutates_metadata or i.mutates_storage_metadata
-           for i in meta.input_info):
+           or i.mutation_inductor_storage_resize for i in meta.input_info):
         return "an input is mutated"
     if meta.num_intermediate_bases or any(o.output_type != OutputType.non_alias
                                           for o in meta.output_info):
@@ -77,6 +113,10 @@ def _idle_wrappers_reason(gm: torch.fx.GraphModule, dynamo_input_count: int) -> 
     placeholders = sum(1 for node in gm.graph.nodes if node.op == "placeholder")
     if placeholders != dynamo_input_count:
         return f"{placeholders} graph inputs for Dynamo's {dynamo_input_count} (deduplicated or lifted)"
+    if _output_count(gm) != dynamo_output_count:
+        return f"{_output_count(gm)} graph outputs for Dynamo's {dynamo_output_count}"
+    if functorch_config.check_custom_op_aliasing and _calls_custom_ops(gm):
+        return "custom operators (AOT checks their aliasing on the first call)"
     return None
 
 
@@ -84,10 +124,11 @@ class Slot:
     """What one backend() call learns from its inference compiler: the boxed graph, when AOT's
     wrappers around it would be idle."""
 
-    def __init__(self, example_inputs: list[Any]):
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]):
         self.dynamo_input_count = len(example_inputs)
         self.usable = (enabled() and _plain_inputs(example_inputs)
-                       and not torch._C._is_any_autocast_enabled())
+                       and not torch._C._is_any_autocast_enabled() and not _returns_subclass(gm))
+        self.dynamo_output_count = _output_count(gm) if self.usable else -1
         self.boxed: Callable[[list[Any]], Any] | None = None
         self.dynamic_dims: list[tuple[int, set[int]]] = []
         self.reason: str | None = None if self.usable else "not applicable"
@@ -96,7 +137,9 @@ class Slot:
         """Called by the inference compiler with its graph and what it returns."""
         global direct_graphs, wrapped_graphs
         if self.usable:
-            self.reason = _idle_wrappers_reason(gm, self.dynamo_input_count)
+            self.reason = _idle_wrappers_reason(gm, self.dynamo_input_count,
+                                                self.dynamo_output_count)
+        if self.reason is None:
             meta = torch._guards.TracingContext.get().fw_metadata
             self.dynamic_dims = [(i, set(o.dynamic_dims)) for i, o in enumerate(meta.output_info)
                                  if o.dynamic_dims]

@@ -254,7 +254,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str | 
             options: dict[str, Any] | None = None) -> Callable:
     """The torch.compile backend (entry point `torch_dynamo_backends: inductor_cpp`)."""
     opts = options_mod.resolve(mode, options)
-    slot = direct_call.Slot(example_inputs)
+    slot = direct_call.Slot(gm, example_inputs)
     aot = aot_autograd(
         fw_compiler=_compiler("forward", opts),
         bw_compiler=_compiler("backward", opts),

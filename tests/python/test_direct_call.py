@@ -214,3 +214,46 @@ def test_symbolic_size_output_through_a_direct_graph():
             assert size == 2 * n
             assert_same(y, x + 1)
     assert _counts() == (1, 0)
+
+
+def test_subclass_built_inside_the_graph_keeps_aot_wrappers():
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    f = lambda a, b: TwoTensor(a * 2, b + 1)  # noqa: E731
+    a, b = torch.ones(3), torch.zeros(3)
+    with torch.no_grad():
+        out = compile_cpp(f)(a, b)
+    assert isinstance(out, TwoTensor)
+    assert_same(out.a, a * 2)
+    assert_same(out.b, b + 1)
+    assert _counts() == (0, 1)
+
+
+def test_custom_operator_keeps_aot_wrappers_and_their_aliasing_check():
+    """AOT's wrapper runs a custom op's first call under a check that its output does not
+    alias its input; a graph calling one keeps that wrapper (and its warning)."""
+    import warnings
+
+    lib = torch.library.Library("inductor_cpp_test_direct", "DEF")
+    lib.define("aliasing(Tensor x) -> Tensor")
+    lib.impl("aliasing", lambda x: x.view(-1), "CPU")
+    lib.impl("aliasing", lambda x: x.new_empty(x.numel()), "Meta")
+    f = lambda x: torch.ops.inductor_cpp_test_direct.aliasing(x * 2) + 1  # noqa: E731
+    x = torch.randn(3, 4)
+    with warnings.catch_warnings(record=True) as caught, torch.no_grad():
+        warnings.simplefilter("always")
+        out = compile_cpp(f)(x)
+    assert_same(out, (x * 2).view(-1) + 1)
+    assert _counts() == (0, 1)
+    assert any("alias" in str(w.message) for w in caught)
+
+
+def test_backend_called_outside_dynamo_compiles_without_metadata():
+    """inductor_cpp.backend on a traced GraphModule with real inputs (no Dynamo, so no
+    TracingContext): AOT's function, no crash."""
+    gm = torch.fx.symbolic_trace(lambda x: (torch.relu(x) * 2,))
+    x = torch.randn(6)
+    with torch.no_grad():
+        out = inductor_cpp.backend(gm, [x])(x)
+    assert_same(out[0], torch.relu(x) * 2)
+    assert _counts() == (0, 1)
