@@ -7,10 +7,11 @@ effect tokens, one that deduplicates repeated inputs, one that prepends lifted p
 that unpacks tensor subclasses, and a `disable()` around the lot. For an inference graph that
 mutates no input, returns only fresh tensors, and takes exactly the inputs Dynamo passes, all
 of them only pass the arguments through and turn grad mode off for the call (AOT also runs a
-custom operator's first call under an aliasing check: graphs with custom operators keep it). That costs about
-20 µs a call on the dev machine (a compiled 64³ `torch.mm`: eager 17 µs, Dynamo's own floor
-about 65 µs, ours 93 µs through the wrappers). `backend()` then returns `direct(...)` instead:
-grad mode off, the graph called on the argument list, its outputs returned as they are.
+custom operator's first call under an aliasing check: graphs with custom operators keep it).
+That costs 11-17 µs a call on the dev machine (a compiled 64³ `torch.mm`: eager 17 µs,
+Dynamo's own floor about 65 µs, ours 93 µs through the wrappers and 76-82 µs without).
+`backend()` then returns `direct(...)` instead: grad mode off, the graph called on the
+argument list, its outputs returned as they are.
 
 Whether the wrappers are idle is read inside the inference compiler, where AOT's
 TracingContext holds the graph's ViewAndMutationMeta (`Slot.offer`); everything it does not
@@ -112,7 +113,8 @@ def _idle_wrappers_reason(gm: torch.fx.GraphModule, dynamo_input_count: int,
         return "a tensor subclass"
     placeholders = sum(1 for node in gm.graph.nodes if node.op == "placeholder")
     if placeholders != dynamo_input_count:
-        return f"{placeholders} graph inputs for Dynamo's {dynamo_input_count} (deduplicated or lifted)"
+        return (f"{placeholders} graph inputs for Dynamo's {dynamo_input_count} "
+                "(deduplicated or lifted)")
     if _output_count(gm) != dynamo_output_count:
         return f"{_output_count(gm)} graph outputs for Dynamo's {dynamo_output_count}"
     if functorch_config.check_custom_op_aliasing and _calls_custom_ops(gm):
@@ -195,6 +197,5 @@ def direct(boxed: Callable[[list[Any]], Any],
         def call(*args: Any) -> Any:
             return run(list(args))
 
-    call.inductor_cpp_direct = True  # type: ignore[attr-defined]
     call.compiled_graph = getattr(boxed, "compiled_graph", None)  # type: ignore[attr-defined]
     return call
