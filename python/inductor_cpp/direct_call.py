@@ -51,21 +51,18 @@ def _plain_inputs(example_inputs: list[Any]) -> bool:
     return True
 
 
-def _output_count(gm: torch.fx.GraphModule) -> int:
-    """How many values the graph returns (its output node's arguments, flattened)."""
+def _output_values(gm: torch.fx.GraphModule) -> list[Any]:
+    """The values the graph returns (its output node's arguments, flattened)."""
     import torch.utils._pytree as pytree
 
     output = next(node for node in reversed(gm.graph.nodes) if node.op == "output")
-    return len(pytree.tree_leaves(output.args))
+    return pytree.tree_leaves(output.args)
 
 
 def _returns_subclass(gm: torch.fx.GraphModule) -> bool:
     """Whether Dynamo's graph returns a tensor subclass (built inside it from plain inputs:
     AOT's inference graph then returns its inner tensors, and AOT's wrapper rebuilds it)."""
-    import torch.utils._pytree as pytree
-
-    output = next(node for node in reversed(gm.graph.nodes) if node.op == "output")
-    for value in pytree.tree_leaves(output.args):
+    for value in _output_values(gm):
         example = value.meta.get("example_value") if isinstance(value, torch.fx.Node) else None
         if isinstance(example, torch.Tensor) and is_traceable_wrapper_subclass(example):
             return True
@@ -115,8 +112,9 @@ def _idle_wrappers_reason(gm: torch.fx.GraphModule, dynamo_input_count: int,
     if placeholders != dynamo_input_count:
         return (f"{placeholders} graph inputs for Dynamo's {dynamo_input_count} "
                 "(deduplicated or lifted)")
-    if _output_count(gm) != dynamo_output_count:
-        return f"{_output_count(gm)} graph outputs for Dynamo's {dynamo_output_count}"
+    outputs = len(_output_values(gm))
+    if outputs != dynamo_output_count:
+        return f"{outputs} graph outputs for Dynamo's {dynamo_output_count}"
     if functorch_config.check_custom_op_aliasing and _calls_custom_ops(gm):
         return "custom operators (AOT checks their aliasing on the first call)"
     return None
@@ -130,7 +128,7 @@ class Slot:
         self.dynamo_input_count = len(example_inputs)
         self.usable = (enabled() and _plain_inputs(example_inputs)
                        and not torch._C._is_any_autocast_enabled() and not _returns_subclass(gm))
-        self.dynamo_output_count = _output_count(gm) if self.usable else -1
+        self.dynamo_output_count = len(_output_values(gm)) if self.usable else -1
         self.boxed: Callable[[list[Any]], Any] | None = None
         self.dynamic_dims: list[tuple[int, set[int]]] = []
         self.reason: str | None = None if self.usable else "not applicable"
