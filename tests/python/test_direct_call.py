@@ -240,12 +240,21 @@ def test_custom_operator_keeps_aot_wrappers_and_their_aliasing_check():
     lib.impl("aliasing", lambda x: x.new_empty(x.numel()), "Meta")
     f = lambda x: torch.ops.inductor_cpp_test_direct.aliasing(x * 2) + 1  # noqa: E731
     x = torch.randn(3, 4)
-    with warnings.catch_warnings(record=True) as caught, torch.no_grad():
-        warnings.simplefilter("always")
-        out = compile_cpp(f)(x)
+    # AOT warns, or raises where `CI` is set in the environment (torch 2.11's default for
+    # error_on_custom_op_aliasing); pin each mode so the test means the same everywhere.
+    aot_config = torch._functorch.config
+    with aot_config.patch(error_on_custom_op_aliasing=False):
+        with warnings.catch_warnings(record=True) as caught, torch.no_grad():
+            warnings.simplefilter("always")
+            out = compile_cpp(f)(x)
     assert_same(out, (x * 2).view(-1) + 1)
     assert _counts() == (0, 1)
     assert any("alias" in str(w.message) for w in caught)
+
+    torch.compiler.reset()
+    with aot_config.patch(error_on_custom_op_aliasing=True), torch.no_grad():
+        with pytest.raises(RuntimeError, match="must not also be an input"):
+            compile_cpp(f)(x)
 
 
 def test_backend_called_outside_dynamo_compiles_without_metadata():
