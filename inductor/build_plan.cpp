@@ -325,10 +325,12 @@ PlanBuild build_plan(const ir::Graph& input_graph, const CodegenSettings& settin
     if (copies_done.count(i) || absorbed.count(i)) continue;
     if (s.kind == ir::ScheduledStep::Kind::Extern && !gpu && settings.matrix_kernels) {
       std::string why_not;
-      auto m = match_matmul(g, result.scheduled, i, into_inputs, slot_of_buffer);
+      auto m = match_matmul(g, result.scheduled, i, into_inputs, slot_of_buffer,
+                            settings.tile_epilogues ? &result.fused : nullptr);
       if (!m) m = match_conv(g, result.scheduled, i, into_inputs, slot_of_buffer, why_not);
       if (m) {
         if (m->absorbed_step) absorbed.insert(*m->absorbed_step);
+        if (m->tile_kernel) kernels.push_back(std::move(*m->tile_kernel));
         nodes_done.insert(m->step.matmul.nodes.begin(), m->step.matmul.nodes.end());
         out.plan.steps.push_back(std::move(m->step));
         continue;

@@ -34,6 +34,10 @@ struct CodegenSettings {
   /// Float32 CPU mm/addmm/bmm on our xbyak GEMM (plan_matmul.h) instead of ATen's; the option
   /// "matrix_kernels" (off by default: without pre-packed weights it is slower than MKL).
   bool matrix_kernels = false;
+  /// With matrix_kernels: a pointwise kernel after an mm / addmm that the epilogue ops cannot
+  /// express runs per output tile inside the GEMM (plan_tile_epilogue.h); the option
+  /// "matrix_tile_epilogues" (default on).
+  bool tile_epilogues = true;
   /// GPU graphs: the option "gpu_tuning" (schedule limits, emitter switches).
   GpuTuning gpu_tuning;
 };

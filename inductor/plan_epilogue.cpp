@@ -129,8 +129,8 @@ bool writes(const ir::ScheduledStep& s, const std::string& buffer) {
   return std::count(out.begin(), out.end(), buffer) > 0;
 }
 
-/// True when `buffer` holds its value before scheduled step `index` runs: a graph input or
-/// constant, or written by an earlier step.
+}  // namespace
+
 bool ready_before(const ir::ScheduledProgram& program, const std::string& buffer, size_t index) {
   if (buffer.rfind("%in", 0) == 0 || buffer.rfind("%c", 0) == 0) return true;
   for (size_t s = 0; s < index; ++s) {
@@ -138,8 +138,6 @@ bool ready_before(const ir::ScheduledProgram& program, const std::string& buffer
   }
   return false;
 }
-
-}  // namespace
 
 bool only_read_by(const ir::Graph& g, const ir::ScheduledProgram& program, int32_t node,
                   int32_t next) {

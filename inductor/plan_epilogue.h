@@ -65,6 +65,10 @@ struct Absorbed {
 /// does not also write).
 std::set<std::string> buffers_read(const ir::ScheduledStep& s);
 
+/// True when `buffer` holds its value before scheduled step `index` runs: a graph input or
+/// constant, or written by an earlier step.
+bool ready_before(const ir::ScheduledProgram& program, const std::string& buffer, size_t index);
+
 /// True when graph node `node`'s value is read by node `next` (once) and nothing else (not a
 /// graph output either).
 bool only_read_by(const ir::Graph& g, const ir::ScheduledProgram& program, int32_t node,

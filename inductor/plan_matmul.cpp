@@ -5,6 +5,7 @@
 
 #include "inductor/lower/lower_graph.h"
 #include "inductor/plan_epilogue.h"
+#include "inductor/plan_tile_epilogue.h"
 
 namespace inductor_cpp::inductor {
 
@@ -103,7 +104,7 @@ std::optional<MatmulMatch> match_dynamic_rows(
 std::optional<MatmulMatch> match_matmul(
     const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
     const std::set<std::string>& into_inputs,
-    const std::function<int32_t(const std::string&)>& slot_of_buffer) {
+    const std::function<int32_t(const std::string&)>& slot_of_buffer, const ir::LoopProgram* fused) {
   const ir::ScheduledStep& s = program.steps.at(step_index);
   if (s.kind != ir::ScheduledStep::Kind::Extern || s.call.view || s.call.graph_node < 0)
     return std::nullopt;
@@ -140,6 +141,12 @@ std::optional<MatmulMatch> match_matmul(
   auto absorbed =
       absorbable(g, program, step_index, n, *out_meta, is_row_major, into_inputs, slot_of_buffer,
                  /*batch_norm=*/false, /*materialized=*/nullptr, /*allow_reshapes=*/!bmm);
+  if (!absorbed && !bmm && fused) {
+    if (auto tiled = tile_absorbable(g, *fused, program, step_index, n, m, cols, into_inputs, slot_of_buffer)) {
+      absorbed = std::move(tiled->absorbed);
+      match.tile_kernel = std::move(tiled->kernel);
+    }
+  }
   const std::string written = absorbed ? absorbed->written : out;
   if (absorbed) {
     launch.epilogue.insert(launch.epilogue.end(), absorbed->ops.begin(), absorbed->ops.end());

@@ -14,6 +14,8 @@
 #include <string>
 
 #include "ir/aten_graph.h"
+#include "ir/kernel_ir.h"
+#include "ir/loop_ir.h"
 #include "ir/passes/schedule.h"
 #include "runtime/plan.h"
 
@@ -24,14 +26,20 @@ namespace inductor_cpp::inductor {
 struct MatmulMatch {
   runtime::Step step;                   ///< a MatmulLaunch (free lists left to the caller)
   std::optional<size_t> absorbed_step;  ///< scheduled step now done by the epilogue
+  /// The absorbed kernel's tile form (plan_tile_epilogue.h), when the epilogue's last op is
+  /// "kernel": the caller emits it with the graph's kernels.
+  std::optional<ir::Kernel> tile_kernel;
 };
 
 /// The MatmulLaunch for scheduled extern step `step_index` of `program` (lowered from `g`),
 /// or nothing when it is not a matmul we run. `slot_of_buffer` maps buffer names to plan
-/// slots; `into_inputs` are buffers stored into graph inputs (never absorbed).
+/// slots; `into_inputs` are buffers stored into graph inputs (never absorbed). With `fused`
+/// (the loop program `program` was scheduled from), a following kernel that is not a chain of
+/// epilogue ops may still be absorbed as a tile kernel (mm / addmm).
 std::optional<MatmulMatch> match_matmul(
     const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
     const std::set<std::string>& into_inputs,
-    const std::function<int32_t(const std::string&)>& slot_of_buffer);
+    const std::function<int32_t(const std::string&)>& slot_of_buffer,
+    const ir::LoopProgram* fused = nullptr);
 
 }  // namespace inductor_cpp::inductor

@@ -136,6 +136,7 @@ struct BoundMatmul {
   /// mm/addmm: B packed once while it does not change (runtime/matmul_step.h).
   std::shared_ptr<PackedBCache> packed_b = std::make_shared<PackedBCache>();
   std::shared_ptr<const ConvStep> conv;  ///< set for "conv2d" (runtime/conv_step.h)
+  KernelFn tile_fn = nullptr;  ///< the "kernel" epilogue op's function (the last op), if any
 };
 
 struct BoundStep {
@@ -235,7 +236,9 @@ matrix::EpilogueKind epilogue_kind(const std::string& kind) {
       {"clamp", matrix::EpilogueKind::Clamp},       {"mul", matrix::EpilogueKind::MulResidual},
       {"sigmoid", matrix::EpilogueKind::Sigmoid},   {"tanh", matrix::EpilogueKind::Tanh},
       // conv2d only; ConvStep expands it into ScaleCol + BiasCol (runtime/conv_step.h)
-      {"batch_norm", matrix::EpilogueKind::ScaleCol}};
+      {"batch_norm", matrix::EpilogueKind::ScaleCol},
+      // mm / addmm, last: a generated tile kernel (ir/passes/tile_epilogue.h)
+      {"kernel", matrix::EpilogueKind::Tile}};
   for (const auto& [name, k] : kinds) {
     if (kind == name) return k;
   }
@@ -253,11 +256,19 @@ bool is_dense_row_major(const BufferAlloc& a) {
   return true;
 }
 
-BoundStep bind_matmul_step(const Step& step, const std::vector<std::string>& labels) {
+BoundStep bind_matmul_step(const Step& step, const KernelLibrary* library, const std::vector<std::string>& labels) {
   BoundMatmul m;
   m.launch = step.matmul;
   for (const MatmulEpilogue& e : m.launch.epilogue) {
     m.kinds.push_back(epilogue_kind(e.kind));
+    if (e.kind == "kernel") {
+      if (&e != &m.launch.epilogue.back() || m.launch.op == "bmm" || m.launch.is_conv() || e.kernel.empty() ||
+          e.layouts.size() != e.params.size())
+        throw std::runtime_error("matmul epilogue 'kernel': the last op of an mm / addmm, with its layouts");
+      if (!library) throw std::runtime_error("matmul epilogue 'kernel': no kernel library");
+      m.tile_fn = library->kernel(e.kernel);
+      continue;
+    }
     const bool needs_data =
         e.kind == "bias_col" || e.kind == "bias_row" || e.kind == "residual" || e.kind == "mul";
     if (needs_data != (e.slot >= 0)) throw std::runtime_error("matmul epilogue '" + e.kind + "': bad data slot");
@@ -330,6 +341,33 @@ at::Tensor checked_f32(const c10::IValue& v, const char* what) {
   return t;
 }
 
+/// The data pointers of a "kernel" epilogue op's parameters: the step's output (`stored`)
+/// for its own slot, every other operand in the layout the kernel assumes (copied when it is
+/// not; copies kept alive in `keep`).
+std::vector<char*> tile_kernel_buffers(const BoundMatmul& bm, const MatmulEpilogue& e, const at::Tensor& stored,
+                                       const std::vector<c10::IValue>& slots, std::vector<at::Tensor>& keep) {
+  std::vector<char*> bufs;
+  for (size_t k = 0; k < e.params.size(); ++k) {
+    if (e.params[k] == bm.launch.out.slot) {
+      bufs.push_back(static_cast<char*>(stored.data_ptr()));
+      continue;
+    }
+    TORCH_CHECK(slots[e.params[k]].isTensor(), "inductor_cpp: ", bm.label, ": tile kernel operand is not a tensor");
+    at::Tensor t = slots[e.params[k]].toTensor();
+    const ExpectedLayout& want = e.layouts[k];
+    TORCH_CHECK(t.sizes() == c10::IntArrayRef(want.sizes) && t.device().is_cpu(), "inductor_cpp: ", bm.label,
+                ": tile kernel operand of sizes ", t.sizes(), ", expected ", c10::IntArrayRef(want.sizes));
+    if (t.strides() != c10::IntArrayRef(want.strides)) {
+      at::Tensor copy = at::empty_strided(want.sizes, want.strides, t.options());
+      copy.copy_(t);
+      t = copy;
+    }
+    keep.push_back(t);
+    bufs.push_back(static_cast<char*>(t.data_ptr()));
+  }
+  return bufs;
+}
+
 /// Allocates the output, reads the operands' strides, runs the GEMM with its epilogue.
 void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   if (bm.conv) return bm.conv->run(slots);
@@ -367,12 +405,22 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   p.alpha = m.alpha;
   p.flush_denormals = matrix::caller_flushes_denormals();
   std::vector<at::Tensor> data;  // epilogue operands (kept alive through the call)
+  std::vector<char*> tile_bufs;
+  matrix::TileKernel tile;
   for (size_t i = 0; i < m.epilogue.size(); ++i) {
     const MatmulEpilogue& e = m.epilogue[i];
     matrix::EpilogueOp op;
     op.kind = bm.kinds[i];
     op.a = e.a;
     op.b = e.b;
+    if (op.kind == matrix::EpilogueKind::Tile) {
+      tile_bufs = tile_kernel_buffers(bm, e, stored, slots, data);
+      tile.fn = bm.tile_fn;
+      tile.bufs = tile_bufs.data();
+      op.tile = &tile;
+      p.epilogue.push_back(op);
+      continue;
+    }
     if (e.slot >= 0) {
       at::Tensor t = checked_f32(slots[e.slot], "epilogue operand");
       if (matrix::is_residual_op(op.kind)) {  // a tensor of the output's shape
@@ -412,6 +460,7 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   } else {
     matrix::gemm_f32(p, threads);
   }
+  TORCH_CHECK_INDEX(tile.status.load() == 0, "index out of bounds (index out of range in self) in ", bm.label);
   slots[m.out.slot] = stored;
 }
 
@@ -658,7 +707,7 @@ AtenExecutable::AtenExecutable(const Plan& plan, std::vector<at::Tensor> constan
   for (const Step& step : plan.steps) {
     try {
       if (step.is_matmul()) {
-        b->steps.push_back(bind_matmul_step(step, b->labels));
+        b->steps.push_back(bind_matmul_step(step, b->library.get(), b->labels));
         continue;
       }
       if (step.is_kernel()) {

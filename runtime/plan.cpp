@@ -125,6 +125,12 @@ json matmul_to_json(const MatmulLaunch& m) {
   for (const MatmulEpilogue& e : m.epilogue) {
     epilogue.push_back(json{{"kind", e.kind}, {"slot", e.slot}, {"a", e.a}, {"b", e.b}});
     if (!e.params.empty()) epilogue.back()["params"] = e.params;
+    if (!e.kernel.empty()) {
+      json layouts = json::array();
+      for (const ExpectedLayout& l : e.layouts) layouts.push_back(json{{"sizes", l.sizes}, {"strides", l.strides}});
+      epilogue.back()["kernel"] = e.kernel;
+      epilogue.back()["layouts"] = layouts;
+    }
   }
   json j{{"op", m.op},       {"a", m.a},           {"b", m.b},        {"out", alloc_to_json(m.out)},
          {"alpha", m.alpha}, {"epilogue", epilogue}, {"nodes", m.nodes}};
@@ -146,6 +152,13 @@ MatmulLaunch matmul_from_json(const json& j) {
     m.epilogue.push_back({e.at("kind").get<std::string>(), e.at("slot").get<int32_t>(), e.at("a").get<float>(),
                           e.at("b").get<float>()});
     if (e.contains("params")) m.epilogue.back().params = e.at("params").get<std::vector<int32_t>>();
+    if (e.contains("kernel")) {
+      m.epilogue.back().kernel = e.at("kernel").get<std::string>();
+      for (const json& l : e.at("layouts")) {
+        m.epilogue.back().layouts.push_back(
+            {l.at("sizes").get<std::vector<int64_t>>(), l.at("strides").get<std::vector<int64_t>>()});
+      }
+    }
   }
   m.nodes = j.at("nodes").get<std::vector<int32_t>>();
   if (m.is_conv()) {
@@ -183,7 +196,9 @@ std::string plan_to_text(const Plan& p) {
         // The literals: scale(0.125), clamp(-0.5, 0.25).
         if (e.kind == "scale") line += "(" + shortest_float(e.a) + ")";
         if (e.kind == "clamp") line += "(" + shortest_float(e.a) + ", " + shortest_float(e.b) + ")";
-        if (!e.params.empty()) {  // batch_norm(%s2, %s3, None, %s5)
+        if (!e.kernel.empty()) {  // kernel -> tile3(%s4, %s2, %s4)
+          line += " " + e.kernel + "(" + slots_text(e.params) + ")";
+        } else if (!e.params.empty()) {  // batch_norm(%s2, %s3, None, %s5)
           std::string params;
           for (int32_t p : e.params) params += (params.empty() ? "" : ", ") + (p >= 0 ? "%s" + std::to_string(p) : "None");
           line += "(" + params + ")";

@@ -91,13 +91,20 @@ struct KernelLaunch {
 /// "silu", "sigmoid", "tanh", "clamp" (a, b),
 /// and, on conv2d only, "batch_norm": eval batch norm per output channel j,
 /// (x - mean[j]) / sqrt(var[j] + a) · weight[j] + bias[j], from `params` (runtime/conv_step.h).
+/// "kernel" (mm / addmm, always the last op): the generated tile kernel `kernel`
+/// (ir/passes/tile_epilogue.h), called on each finished output tile; `params` are the slots of
+/// its parameters in order (the step's output slot stands for both the matrix output it reads
+/// and the buffer it writes: they share the step's output storage), `layouts` what it assumes
+/// of each.
 struct MatmulEpilogue {
   std::string kind;
   int32_t slot = -1;  ///< bias / residual data; -1 for the others
   float a = 0, b = 0;
-  /// "batch_norm": slots of running mean, running var, weight, bias (-1: no weight / bias).
-  /// JSON key "params", absent when empty.
+  /// "batch_norm": slots of running mean, running var, weight, bias (-1: no weight / bias);
+  /// "kernel": the kernel's arguments. JSON key "params", absent when empty.
   std::vector<int32_t> params = {};
+  std::string kernel = {};                    ///< "kernel": its name (JSON key "kernel")
+  std::vector<ExpectedLayout> layouts = {};  ///< "kernel": per parameter (JSON "layouts")
 };
 
 /// Geometry of a "conv2d" MatmulLaunch (torch's [h, w] order).

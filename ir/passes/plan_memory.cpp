@@ -83,7 +83,9 @@ MemoryPlan plan_memory(const ScheduledProgram& program) {
   return plan;
 }
 
-bool reads_only_where_written(const Kernel& kernel, const std::string& src, const std::string& dst) {
+bool reads_only_where_written(const Kernel& kernel, const std::string& src, const std::string& dst,
+                              const RangeMap& symbol_ranges) {
+  RangeMap ranges = symbol_ranges;  // plus the loop variables, [0, extent)
   bool ok = true;
   bool stored = false;
   std::optional<Expr> store_index;
@@ -103,16 +105,21 @@ bool reads_only_where_written(const Kernel& kernel, const std::string& src, cons
       if (s.value) walk(s.value);
       in_accumulate = false;
       if (s.kind == StmtKind::Store && s.buffer == dst) {
-        if (store_index && *store_index != s.index) ok = false;
+        if (store_index && !provably_equal(*store_index, s.index, ranges)) ok = false;
         store_index = s.index;
         stored = true;
+      }
+      if (s.kind == StmtKind::For) {
+        const Interval extent = bounds(s.extent, ranges);
+        if (extent.hi >= 1) ranges[s.var] = {0, extent.hi - 1};
       }
       visit(s.body);
     }
   };
   visit(kernel.body);
   if (!store_index) return false;
-  for (const Expr& e : load_indices) ok = ok && e == *store_index;
+  // Structurally equal, or equal as sums (one may group its terms differently).
+  for (const Expr& e : load_indices) ok = ok && provably_equal(e, *store_index, ranges);
   return ok;
 }
 

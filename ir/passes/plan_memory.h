@@ -27,7 +27,9 @@ MemoryPlan plan_memory(const ScheduledProgram& program);
 
 /// Whether `kernel` reads `src` only at exactly the offsets it writes `dst` (plain loads), and
 /// never after it has written `dst` in statement order: then `dst` may share `src`'s storage.
-bool reads_only_where_written(const Kernel& kernel, const std::string& src, const std::string& dst);
+/// Offsets compare as expressions, equal when provably so given `ranges` (of symbols).
+bool reads_only_where_written(const Kernel& kernel, const std::string& src, const std::string& dst,
+                              const RangeMap& ranges = {});
 
 /// "reuse %7 <- %3 (in place)" lines, for logs and tests.
 std::string memory_plan_to_text(const MemoryPlan& plan);

@@ -26,6 +26,12 @@ KNOWN: dict[str, tuple[str | None, str]] = {
         "a following activation/residual chain fused (off by default: not yet faster than "
         "MKL/oneDNN for every shape; see `python -m inductor_cpp.bench matrix`)",
     ),
+    "matrix_tile_epilogues": (
+        "INDUCTOR_CPP_MATRIX_TILE_EPILOGUES",
+        "with matrix_kernels, False: a pointwise kernel after an mm/addmm that the fused "
+        "activation/residual chain cannot express stays a kernel of its own (default True: the "
+        "GEMM runs it on each output tile it finishes; see docs/codegen/matrix.md)",
+    ),
     "layout_optimization": (
         "INDUCTOR_CPP_LAYOUT_OPT",
         "False: keep convolution graphs in the layouts they come in (default True: inference "
@@ -131,6 +137,10 @@ def resolve(mode: str | None = None, options: dict[str, Any] | None = None) -> O
     matrix_kernels = values.get("matrix_kernels", False)
     if not isinstance(matrix_kernels, bool):
         raise ValueError(f'inductor_cpp: option "matrix_kernels" must be True or False, not {matrix_kernels!r}')
+    tile_epilogues = values.get("matrix_tile_epilogues", True)
+    if not isinstance(tile_epilogues, bool):
+        raise ValueError('inductor_cpp: option "matrix_tile_epilogues" must be True or False, '
+                         f"not {tile_epilogues!r}")
     layout_optimization = values.get("layout_optimization", True)
     if not isinstance(layout_optimization, bool):
         raise ValueError('inductor_cpp: option "layout_optimization" must be True or False, '
@@ -144,6 +154,8 @@ def resolve(mode: str | None = None, options: dict[str, Any] | None = None) -> O
     # Code generation options enter the cache key; only non-default values are sent, so default
     # keys stay what they were.
     extra: dict[str, Any] = {"matrix_kernels": True} if matrix_kernels else {}
+    if matrix_kernels and not tile_epilogues:
+        extra["matrix_tile_epilogues"] = False
     if gpu_tuning:
         extra["gpu_tuning"] = gpu_tuning
     return Options(mode=mode, strict=strict, cache=cache,

@@ -131,19 +131,22 @@ AVX512_FN __m512 apply_vec(const EpilogueOp& op, __m512 x, __mmask16 mask, int64
     }
     case EpilogueKind::Silu:
       return _mm512_div_ps(x, _mm512_add_ps(one, exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+    case EpilogueKind::Tile:  // not a per-element op (apply_epilogue_tile)
+      break;
   }
   return x;
 }
 
 AVX512_FN void apply_tile_avx512(float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
-                                 int64_t col0, const std::vector<EpilogueOp>& ops, size_t first) {
+                                 int64_t col0, const std::vector<EpilogueOp>& ops, size_t first,
+                                 size_t end) {
   for (int64_t i = 0; i < rows; ++i) {
     float* row = c + i * ldc;
     for (int64_t j = 0; j < cols; j += 16) {
       const int64_t len = cols - j < 16 ? cols - j : 16;
       const __mmask16 mask = __mmask16((1u << len) - 1);
       __m512 x = _mm512_maskz_loadu_ps(mask, row + j);
-      for (size_t o = first; o < ops.size(); ++o) {
+      for (size_t o = first; o < end; ++o) {
         if (fuses_with_next(ops, o)) {
           x = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(mask, ops[o].data + col0 + j),
                               _mm512_maskz_loadu_ps(mask, ops[o + 1].data + col0 + j));
@@ -266,12 +269,15 @@ AVX2_FN __m256 apply_vec_avx2(const EpilogueOp& op, __m256 x, __m256i mask, int6
     case EpilogueKind::Silu:
       return _mm256_div_ps(x,
                            _mm256_add_ps(one, exp_ps_avx2(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+    case EpilogueKind::Tile:  // not a per-element op (apply_epilogue_tile)
+      break;
   }
   return x;
 }
 
 AVX2_FN void apply_tile_avx2(float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
-                             int64_t col0, const std::vector<EpilogueOp>& ops, size_t first) {
+                             int64_t col0, const std::vector<EpilogueOp>& ops, size_t first,
+                             size_t end) {
   const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   for (int64_t i = 0; i < rows; ++i) {
     float* row = c + i * ldc;
@@ -281,7 +287,7 @@ AVX2_FN void apply_tile_avx2(float* c, int64_t ldc, int64_t rows, int64_t cols, 
       // Whole vectors load and store C unmasked (vmaskmovps stores are microcoded on AMD Zen);
       // the operands' masked loads are cheap.
       __m256 x = len == 8 ? _mm256_loadu_ps(row + j) : _mm256_maskload_ps(row + j, mask);
-      for (size_t o = first; o < ops.size(); ++o) {
+      for (size_t o = first; o < end; ++o) {
         if (fuses_with_next(ops, o)) {
           x = _mm256_fmadd_ps(x, _mm256_maskload_ps(ops[o].data + col0 + j, mask),
                               _mm256_maskload_ps(ops[o + 1].data + col0 + j, mask));
@@ -302,7 +308,7 @@ AVX2_FN void apply_tile_avx2(float* c, int64_t ldc, int64_t rows, int64_t cols, 
 
 size_t jit_epilogue_prefix(const std::vector<EpilogueOp>& ops) {
   size_t n = 0;
-  while (n < ops.size() && !is_transcendental(ops[n].kind)) ++n;
+  while (n < ops.size() && !is_transcendental(ops[n].kind) && ops[n].kind != EpilogueKind::Tile) ++n;
   return n;
 }
 
@@ -373,6 +379,8 @@ float apply_epilogue_scalar(const EpilogueOp& op, float x, int64_t row, int64_t 
       return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
     case EpilogueKind::Silu:
       return x / (1.0f + std::exp(-x));
+    case EpilogueKind::Tile:  // whole tiles only: apply_epilogue_tile
+      break;
   }
   return x;
 }
@@ -413,14 +421,26 @@ const float* epilogue_tile_data(const EpilogueOp& op, int64_t row, int64_t col) 
 void apply_epilogue_tile(float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
                          int64_t col0, const std::vector<EpilogueOp>& ops, size_t first) {
   if (first >= ops.size()) return;
+  const bool tile_kernel = ops.back().kind == EpilogueKind::Tile;
+  const size_t end = ops.size() - (tile_kernel ? 1 : 0);
   // The kernels' ISA (gemm_config.h): INDUCTOR_CPP_MATRIX_ISA=avx2 tests the AVX2 pass too.
-  if (gemm_blocking().isa == xbyak::Isa::Avx512)
-    return apply_tile_avx512(c, ldc, rows, cols, row0, col0, ops, first);
-  if (xbyak::cpu_features().avx2)
-    return apply_tile_avx2(c, ldc, rows, cols, row0, col0, ops, first);
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      c[i * ldc + j] = apply_epilogue_scalar_list(ops, first, c[i * ldc + j], row0 + i, col0 + j);
+  if (first >= end) {
+  } else if (gemm_blocking().isa == xbyak::Isa::Avx512) {
+    apply_tile_avx512(c, ldc, rows, cols, row0, col0, ops, first, end);
+  } else if (xbyak::cpu_features().avx2) {
+    apply_tile_avx2(c, ldc, rows, cols, row0, col0, ops, first, end);
+  } else {
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        c[i * ldc + j] = apply_epilogue_scalar_list(ops, first, c[i * ldc + j], row0 + i, col0 + j);
+  }
+  if (!tile_kernel) return;
+  const TileKernel& tile = *ops.back().tile;
+  const int64_t symbols[4] = {row0, rows, col0, cols};
+  if (const int32_t status = tile.fn(tile.bufs, symbols, 1); status != 0) {
+    int32_t none = 0;
+    tile.status.compare_exchange_strong(none, status);
+  }
 }
 
 }  // namespace inductor_cpp::matrix

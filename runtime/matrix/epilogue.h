@@ -21,6 +21,7 @@ std::vector<xbyak::KernelEpilogueOp> kernel_epilogue(const std::vector<EpilogueO
 
 /// Applies ops[first, ops.size()) to the rows × cols tile at c (leading dimension ldc) whose
 /// top-left element is C(row0, col0); bias/residual data are indexed by absolute row/column.
+/// A last Tile op is called once on the whole tile after the others.
 void apply_epilogue_tile(float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
                          int64_t col0, const std::vector<EpilogueOp>& ops, size_t first);
 

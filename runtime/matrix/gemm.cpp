@@ -45,6 +45,10 @@ void gemm_f32_packed(const GemmProblem& p, const PackedB& packed, int num_thread
 
 void bmm_f32(const GemmProblem& p, int64_t batch, int64_t stride_a, int64_t stride_b,
              int64_t stride_c, int num_threads) {
+  for (const EpilogueOp& op : p.epilogue) {
+    if (op.kind == EpilogueKind::Tile)
+      throw std::invalid_argument("bmm: no tile kernel epilogue (its positions are per matrix)");
+  }
   auto one = [&](int64_t t, int threads) {
     GemmProblem q = p;
     q.a += t * stride_a;

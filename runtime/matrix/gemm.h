@@ -18,6 +18,7 @@
 /// (relative change ≤ 2⁻¹²⁶ absolute per element). Off by default (bit-faithful IEEE).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -39,7 +40,8 @@ enum class EpilogueKind {
   AddResidual,  ///< c[i][j] += data[i·ld + j]
   MulResidual,  ///< c[i][j] *= data[i·ld + j]   (a gate: silu(x·W1) · (x·W2))
   Sigmoid,      ///< 1 / (1 + exp(-c))
-  Tanh          ///< tanh(c)
+  Tanh,         ///< tanh(c)
+  Tile          ///< a generated tile kernel (`tile`), called on each finished tile; last op only
 };
 
 /// Whether op reads a residual-shaped tensor (data[i·ld + j]).
@@ -47,11 +49,23 @@ inline bool is_residual_op(EpilogueKind kind) {
   return kind == EpilogueKind::AddResidual || kind == EpilogueKind::MulResidual;
 }
 
+/// A generated tile kernel (ir/passes/tile_epilogue.h): `fn(bufs, symbols, 1)` with symbols
+/// {row0, rows, col0, cols}, the tile's absolute position in C. It reads C there (the ops before
+/// it applied) and writes its own result over it, or somewhere else; it may run on many threads
+/// at once, on different tiles. A nonzero return (an index out of bounds) is kept in `status`.
+struct TileKernel {
+  using Fn = int32_t (*)(char* const* bufs, const int64_t* symbols, int32_t num_threads);
+  Fn fn = nullptr;
+  char* const* bufs = nullptr;
+  mutable std::atomic<int32_t> status{0};
+};
+
 struct EpilogueOp {
   EpilogueKind kind;
   const float* data = nullptr;  ///< Bias / residual base (indexed by absolute row/column).
   int64_t ld = 0;               ///< Residual leading dimension.
   float a = 0, b = 0;           ///< Scale factor or clamp bounds.
+  const TileKernel* tile = nullptr;  ///< EpilogueKind::Tile
 };
 
 struct GemmProblem {

@@ -577,6 +577,8 @@ void check_gemm_problem(const GemmProblem& p) {
       throw std::invalid_argument("gemm: epilogue op without data");
     if (is_residual_op(op.kind) && op.ld < p.n)
       throw std::invalid_argument("gemm: residual ld < n");
+    if (op.kind == EpilogueKind::Tile && (&op != &p.epilogue.back() || !op.tile || !op.tile->fn))
+      throw std::invalid_argument("gemm: a tile kernel must be the last epilogue op, with a function");
   }
   const auto& cpu = xbyak::cpu_features();
   if (!cpu.avx512 && !cpu.avx2) throw std::runtime_error("gemm: needs AVX2+FMA or AVX-512");

@@ -57,8 +57,32 @@ double reference_op(const EpilogueOp& op, double x, int64_t i, int64_t j) {
       return 1 / (1 + std::exp(-x));
     case EpilogueKind::Tanh:
       return std::tanh(x);
+    case EpilogueKind::Tile:  // tile_half_minus_row below
+      return 0.5 * x - op.data[i];
   }
   return x;
+}
+
+/// What the tile kernel of the TileKernel tests sees: C and the element hit counts.
+struct TileContext {
+  float* c = nullptr;
+  int64_t ldc = 0, n = 0;
+  const float* bias_row = nullptr;
+  std::vector<int>* hits = nullptr;
+  int64_t fail_at_row = -1;  ///< report status 1 for the tile holding this row
+};
+
+/// A stand-in for a generated tile kernel: C(r, j) = C(r, j) / 2 − bias_row[r] over the tile.
+int32_t tile_half_minus_row(char* const* bufs, const int64_t* symbols, int32_t /*threads*/) {
+  const auto* t = reinterpret_cast<const TileContext*>(bufs[0]);
+  const int64_t row0 = symbols[0], rows = symbols[1], col0 = symbols[2], cols = symbols[3];
+  for (int64_t r = row0; r < row0 + rows; ++r)
+    for (int64_t j = col0; j < col0 + cols; ++j) {
+      float& x = t->c[r * t->ldc + j];
+      x = 0.5f * x - t->bias_row[r];
+      ++(*t->hits)[r * t->n + j];
+    }
+  return t->fail_at_row >= row0 && t->fail_at_row < row0 + rows ? 1 : 0;
 }
 
 /// Owns the buffers of one random problem; C lives inside a canary frame.
@@ -177,6 +201,59 @@ TEST_F(GemmTest, BlockedSizesBothThreadCounts) {
     gemm_f32(f.p, 1);
     f.check();
   }
+}
+
+TEST_F(GemmTest, TileKernelRunsOnceOnEveryElementAfterTheOtherOps) {
+  // Tiles of every kind (tails, one row: the matrix-vector path, split K, two threads, B
+  // packed beforehand or per call), the kernel after a JIT op and a C++-pass op.
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (Shape s : {Shape{37, 45, 70}, Shape{1, 200, 300}, Shape{8, 32, 4096}, Shape{130, 97, 600}})
+    for (int threads : {1, 2})
+      for (bool prepacked : {false, true}) {
+        Fixture f(s.m, s.n, s.k, false, threads == 2, rng);
+        std::vector<int> hits(s.m * s.n, 0);
+        TileContext context{f.p.c, f.p.ldc, s.n, f.bias_row.data(), &hits};
+        char* bufs[1] = {reinterpret_cast<char*>(&context)};
+        TileKernel tile;
+        tile.fn = tile_half_minus_row;
+        tile.bufs = bufs;
+        EpilogueOp op = f.op(EpilogueKind::Tile);
+        op.data = f.bias_row.data();  // for reference_op only: the library passes nothing
+        op.tile = &tile;
+        f.p.epilogue = {f.op(EpilogueKind::BiasCol), f.op(EpilogueKind::Gelu), op};
+        run_gemm(f, threads, prepacked);
+        f.check();
+        EXPECT_EQ(tile.status.load(), 0);
+        for (int64_t e = 0; e < s.m * s.n; ++e)
+          ASSERT_EQ(hits[e], 1) << "element " << e << " of " << s.m << "x" << s.n << "x" << s.k;
+        if (HasFatalFailure()) return;
+      }
+}
+
+TEST_F(GemmTest, TileKernelStatusAndPlacement) {
+  Fixture f(64, 48, 32, false, false, rng);
+  std::vector<int> hits(64 * 48, 0);
+  TileContext context{f.p.c, f.p.ldc, 48, f.bias_row.data(), &hits, /*fail_at_row=*/50};
+  char* bufs[1] = {reinterpret_cast<char*>(&context)};
+  TileKernel tile;
+  tile.fn = tile_half_minus_row;
+  tile.bufs = bufs;
+  EpilogueOp op = f.op(EpilogueKind::Tile);
+  op.tile = &tile;
+  f.p.epilogue = {op};
+  gemm_f32(f.p, 2);
+  EXPECT_EQ(tile.status.load(), 1);  // the failing tile's status is kept
+  f.p.epilogue = {op, f.op(EpilogueKind::Relu)};
+  EXPECT_THROW(gemm_f32(f.p, 1), std::invalid_argument);  // not the last op
+  op.tile = nullptr;
+  f.p.epilogue = {op};
+  EXPECT_THROW(gemm_f32(f.p, 1), std::invalid_argument);  // no kernel
+  tile.status = 0;
+  op.tile = &tile;
+  f.p.epilogue = {op};
+  EXPECT_THROW(bmm_f32(f.p, 2, 0, 0, 0, 1), std::invalid_argument);  // per-matrix positions
 }
 
 TEST_F(GemmTest, SplitKWhenTooFewTiles) {

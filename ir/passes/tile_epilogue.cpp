@@ -1,0 +1,137 @@
+/// \file
+/// Rescheduling a matrix step's pointwise consumer over one output tile (tile_epilogue.h).
+#include "ir/passes/tile_epilogue.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+
+#include "ir/passes/plan_memory.h"
+#include "ir/passes/schedule.h"
+
+namespace inductor_cpp::ir {
+
+namespace {
+
+std::optional<TileEpilogue> fail(std::string* why_not, const std::string& why) {
+  if (why_not) *why_not = why;
+  return std::nullopt;
+}
+
+/// Static values of `exprs`, or nothing when one is symbolic.
+std::optional<std::vector<int64_t>> constants(const std::vector<Expr>& exprs) {
+  std::vector<int64_t> out;
+  for (const Expr& e : exprs) {
+    if (!e.is_const()) return std::nullopt;
+    out.push_back(e.value());
+  }
+  return out;
+}
+
+/// Counts Store statements and parallel loops, and moves each store by `offset` (the
+/// scheduler lays out a computed buffer from offset 0; the window starts at the tile).
+void place_stores(std::vector<Stmt>& body, const Expr& offset, int& stores, bool& parallel) {
+  for (Stmt& s : body) {
+    if (s.kind == StmtKind::Store) {
+      ++stores;
+      s.index = simplify(s.index + offset);
+    }
+    if (s.kind == StmtKind::For) {
+      parallel = parallel || s.parallel;
+      place_stores(s.body, offset, stores, parallel);
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<TileEpilogue> tile_epilogue_kernel(const LoopProgram& program,
+                                                 const TileEpilogueRequest& request,
+                                                 std::string* why_not) {
+  if (request.step >= program.steps.size() ||
+      program.steps[request.step].kind != Step::Kind::Kernel)
+    return fail(why_not, "not a kernel step");
+  const KernelGroup& group = program.steps[request.step].kernel;
+  if (group.computes.size() != 1) return fail(why_not, "a kernel of several computes");
+  const Compute& consumer = program.computes.at(group.computes[0]);
+  if (consumer.is_reduction() || consumer.view) return fail(why_not, "not a pointwise compute");
+  const Buffer& out = program.buffer(consumer.name);
+  if (out.dtype != DType::Float32 || out.device != "cpu")
+    return fail(why_not, "output is not float32 on the CPU");
+  const auto sizes = constants(out.sizes), strides = constants(out.strides);
+  if (!sizes || !strides || sizes->empty() || !out.offset.is_const() || out.offset.value() != 0)
+    return fail(why_not, "output layout is symbolic or offset");
+  const auto ranges = constants(consumer.ranges);
+  if (!ranges || *ranges != *sizes) return fail(why_not, "compute ranges differ from its buffer");
+  int64_t expected = 1;
+  for (size_t d = sizes->size(); d-- > 0;) {
+    if ((*sizes)[d] != 1 && (*strides)[d] != expected)
+      return fail(why_not, "output is not row-major");
+    expected *= (*sizes)[d];
+  }
+  if (expected != request.rows * request.cols || sizes->back() != request.cols)
+    return fail(why_not, "output is not the matrix output's rows x cols");
+
+  // The consumer's point (i0, .., i{k-1}) of tile element (i0', i1'): the last index is the
+  // column col0 + i1', the leading ones the row row0 + i0' in row-major order.
+  const Expr row0 = Expr::var(kTileSymbols[0]), rows = Expr::var(kTileSymbols[1]);
+  const Expr col0 = Expr::var(kTileSymbols[2]), cols = Expr::var(kTileSymbols[3]);
+  const size_t rank = sizes->size();
+  std::map<std::string, Expr> point;
+  point[range_var(rank - 1)] = col0 + Expr::var(range_var(1));
+  const Expr row = row0 + Expr::var(range_var(0));
+  int64_t inner = 1;  // product of the leading sizes after dim d
+  for (size_t d = rank - 1; d-- > 0;) {
+    const Expr quotient = inner == 1 ? row : floordiv(row, Expr(inner));
+    point[range_var(d)] = d == 0 ? quotient : mod(quotient, Expr((*sizes)[d]));
+    inner *= (*sizes)[d];
+  }
+
+  LoopProgram window = program;
+  Compute tile = consumer;
+  tile.ranges = {rows, cols};
+  tile.body = map_indices(consumer.body, [&](const Expr& e) { return substitute(e, point); });
+  window.computes[consumer.name] = tile;
+  for (Buffer& b : window.buffers) {
+    if (b.name != consumer.name) continue;
+    b.sizes = {rows, cols};
+    b.strides = {Expr(request.cols), Expr(1)};
+  }
+  window.steps = {program.steps[request.step]};
+  window.outputs = {consumer.name};
+  window.symbol_ranges[kTileSymbols[0]] = {0, request.rows - 1};
+  window.symbol_ranges[kTileSymbols[1]] = {1, request.rows};
+  window.symbol_ranges[kTileSymbols[2]] = {0, request.cols - 1};
+  window.symbol_ranges[kTileSymbols[3]] = {1, request.cols};
+
+  ScheduleOptions options;
+  options.parallel_min_work = std::numeric_limits<int64_t>::max();  // the caller's threads
+  ScheduledProgram scheduled = schedule(window, options);
+  if (scheduled.steps.size() != 1 || scheduled.steps[0].kind != ScheduledStep::Kind::Kernel)
+    return fail(why_not, "scheduling gave no single kernel");
+  TileEpilogue result;
+  result.kernel = std::move(scheduled.steps[0].kernel);
+  result.kernel.name = request.name;
+  result.written = consumer.name;
+  int stores = 0;
+  bool parallel = false;
+  place_stores(result.kernel.body, row0 * Expr(request.cols) + col0, stores, parallel);
+  if (stores != 1 || parallel) return fail(why_not, "the tile kernel stores more than once");
+  for (const std::string& s : result.kernel.symbols) {
+    if (!window.symbol_ranges.count(s) || !std::count(std::begin(kTileSymbols), std::end(kTileSymbols), s))
+      return fail(why_not, "the consumer has symbolic sizes");
+  }
+  result.kernel.symbols.assign(std::begin(kTileSymbols), std::end(kTileSymbols));
+  bool reads_output = false, writes_output = false;
+  for (const KernelParam& p : result.kernel.params) {
+    reads_output = reads_output || (p.buffer == request.matrix_output && !p.written);
+    writes_output = writes_output || (p.buffer == consumer.name && p.written);
+  }
+  if (!reads_output || !writes_output) return fail(why_not, "the consumer does not read the matrix output");
+  if (!reads_only_where_written(result.kernel, request.matrix_output, consumer.name, window.symbol_ranges))
+    return fail(why_not, "the consumer reads the matrix output outside the element it writes");
+  return result;
+}
+
+}  // namespace inductor_cpp::ir

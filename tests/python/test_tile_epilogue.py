@@ -1,0 +1,130 @@
+"""Tile epilogues (ir/passes/tile_epilogue.h, inductor/plan_tile_epilogue.h): with
+matrix_kernels, a pointwise kernel after an mm / addmm that the GEMM's fixed epilogue ops cannot
+express is rescheduled over one output tile and called by the GEMM on each tile it finishes. The
+plan then has one matrix step ending in `-> kernel <name>_tile(...)` and no kernel step.
+Compared against eager with a GEMM tolerance."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conftest import assert_same, test_graphs
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def compile_cpp(fn, **options):
+    return torch.compile(fn, backend="inductor_cpp", options={"matrix_kernels": True, **options})
+
+
+def run_one_graph(fn, *args, **options):
+    """fn compiled and eagerly, compared; (plan text, counters) of its one graph."""
+    expected = fn(*args)
+    actual = compile_cpp(fn, **options)(*args)
+    assert_same(actual, expected, rtol=RTOL, atol=ATOL)
+    (graph,) = test_graphs()
+    return graph.plan_text, graph.counters()
+
+
+def tiled(plan: str) -> bool:
+    steps = [line for line in plan.splitlines() if "matrix::" in line]
+    return len(steps) == 1 and "-> kernel kernel" in steps[0] and "_tile(" in steps[0]
+
+
+def mix(z, y):
+    return z * 0.5 + y * y
+
+
+@pytest.mark.parametrize("m, k, n", [(64, 128, 96), (33, 70, 45), (1, 300, 200), (8, 4096, 32),
+                                     (300, 600, 97)])
+def test_mm_then_a_mix_the_epilogue_ops_cannot_express(m, k, n):
+    """Tails, the one-row (matrix-vector) path and split K (long K, few tiles) all call it."""
+    fn = lambda x, w, y: mix(x @ w, y)  # noqa: E731
+    plan, c = run_one_graph(fn, torch.randn(m, k), torch.randn(k, n), torch.randn(m, n))
+    assert tiled(plan), plan
+    assert c["kernels"] == 0 and c["matrix_kernels"] == 1 and c["ops_fallback"] == 0, c
+
+
+def test_two_threads_and_a_transposed_operand():
+    old = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        fn = lambda x, w, y: mix(x @ w, y.t())  # noqa: E731
+        plan, _ = run_one_graph(fn, torch.randn(200, 300), torch.randn(300, 150), torch.randn(150, 200))
+    finally:
+        torch.set_num_threads(old)
+    assert tiled(plan), plan
+
+
+def test_linear_leaky_relu_after_a_view_with_a_broadcast_gate():
+    """Linear on a 3-D input (addmm, then a view to [B, S, N]) and an op with no epilogue form,
+    times a per-feature vector: the tile kernel indexes the view and the broadcast."""
+    lin = torch.nn.Linear(48, 40)
+    gate = torch.randn(40)
+    fn = lambda x: F.leaky_relu(lin(x), 0.1) * torch.sigmoid(gate)  # noqa: E731
+    with torch.no_grad():
+        plan, c = run_one_graph(fn, torch.randn(3, 7, 48))
+    assert tiled(plan), plan
+    assert c["kernels"] == 0, c
+
+
+def test_chain_the_epilogue_ops_express_keeps_them():
+    """relu + residual are library ops: the JIT epilogue, not a tile kernel."""
+    fn = lambda x, w, y: torch.relu(x @ w + y)  # noqa: E731
+    plan, _ = run_one_graph(fn, torch.randn(20, 30), torch.randn(30, 40), torch.randn(20, 40))
+    assert "-> residual(" in plan and "-> kernel" not in plan, plan
+
+
+@pytest.mark.parametrize("case", ["transposed_read", "float64_output", "second_reader", "bmm", "option_off"])
+def test_consumers_that_stay_kernels(case):
+    x, w = torch.randn(24, 16), torch.randn(16, 24)
+    options = {}
+    if case == "transposed_read":  # reads C at elements other tiles write
+        def fn(x, w):
+            z = x @ w
+            return z * 2 + z.t()
+        args = (x, w)
+    elif case == "float64_output":
+        fn, args = (lambda x, w: (x @ w).double() * 0.5 + 1), (x, w)
+    elif case == "second_reader":
+        def fn(x, w):
+            z = x @ w
+            return z * 0.5 + 1, z.sum()
+        args = (x, w)
+    elif case == "bmm":
+        fn, args = (lambda x, w: mix(torch.bmm(x, w), x)), (torch.randn(3, 8, 5), torch.randn(3, 5, 5))
+    else:
+        fn, args = (lambda x, w, y: mix(x @ w, y)), (x, w, torch.randn(24, 24))
+        options = {"matrix_tile_epilogues": False}
+    plan, c = run_one_graph(fn, *args, **options)
+    assert "matrix::" in plan and "_tile(" not in plan, plan
+    assert c["kernels"] >= 1, c
+
+
+def test_out_of_bounds_gather_in_the_tile_kernel_raises():
+    """The tile kernel's status (an index out of bounds) reaches the caller as an IndexError,
+    as the same gather does in eager and in an ordinary kernel."""
+    table = torch.randn(10)
+    fn = lambda x, w, i: (x @ w) * table[i]  # noqa: E731
+    x, w = torch.randn(6, 8), torch.randn(8, 5)
+    i = torch.randint(0, 10, (6, 5))
+    plan, _ = run_one_graph(fn, x, w, i)
+    assert tiled(plan), plan
+    bad = i.clone()
+    bad[4, 3] = 10
+    with pytest.raises(IndexError):
+        compile_cpp(fn)(x, w, bad)
+
+
+def test_plan_round_trips_through_the_cache():
+    """The plan, with its "kernel" op, read back from the cache entry."""
+    fn = lambda x, w, y: mix(x @ w, y)  # noqa: E731
+    x, w, y = torch.randn(40, 50), torch.randn(50, 30), torch.randn(40, 30)
+    compile_cpp(fn)(x, w, y)
+    torch._dynamo.reset()
+    actual = compile_cpp(fn)(x, w, y)
+    assert_same(actual, mix(x @ w, y), rtol=RTOL, atol=ATOL)
+    assert test_graphs()[-1].counters()["cache"] == "hit"
+    assert all(tiled(g.plan_text) for g in test_graphs())
