@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "ir/passes/plan_memory.h"
 #include "ir/passes/schedule.h"
@@ -44,6 +45,32 @@ void place_stores(std::vector<Stmt>& body, const Expr& offset, int& stores, bool
   }
 }
 
+/// True when `v` computes a transcendental function (exp, log, trigonometric, hyperbolic,
+/// erf, sigmoid, pow, ...): measured slower as a tile kernel than as a kernel of its own
+/// (docs/codegen/matrix.md "Tile epilogues").
+bool transcendental(const Value& v, std::set<const ValueNode*>& seen) {
+  if (!seen.insert(v.node()).second) return false;
+  if (v->kind == ValueKind::Unary) {
+    switch (v->unary_op()) {
+      case UnaryOp::neg: case UnaryOp::abs: case UnaryOp::reciprocal: case UnaryOp::sqrt:
+      case UnaryOp::rsqrt: case UnaryOp::floor: case UnaryOp::ceil: case UnaryOp::round:
+      case UnaryOp::trunc: case UnaryOp::sign: case UnaryOp::signbit: case UnaryOp::logical_not:
+      case UnaryOp::bitwise_not: case UnaryOp::isnan: case UnaryOp::isinf:
+        break;
+      default:
+        return true;
+    }
+  }
+  if (v->kind == ValueKind::Binary &&
+      (v->binary_op() == BinaryOp::pow || v->binary_op() == BinaryOp::atan2 ||
+       v->binary_op() == BinaryOp::hypot))
+    return true;
+  for (const Value& o : v->operands) {
+    if (transcendental(o, seen)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<TileEpilogue> tile_epilogue_kernel(const LoopProgram& program,
@@ -56,6 +83,9 @@ std::optional<TileEpilogue> tile_epilogue_kernel(const LoopProgram& program,
   if (group.computes.size() != 1) return fail(why_not, "a kernel of several computes");
   const Compute& consumer = program.computes.at(group.computes[0]);
   if (consumer.is_reduction() || consumer.view) return fail(why_not, "not a pointwise compute");
+  std::set<const ValueNode*> seen;
+  if (transcendental(consumer.body, seen))
+    return fail(why_not, "the consumer computes a transcendental function");
   const Buffer& out = program.buffer(consumer.name);
   if (out.dtype != DType::Float32 || out.device != "cpu")
     return fail(why_not, "output is not float32 on the CPU");

@@ -15,6 +15,9 @@
 /// output, and before it does, so the matrix step writes the consumer's buffer directly).
 ///
 /// Conditions (anything else keeps the consumer a kernel of its own):
+///   * no transcendental function (exp, log, sigmoid, tanh, erf, pow, trigonometric, ...): such
+///     consumers are compute-bound and measured 0.91-0.97x as tile kernels (unexplained; the
+///     cheap ones gain 0-18 %), docs/codegen/matrix.md;
 ///   * the step is a kernel of one pointwise compute (not a view), float32, whose buffer is
 ///     dense row-major with offset 0, `rows · cols` elements and `cols` as its last size (the
 ///     matrix output itself, or a row-major reshape of it such as Linear's [B, S, N]);

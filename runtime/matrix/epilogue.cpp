@@ -418,11 +418,23 @@ const float* epilogue_tile_data(const EpilogueOp& op, int64_t row, int64_t col) 
   }
 }
 
+void apply_tile_kernel(const std::vector<EpilogueOp>& ops, int64_t row0, int64_t rows,
+                       int64_t col0, int64_t cols) {
+  if (ops.empty() || ops.back().kind != EpilogueKind::Tile || rows <= 0 || cols <= 0) return;
+  const TileKernel& tile = *ops.back().tile;
+  const int64_t symbols[4] = {row0, rows, col0, cols};
+  if (const int32_t status = tile.fn(tile.bufs, symbols, 1); status != 0) {
+    int32_t none = 0;
+    tile.status.compare_exchange_strong(none, status);
+  }
+}
+
 void apply_epilogue_tile(float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
-                         int64_t col0, const std::vector<EpilogueOp>& ops, size_t first) {
+                         int64_t col0, const std::vector<EpilogueOp>& ops, size_t first,
+                         bool tile_kernel) {
   if (first >= ops.size()) return;
-  const bool tile_kernel = ops.back().kind == EpilogueKind::Tile;
-  const size_t end = ops.size() - (tile_kernel ? 1 : 0);
+  const bool has_tile = ops.back().kind == EpilogueKind::Tile;
+  const size_t end = ops.size() - (has_tile ? 1 : 0);
   // The kernels' ISA (gemm_config.h): INDUCTOR_CPP_MATRIX_ISA=avx2 tests the AVX2 pass too.
   if (first >= end) {
   } else if (gemm_blocking().isa == xbyak::Isa::Avx512) {
@@ -434,13 +446,7 @@ void apply_epilogue_tile(float* c, int64_t ldc, int64_t rows, int64_t cols, int6
       for (int64_t j = 0; j < cols; ++j)
         c[i * ldc + j] = apply_epilogue_scalar_list(ops, first, c[i * ldc + j], row0 + i, col0 + j);
   }
-  if (!tile_kernel) return;
-  const TileKernel& tile = *ops.back().tile;
-  const int64_t symbols[4] = {row0, rows, col0, cols};
-  if (const int32_t status = tile.fn(tile.bufs, symbols, 1); status != 0) {
-    int32_t none = 0;
-    tile.status.compare_exchange_strong(none, status);
-  }
+  if (tile_kernel) apply_tile_kernel(ops, row0, rows, col0, cols);
 }
 
 }  // namespace inductor_cpp::matrix

@@ -21,9 +21,16 @@ std::vector<xbyak::KernelEpilogueOp> kernel_epilogue(const std::vector<EpilogueO
 
 /// Applies ops[first, ops.size()) to the rows × cols tile at c (leading dimension ldc) whose
 /// top-left element is C(row0, col0); bias/residual data are indexed by absolute row/column.
-/// A last Tile op is called once on the whole tile after the others.
+/// A last Tile op is called once on the whole tile after the others, unless `tile_kernel` is
+/// false (the caller calls apply_tile_kernel on a larger block).
 void apply_epilogue_tile(float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
-                         int64_t col0, const std::vector<EpilogueOp>& ops, size_t first);
+                         int64_t col0, const std::vector<EpilogueOp>& ops, size_t first,
+                         bool tile_kernel = true);
+
+/// Calls the generated tile kernel of a last Tile op, if any, on rows × cols of C from
+/// (row0, col0) (absolute), whose other ops are already applied; keeps a nonzero status.
+void apply_tile_kernel(const std::vector<EpilogueOp>& ops, int64_t row0, int64_t rows,
+                       int64_t col0, int64_t cols);
 
 /// Reference scalar op, also used for the tails of the vector pass and by the tests. (A
 /// ScaleCol followed by a BiasCol is one FMA in the kernels and the pass: see

@@ -401,8 +401,13 @@ void compute_block(const Plan& plan, Phase phase, int64_t step, int tj, int64_t 
         }
         plan.kernels[phase][plan.row_kind(rows)][plan.col_kind(cols)](&args);
         if (epilogue_now && plan.jit_epilogue < p.epilogue.size())
-          apply_epilogue_tile(c_ptr, p.ldc, rows, cols, i, j, p.epilogue, plan.jit_epilogue);
+          apply_epilogue_tile(c_ptr, p.ldc, rows, cols, i, j, p.epilogue, plan.jit_epilogue,
+                              /*tile_kernel=*/false);
       }
+      // A generated tile kernel runs once over the column strip just finished (mc rows ×
+      // one or two panels, still in L1/L2), not per micro-tile: its call overhead is paid
+      // once per strip.
+      if (epilogue_now) apply_tile_kernel(p.epilogue, mc0, mc1 - mc0, j, cols);
     }
   }
 }

@@ -48,11 +48,11 @@ TEST(TileEpilogue, ResidualMix) {
 )");
 }
 
-// A per-column vector broadcast along the rows, and the consumer viewing the output as
+// A per-column vector (its absolute value) broadcast along the rows, and the consumer viewing the output as
 // [4, 16, 96] (Linear on a 3-D input): the row splits into the two leading indices.
 TEST(TileEpilogue, BroadcastAndReshape) {
   const std::string lines = std::string(kMatrixStep) + R"(  buffer %2: float32[4, 16, 96]{1536, 96, 1} computed cpu
-  compute %2 (node 2) pointwise[4, 16, 96] = mul(load(%1, [i0*16 + i1, i2]), sigmoid(load(%in3, [i2])))
+  compute %2 (node 2) pointwise[4, 16, 96] = mul(load(%1, [i0*16 + i1, i2]), abs(load(%in3, [i2])))
   kernel %2
   output %2
 )";
@@ -60,7 +60,7 @@ TEST(TileEpilogue, BroadcastAndReshape) {
             R"(kernel tile0(%1: float32 in, %in3: float32 in, %2: float32 out) symbols(tile_row0, tile_rows, tile_col0, tile_cols) {
   for x0 in 0..tile_rows {
     for x1 in 0..tile_cols vector(16) {
-      let t0 = mul(load(%1, [tile_col0 + tile_row0*96 + x0*96 + x1]), sigmoid(load(%in3, [tile_col0 + x1])))
+      let t0 = mul(load(%1, [tile_col0 + tile_row0*96 + x0*96 + x1]), abs(load(%in3, [tile_col0 + x1])))
       %2[tile_col0 + tile_row0*96 + x0*96 + x1] = local(t0, float32)
     }
   }
@@ -76,7 +76,7 @@ TEST(TileEpilogue, OneRow) {
   buffer %1: float32[1, 96]{96, 1} extern cpu
   extern node 1 (%in0, %in1) -> (%1)
   buffer %2: float32[1, 96]{96, 1} computed cpu
-  compute %2 (node 2) pointwise[1, 96] = exp(load(%1, [0, i1]))
+  compute %2 (node 2) pointwise[1, 96] = neg(load(%1, [0, i1]))
   kernel %2
   output %2
 )"));
@@ -86,13 +86,13 @@ TEST(TileEpilogue, OneRow) {
 
 TEST(TileEpilogue, KeepsTheKernel) {
   const std::string layout = std::string(kMatrixStep) + R"(  buffer %2: float32[64, 96]{1, 64} computed cpu
-  compute %2 (node 2) pointwise[64, 96] = exp(load(%1, [i0, i1]))
+  compute %2 (node 2) pointwise[64, 96] = abs(load(%1, [i0, i1]))
   kernel %2
   output %2
 )";
   EXPECT_EQ(tile_of(layout), "none: output is not row-major");
   const std::string transposed = std::string(kMatrixStep) + R"(  buffer %2: float32[96, 64]{64, 1} computed cpu
-  compute %2 (node 2) pointwise[96, 64] = exp(load(%1, [i1, i0]))
+  compute %2 (node 2) pointwise[96, 64] = abs(load(%1, [i1, i0]))
   kernel %2
   output %2
 )";
@@ -116,6 +116,12 @@ TEST(TileEpilogue, KeepsTheKernel) {
   output %2
 )";
   EXPECT_EQ(tile_of(to_double), "none: output is not float32 on the CPU");
+  const std::string transcendental = std::string(kMatrixStep) + R"(  buffer %2: float32[64, 96]{96, 1} computed cpu
+  compute %2 (node 2) pointwise[64, 96] = mul(load(%1, [i0, i1]), sigmoid(load(%in3, [i1])))
+  kernel %2
+  output %2
+)";
+  EXPECT_EQ(tile_of(transcendental), "none: the consumer computes a transcendental function");
 }
 
 }  // namespace

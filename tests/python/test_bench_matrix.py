@@ -50,6 +50,9 @@ def test_smoke_run_produces_checked_rows(tmp_path):
                 assert v["check"]["ok"] and v["check"]["mismatches"] == 0, (case["name"], name)
         if case["group"] in ("gemm", "addmm", "small"):  # float32 matmuls run on our library
             assert variants[matrix.OURS]["path"] == "lib 1/1", case["name"]
+        if case["group"] == "tile":  # the consumer inside the GEMM, and as its own kernel
+            assert variants[matrix.OURS]["path"] == "lib 1/1", case["name"]
+            assert variants[matrix.TILE_OFF]["path"] == "lib 1/1", case["name"]
         if case["group"] == "models":
             assert variants[matrix.OURS_OFF]["path"].startswith("lib 0/")
         if case["group"] == "amx" or (case["group"] in ("gemm", "addmm", "small")

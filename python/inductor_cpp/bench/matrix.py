@@ -11,6 +11,10 @@ Eager torch.mm/addmm/conv vs stock torch.compile(backend="inductor") vs ours
   small   skinny and small shapes as nn.Linear (weight a parameter, reused call to call) and as
           plain mm: M in {1, 8, 32} x (N, K) in {768x768, 3072x768, 768x3072, 4096x4096} (mm:
           768x768 and 4096x4096), and 64^3 / 128^3 / 256^3 (target >= 1.0x eager)
+  tile    a matmul followed by what the GEMM's epilogue ops cannot express (Linear then
+          leaky_relu * gate (per feature); mm then z/2 + y^2), M x N x K in {32x3072x768,
+          1024x3072x768, 256^3}: ours with the consumer as a tile kernel inside the GEMM and, as
+          "ours tile=off", as a kernel of its own after it
   conv    resnet50 layers, channels-last, batch 1 and 32, conv alone and relu(conv+bias+residual)
   amx     bf16 2048^3 mm (eager, stock, ours, and the library's gemm_bf16 called directly), as %
           of the measured AMX peak; skipped with a line where AMX is not usable
@@ -52,14 +56,14 @@ from typing import Any
 import torch
 
 from . import timing
-from .matrix_cases import (EAGER, FLOOR, LIBRARY, OURS, OURS_OFF, STOCK, Case, Workload,
+from .matrix_cases import (EAGER, FLOOR, LIBRARY, OURS, OURS_OFF, STOCK, TILE_OFF, Case, Workload,
                            build_cases)
 from .micro import _count_flops
 from .micro_checks import compare, fp64_verdict, reference64
 
 HELP = "GEMM/addmm/skinny/conv/AMX/model matrix benchmark: eager vs Inductor vs inductor_cpp"
 
-GROUPS = ("gemm", "addmm", "small", "conv", "amx", "models")
+GROUPS = ("gemm", "addmm", "small", "tile", "conv", "amx", "models")
 SAMPLE_TARGET_S = 0.005  # one timing sample: a batch of calls lasting about this long
 MAX_CALLS_PER_SAMPLE = 200
 MODEL_TOL = 1e-3  # resnet18 / transformer: rtol and atol, as the micro suite's resnet18
@@ -97,6 +101,8 @@ def _compiled_variants(case: Case, args: argparse.Namespace) -> dict[str, tuple[
         out[OURS_OFF] = ("inductor_cpp", {"matrix_kernels": False})
     if case.group == "small":
         out[FLOOR] = ("eager", {})
+    if case.group == "tile":
+        out[TILE_OFF] = ("inductor_cpp", {"matrix_kernels": True, "matrix_tile_epilogues": False})
     return out
 
 
@@ -136,7 +142,7 @@ def _first_call(case: Case, name: str, call: Callable[[], Any]) -> Any:
         log(f"{case.name}: {name} failed: {str(e)[:200]}")
         return None
     case.results[name] = {"first_call_s": seconds, "error": None}
-    if name in (OURS, OURS_OFF):
+    if name in (OURS, OURS_OFF, TILE_OFF):
         plans = [g.plan_text for g in inductor_cpp.live_graphs() if id(g) not in before]
         case.results[name]["graphs"] = len(plans)
         case.results[name]["path"] = _matmul_path(plans)
@@ -316,7 +322,7 @@ def geomeans(cases: list[Case]) -> dict[str, dict[str, float | None]]:
     out: dict[str, dict[str, float | None]] = {}
     for group in dict.fromkeys(c.group for c in cases):
         out[group] = {}
-        for name in (STOCK, OURS, OURS_OFF, LIBRARY, FLOOR):
+        for name in (STOCK, OURS, OURS_OFF, TILE_OFF, LIBRARY, FLOOR):
             ratios = [r for c in cases if c.group == group for r in [c.ratio(EAGER, name)] if r]
             if ratios:
                 out[group][name] = math.exp(sum(map(math.log, ratios)) / len(ratios))
@@ -389,7 +395,8 @@ def print_report(cases: list[Case], info: dict[str, Any], peaks: dict[str, float
           f"before and after the cases): {peak_text('fma', 'unavailable')}; AMX bf16 peak: "
           f"{peak_text('amx', 'not usable here')}")
     print(f"variants: {EAGER}; {STOCK} = torch.compile(backend='inductor'); {OURS} / {OURS_OFF} "
-          "= backend='inductor_cpp' with matrix_kernels on / off; library = our GEMM called "
+          f"= backend='inductor_cpp' with matrix_kernels on / off ({TILE_OFF}: on, without tile "
+          "epilogues); library = our GEMM called "
           "directly, without Dynamo (_C.matrix.gemm_f32 with B packed once, gemm_bf16); compile floor (small shapes) = torch.compile(backend='eager'), Dynamo's "
           "per-call cost with no compiler. median of interleaved rounds; path: matmul/conv steps "
           "on our library")
@@ -466,7 +473,7 @@ def run(args: argparse.Namespace) -> int:
         if given is not None:
             peaks[kind] = given
     print_report(cases, info, peaks, features, measured)
-    ours = [r for c in cases for n, r in c.results.items() if n in (OURS, OURS_OFF)]
+    ours = [r for c in cases for n, r in c.results.items() if n in (OURS, OURS_OFF, TILE_OFF)]
     ok = all(variant_ok(r) for r in ours) and all(variant_ok(c.results[EAGER]) for c in cases
                                                   if EAGER in c.results)
     print(f"\ninductor_cpp correctness: {'PASS' if ok else 'FAIL'}")

@@ -18,6 +18,8 @@ from . import timing
 
 # Variant names (columns of the report).
 EAGER, STOCK, OURS, OURS_OFF, LIBRARY = "eager", "inductor", "ours mk=on", "ours mk=off", "library"
+# matrix_kernels on, tile epilogues off: the consumer a kernel of its own ("tile" rows).
+TILE_OFF = "ours tile=off"
 # torch.compile(backend="eager"): Dynamo's own per-call cost (guards, frame) with no compiler at
 # all, the fastest any compiled variant of a microsecond shape can be.
 FLOOR = "compile floor"
@@ -139,6 +141,32 @@ def _linear(m: int, n: int, k: int, threads: int, relu: bool = False) -> Callabl
     return make
 
 
+class _LinearLeakyGate(torch.nn.Module):
+    """Linear, then what the GEMM's epilogue ops cannot express: leaky ReLU times a learned
+    per-feature gate (a tile kernel)."""
+
+    def __init__(self, k: int, n: int):
+        super().__init__()
+        self.linear = torch.nn.Linear(k, n)
+        self.gate = torch.nn.Parameter(torch.randn(n))
+
+    def forward(self, x):
+        return F.leaky_relu(self.linear(x), 0.1) * self.gate
+
+
+def _mm_mix(a, b, y):
+    return torch.mm(a, b) * 0.5 + y * y
+
+
+def _tile(m: int, n: int, k: int, linear: bool) -> Callable[[], Workload]:
+    def make() -> Workload:
+        if linear:
+            return Workload(_LinearLeakyGate(k, n).eval(), (torch.randn(m, k),), 2.0 * m * n * k, k)
+        return Workload(_mm_mix, (torch.randn(m, k), torch.randn(k, n), torch.randn(m, n)),
+                        2.0 * m * n * k, k)
+    return make
+
+
 def _conv(batch: int, c: int, hw: int, oc: int, kernel: int, stride: int, pad: int,
           fused: bool) -> Callable[[], Workload]:
     def make() -> Workload:
@@ -230,6 +258,10 @@ def build_cases(args: argparse.Namespace, amx_usable: bool, amx_why: str) -> lis
     for s in [16] if smoke else [64, 128, 256]:
         cases.append(Case("small", f"Linear {s}^3", _linear(s, s, s, t), (15, 3)))
         cases.append(Case("small", f"mm {s}^3", _gemm(s, s, s, t), (15, 3)))
+    tile_shapes = [(8, 24, 40)] if smoke else [(32, 3072, 768), (1024, 3072, 768), (256, 256, 256)]
+    for m, n, k in tile_shapes:
+        cases.append(Case("tile", f"Linear {m}x{n}x{k} +leaky*gate", _tile(m, n, k, True), (15, 3)))
+        cases.append(Case("tile", f"mm {m}x{n}x{k} +z/2+y^2", _tile(m, n, k, False), (15, 3)))
     layers = ([("3x3 8->16 @10", 8, 10, 16, 3, 1, 1)] if smoke else
               [("3x3 64->64 @56", 64, 56, 64, 3, 1, 1), ("1x1 64->256 @56", 64, 56, 256, 1, 1, 0),
                ("3x3 256->256 @14", 256, 14, 256, 3, 1, 1),
