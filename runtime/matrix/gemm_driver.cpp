@@ -501,11 +501,13 @@ int split_k_parts(const Plan& plan, int num_threads) {
 
 /// Thread t's share of the split-K reduction: C = alpha · Σ partials (in part order, so the
 /// result is fixed by the thread count) [+ C], then the whole epilogue, in runs of up to 64
-/// columns of one row.
+/// columns of one row; a generated tile kernel once per row of the share (one call per run
+/// cost 0.79x the separate kernel: Linear 32 x 3072 x 768 at 16 threads).
 void reduce_partials(const GemmProblem& p, const float* partial, int parts, int t, int threads) {
   constexpr int64_t kRun = 64;
   const int64_t runs_per_row = ceil_div(p.n, kRun), units = p.m * runs_per_row;
   const size_t part_floats = size_t(p.m) * p.n;
+  int64_t row = -1, row_j0 = 0, row_j1 = 0;  // the row segment awaiting the tile kernel
   for (int64_t u = units * t / threads; u < units * (t + 1) / threads; ++u) {
     const int64_t i = u / runs_per_row, j0 = u % runs_per_row * kRun;
     const int64_t j1 = std::min(p.n, j0 + kRun);
@@ -516,8 +518,15 @@ void reduce_partials(const GemmProblem& p, const float* partial, int parts, int 
       for (int s = 1; s < parts; ++s) sum += x[s * part_floats + j];
       c[j] = p.alpha * sum + (p.accumulate ? c[j] : 0.0f);
     }
-    if (!p.epilogue.empty()) apply_epilogue_tile(c + j0, p.ldc, 1, j1 - j0, i, j0, p.epilogue, 0);
+    if (p.epilogue.empty()) continue;
+    apply_epilogue_tile(c + j0, p.ldc, 1, j1 - j0, i, j0, p.epilogue, 0, /*tile_kernel=*/false);
+    if (i != row) {
+      apply_tile_kernel(p.epilogue, row, 1, row_j0, row_j1 - row_j0);
+      row = i, row_j0 = j0;
+    }
+    row_j1 = j1;
   }
+  if (row >= 0) apply_tile_kernel(p.epilogue, row, 1, row_j0, row_j1 - row_j0);
 }
 
 /// The parts' problems (K range k0.., alpha 1, no epilogue, C = their slice of `partial`) and
