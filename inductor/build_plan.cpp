@@ -327,7 +327,9 @@ PlanBuild build_plan(const ir::Graph& input_graph, const CodegenSettings& settin
       std::string why_not;
       auto m = match_matmul(g, result.scheduled, i, into_inputs, slot_of_buffer,
                             settings.tile_epilogues ? &result.fused : nullptr);
-      if (!m) m = match_conv(g, result.scheduled, i, into_inputs, slot_of_buffer, why_not);
+      if (!m)
+        m = match_conv(g, result.scheduled, i, into_inputs, slot_of_buffer, why_not,
+                       settings.tile_epilogues ? &result.fused : nullptr);
       if (m) {
         if (m->absorbed_step) absorbed.insert(*m->absorbed_step);
         if (m->tile_kernel) kernels.push_back(std::move(*m->tile_kernel));

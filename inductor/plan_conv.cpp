@@ -10,6 +10,7 @@
 #include "inductor/lower/lower_graph.h"
 #include "inductor/plan_batch_norm.h"
 #include "inductor/plan_epilogue.h"
+#include "inductor/plan_tile_epilogue.h"
 #include "runtime/matrix/conv.h"
 
 namespace inductor_cpp::inductor {
@@ -112,7 +113,8 @@ std::optional<ir::Graph> read_conv_weights_in_place(const ir::Graph& g) {
 std::optional<MatmulMatch> match_conv(
     const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
     const std::set<std::string>& into_inputs,
-    const std::function<int32_t(const std::string&)>& slot_of_buffer, std::string& why_not) {
+    const std::function<int32_t(const std::string&)>& slot_of_buffer, std::string& why_not,
+    const ir::LoopProgram* fused) {
   const ir::ScheduledStep& s = program.steps.at(step_index);
   if (s.kind != ir::ScheduledStep::Kind::Extern || s.call.view || s.call.graph_node < 0)
     return std::nullopt;
@@ -162,13 +164,25 @@ std::optional<MatmulMatch> match_conv(
       }
     }
   }
+  const std::vector<int64_t>& sizes = conv->out.sizes;
+  if (!absorbed && fused && written == buffer_name_of(Arg::value(n, 0))) {
+    // The output [N, OC, OH, OW] channels-last is the [N·OH·OW, OC] matrix the kernels write.
+    auto tiled = tile_absorbable(g, *fused, program, step_index, n, sizes[0] * sizes[2] * sizes[3],
+                                 sizes[1], into_inputs, slot_of_buffer);
+    if (tiled && tiled->absorbed.sizes == sizes &&
+        is_channels_last(StaticMeta{sizes, tiled->absorbed.strides, "float32", "cpu"})) {
+      absorbed = std::move(tiled->absorbed);
+      written = absorbed->written;
+      strides = absorbed->strides;
+      match.tile_kernel = std::move(tiled->kernel);
+    }
+  }
   if (absorbed) {
     launch.epilogue.insert(launch.epilogue.end(), absorbed->ops.begin(), absorbed->ops.end());
     launch.nodes.insert(launch.nodes.end(), absorbed->nodes.begin(), absorbed->nodes.end());
     match.absorbed_step = absorbed->step;
   }
-  launch.out =
-      runtime::BufferAlloc{slot_of_buffer(written), conv->out.sizes, strides, "float32", "cpu", -1};
+  launch.out = runtime::BufferAlloc{slot_of_buffer(written), sizes, strides, "float32", "cpu", -1};
   return match;
 }
 

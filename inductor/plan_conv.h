@@ -29,11 +29,13 @@ std::optional<ir::Graph> read_conv_weights_in_place(const ir::Graph& g);
 
 /// The conv2d step for scheduled extern step `step_index` of `program` (lowered from `g`), or
 /// nothing. When the step is a convolution we do not run, `why_not` says why (for the node's
-/// decision and the fallbacks log); it stays empty for other ops. `slot_of_buffer` and
-/// `into_inputs` as for match_matmul.
+/// decision and the fallbacks log); it stays empty for other ops. `slot_of_buffer`,
+/// `into_inputs` and `fused` (tile epilogues: a consumer that is no chain of epilogue ops nor a
+/// batch-norm pairing) as for match_matmul.
 std::optional<MatmulMatch> match_conv(
     const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
     const std::set<std::string>& into_inputs,
-    const std::function<int32_t(const std::string&)>& slot_of_buffer, std::string& why_not);
+    const std::function<int32_t(const std::string&)>& slot_of_buffer, std::string& why_not,
+    const ir::LoopProgram* fused = nullptr);
 
 }  // namespace inductor_cpp::inductor

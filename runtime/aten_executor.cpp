@@ -22,6 +22,7 @@
 #include "runtime/matrix/gemm.h"
 #include "runtime/matrix/gemv.h"
 #include "runtime/scalar_ops.h"
+#include "runtime/tile_kernel_call.h"
 
 namespace inductor_cpp::runtime {
 
@@ -262,9 +263,9 @@ BoundStep bind_matmul_step(const Step& step, const KernelLibrary* library, const
   for (const MatmulEpilogue& e : m.launch.epilogue) {
     m.kinds.push_back(epilogue_kind(e.kind));
     if (e.kind == "kernel") {
-      if (&e != &m.launch.epilogue.back() || m.launch.op == "bmm" || m.launch.is_conv() || e.kernel.empty() ||
+      if (&e != &m.launch.epilogue.back() || m.launch.op == "bmm" || e.kernel.empty() ||
           e.layouts.size() != e.params.size())
-        throw std::runtime_error("matmul epilogue 'kernel': the last op of an mm / addmm, with its layouts");
+        throw std::runtime_error("matmul epilogue 'kernel': the last op of an mm / addmm / conv2d, with its layouts");
       if (!library) throw std::runtime_error("matmul epilogue 'kernel': no kernel library");
       m.tile_fn = library->kernel(e.kernel);
       continue;
@@ -293,7 +294,7 @@ BoundStep bind_matmul_step(const Step& step, const KernelLibrary* library, const
   }
   if (!computing.empty()) m.label += " computing " + computing;
   m.profile_name = profile_name_of("matrix::" + m.launch.op, m.launch.nodes, labels);
-  if (m.launch.is_conv()) m.conv = std::make_shared<const ConvStep>(m.launch, m.kinds, m.label);
+  if (m.launch.is_conv()) m.conv = std::make_shared<const ConvStep>(m.launch, m.kinds, m.label, m.tile_fn);
   BoundStep bound;
   bound.matmul = std::move(m);
   bound.free_after = step.free_after;
@@ -341,33 +342,6 @@ at::Tensor checked_f32(const c10::IValue& v, const char* what) {
   return t;
 }
 
-/// The data pointers of a "kernel" epilogue op's parameters: the step's output (`stored`)
-/// for its own slot, every other operand in the layout the kernel assumes (copied when it is
-/// not; copies kept alive in `keep`).
-std::vector<char*> tile_kernel_buffers(const BoundMatmul& bm, const MatmulEpilogue& e, const at::Tensor& stored,
-                                       const std::vector<c10::IValue>& slots, std::vector<at::Tensor>& keep) {
-  std::vector<char*> bufs;
-  for (size_t k = 0; k < e.params.size(); ++k) {
-    if (e.params[k] == bm.launch.out.slot) {
-      bufs.push_back(static_cast<char*>(stored.data_ptr()));
-      continue;
-    }
-    TORCH_CHECK(slots[e.params[k]].isTensor(), "inductor_cpp: ", bm.label, ": tile kernel operand is not a tensor");
-    at::Tensor t = slots[e.params[k]].toTensor();
-    const ExpectedLayout& want = e.layouts[k];
-    TORCH_CHECK(t.sizes() == c10::IntArrayRef(want.sizes) && t.device().is_cpu(), "inductor_cpp: ", bm.label,
-                ": tile kernel operand of sizes ", t.sizes(), ", expected ", c10::IntArrayRef(want.sizes));
-    if (t.strides() != c10::IntArrayRef(want.strides)) {
-      at::Tensor copy = at::empty_strided(want.sizes, want.strides, t.options());
-      copy.copy_(t);
-      t = copy;
-    }
-    keep.push_back(t);
-    bufs.push_back(static_cast<char*>(t.data_ptr()));
-  }
-  return bufs;
-}
-
 /// Allocates the output, reads the operands' strides, runs the GEMM with its epilogue.
 void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   if (bm.conv) return bm.conv->run(slots);
@@ -405,8 +379,7 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   p.alpha = m.alpha;
   p.flush_denormals = matrix::caller_flushes_denormals();
   std::vector<at::Tensor> data;  // epilogue operands (kept alive through the call)
-  std::vector<char*> tile_bufs;
-  matrix::TileKernel tile;
+  TileKernelCall tile;  // a "kernel" op's binding
   for (size_t i = 0; i < m.epilogue.size(); ++i) {
     const MatmulEpilogue& e = m.epilogue[i];
     matrix::EpilogueOp op;
@@ -414,11 +387,7 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
     op.a = e.a;
     op.b = e.b;
     if (op.kind == matrix::EpilogueKind::Tile) {
-      tile_bufs = tile_kernel_buffers(bm, e, stored, slots, data);
-      tile.fn = bm.tile_fn;
-      tile.bufs = tile_bufs.data();
-      op.tile = &tile;
-      p.epilogue.push_back(op);
+      p.epilogue.push_back(tile.bind(bm.tile_fn, e, m.out.slot, stored, slots, bm.label));
       continue;
     }
     if (e.slot >= 0) {
@@ -460,7 +429,7 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   } else {
     matrix::gemm_f32(p, threads);
   }
-  TORCH_CHECK_INDEX(tile.status.load() == 0, "index out of bounds (index out of range in self) in ", bm.label);
+  tile.check(bm.label);
   slots[m.out.slot] = stored;
 }
 

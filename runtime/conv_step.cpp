@@ -11,6 +11,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include "runtime/tile_kernel_call.h"
+
 namespace inductor_cpp::runtime {
 
 namespace {
@@ -80,8 +82,9 @@ bool is_dense_nhwc(at::IntArrayRef sizes, at::IntArrayRef strides) {
   return true;
 }
 
-ConvStep::ConvStep(MatmulLaunch launch, std::vector<matrix::EpilogueKind> kinds, std::string label)
-    : launch_(std::move(launch)), kinds_(std::move(kinds)), label_(std::move(label)) {
+ConvStep::ConvStep(MatmulLaunch launch, std::vector<matrix::EpilogueKind> kinds, std::string label,
+                   KernelFn tile_fn)
+    : launch_(std::move(launch)), kinds_(std::move(kinds)), tile_fn_(tile_fn), label_(std::move(label)) {
   const BufferAlloc& out = launch_.out;
   if (!launch_.is_conv()) throw std::runtime_error("not a conv2d step: " + launch_.op);
   if (out.dtype != "float32" || out.device != "cpu")
@@ -124,8 +127,13 @@ void ConvStep::run(std::vector<c10::IValue>& slots) const {
   // change between calls). Reserved up front: the ops point into it.
   std::vector<std::vector<float>> affine;
   affine.reserve(m.epilogue.size());
+  TileKernelCall tile;  // a "kernel" op's binding
   for (size_t i = 0; i < m.epilogue.size(); ++i) {
     const MatmulEpilogue& e = m.epilogue[i];
+    if (kinds_[i] == matrix::EpilogueKind::Tile) {
+      q.epilogue.push_back(tile.bind(tile_fn_, e, m.out.slot, y, slots, label_));
+      continue;
+    }
     if (e.kind == "batch_norm") {
       affine.push_back(batch_norm_scale_shift(slots, e, q.oc, label_));
       const float* data = affine.back().data();
@@ -165,6 +173,7 @@ void ConvStep::run(std::vector<c10::IValue>& slots) const {
   const matrix::PackedConvWeight& weights = packed ? *packed : *per_call;
   matrix::conv2d_nhwc_f32(x.data_ptr<float>(), weights, y.data_ptr<float>(), q,
                           static_cast<int>(at::get_num_threads()));
+  tile.check(label_);
   slots[m.out.slot] = std::move(y);
 }
 

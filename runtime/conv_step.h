@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/kernel_library.h"
 #include "runtime/matmul_step.h"
 #include "runtime/matrix/conv.h"
 #include "runtime/plan.h"
@@ -46,8 +47,10 @@ std::vector<float> batch_norm_scale_shift(const std::vector<c10::IValue>& slots,
 class ConvStep {
  public:
   /// Checks the launch (op "conv2d", 4-D channels-last float32 CPU output); `kinds` are its
-  /// epilogue kinds, `label` names it in errors.
-  ConvStep(MatmulLaunch launch, std::vector<matrix::EpilogueKind> kinds, std::string label);
+  /// epilogue kinds, `label` names it in errors, `tile_fn` is the function of a last "kernel"
+  /// op (runtime/tile_kernel_call.h), if any.
+  ConvStep(MatmulLaunch launch, std::vector<matrix::EpilogueKind> kinds, std::string label,
+           KernelFn tile_fn = nullptr);
 
   /// Allocates the output, runs the convolution with its epilogue, stores it in its slot.
   void run(std::vector<c10::IValue>& slots) const;
@@ -58,6 +61,7 @@ class ConvStep {
  private:
   MatmulLaunch launch_;
   std::vector<matrix::EpilogueKind> kinds_;
+  KernelFn tile_fn_ = nullptr;
   std::string label_;
   std::shared_ptr<PackedWeightCache<matrix::PackedConvWeight>> packed_ =
       std::make_shared<PackedWeightCache<matrix::PackedConvWeight>>();

@@ -30,6 +30,18 @@ std::optional<std::vector<int64_t>> constants(const std::vector<Expr>& exprs) {
   return out;
 }
 
+/// The dims of size > 1 ordered by decreasing stride: the order in which a dense layout nests
+/// them (size-1 dims are always indexed 0).
+std::vector<size_t> memory_order(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  std::vector<size_t> order;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] != 1) order.push_back(d);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return strides[a] > strides[b]; });
+  return order;
+}
+
 /// Counts Store statements and parallel loops, and moves each store by `offset` (the
 /// scheduler lays out a computed buffer from offset 0; the window starts at the tile).
 void place_stores(std::vector<Stmt>& body, const Expr& offset, int& stores, bool& parallel) {
@@ -94,27 +106,33 @@ std::optional<TileEpilogue> tile_epilogue_kernel(const LoopProgram& program,
     return fail(why_not, "output layout is symbolic or offset");
   const auto ranges = constants(consumer.ranges);
   if (!ranges || *ranges != *sizes) return fail(why_not, "compute ranges differ from its buffer");
+  // The dims in memory order, outermost first (row-major: 0, 1, ..; channels-last NCHW: 0, 2,
+  // 3, 1): the output must be dense in that order, its innermost dim the matrix's columns
+  // (unless there is one column).
+  const std::vector<size_t> order = memory_order(*sizes, *strides);
   int64_t expected = 1;
-  for (size_t d = sizes->size(); d-- > 0;) {
-    if ((*sizes)[d] != 1 && (*strides)[d] != expected)
-      return fail(why_not, "output is not row-major");
-    expected *= (*sizes)[d];
+  for (size_t o = order.size(); o-- > 0;) {
+    if ((*strides)[order[o]] != expected) return fail(why_not, "output is not dense");
+    expected *= (*sizes)[order[o]];
   }
-  if (expected != request.rows * request.cols || sizes->back() != request.cols)
+  const bool column_dim = request.cols > 1;
+  if (expected != request.rows * request.cols ||
+      (column_dim && (order.empty() || (*sizes)[order.back()] != request.cols)))
     return fail(why_not, "output is not the matrix output's rows x cols");
 
-  // The consumer's point (i0, .., i{k-1}) of tile element (i0', i1'): the last index is the
-  // column col0 + i1', the leading ones the row row0 + i0' in row-major order.
+  // The consumer's point (i0, .., i{k-1}) of tile element (i0', i1'): the innermost dim is the
+  // column col0 + i1', the others split the row row0 + i0' in memory order; size-1 dims are 0.
   const Expr row0 = Expr::var(kTileSymbols[0]), rows = Expr::var(kTileSymbols[1]);
   const Expr col0 = Expr::var(kTileSymbols[2]), cols = Expr::var(kTileSymbols[3]);
-  const size_t rank = sizes->size();
   std::map<std::string, Expr> point;
-  point[range_var(rank - 1)] = col0 + Expr::var(range_var(1));
+  for (size_t d = 0; d < sizes->size(); ++d) point[range_var(d)] = Expr(0);
+  if (column_dim) point[range_var(order.back())] = col0 + Expr::var(range_var(1));
   const Expr row = row0 + Expr::var(range_var(0));
-  int64_t inner = 1;  // product of the leading sizes after dim d
-  for (size_t d = rank - 1; d-- > 0;) {
+  int64_t inner = 1;  // product of the sizes of the row dims inside the current one
+  for (size_t o = order.size() - (column_dim ? 1 : 0); o-- > 0;) {
+    const size_t d = order[o];
     const Expr quotient = inner == 1 ? row : floordiv(row, Expr(inner));
-    point[range_var(d)] = d == 0 ? quotient : mod(quotient, Expr((*sizes)[d]));
+    point[range_var(d)] = o == 0 ? quotient : mod(quotient, Expr((*sizes)[d]));
     inner *= (*sizes)[d];
   }
 

@@ -199,11 +199,16 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
             args.epilogue_data = epilogue_data;
             kernels[rows != tile_rows][cols != nr](&args);
             if (jit_ops < q.epilogue.size())
-              apply_epilogue_tile(c_ptr, q.oc, rows, cols, pixel, j, q.epilogue, jit_ops);
+              apply_epilogue_tile(c_ptr, q.oc, rows, cols, pixel, j, q.epilogue, jit_ops,
+                                  /*tile_kernel=*/false);
             ox += rows;
           }
         }
       }
+      // A generated tile kernel once over the block's pixels × this thread's channels (as
+      // the GEMM driver calls it per block).
+      const int64_t j0 = tj * panels / tn * nr, j1 = std::min(q.oc, (tj + 1) * panels / tn * nr);
+      apply_tile_kernel(q.epilogue, block * ow, (block_end - block) * ow, j0, j1 - j0);
       block = block_end;
     }
     _mm_setcsr(saved_csr);

@@ -19,7 +19,25 @@ struct ConvCase {
 };
 
 /// Epilogues check_conv can put on the convolution.
-enum class Epi { None, BiasResidualRelu, BatchNorm, SiluThenScaleShift };
+enum class Epi { None, BiasResidualRelu, BatchNorm, SiluThenScaleShift, BiasReluTile };
+
+/// The tile kernel of Epi::BiasReluTile: y(p, o) = y(p, o) / 2 - residual(p, o), counting hits.
+struct TileContext {
+  float* y = nullptr;
+  const float* residual = nullptr;
+  int64_t oc = 0;
+  std::vector<int>* hits = nullptr;
+};
+
+int32_t half_minus_residual(char* const* bufs, const int64_t* symbols, int32_t /*threads*/) {
+  const auto* t = reinterpret_cast<const TileContext*>(bufs[0]);
+  for (int64_t p = symbols[0]; p < symbols[0] + symbols[1]; ++p)
+    for (int64_t o = symbols[2]; o < symbols[2] + symbols[3]; ++o) {
+      t->y[p * t->oc + o] = 0.5f * t->y[p * t->oc + o] - t->residual[p * t->oc + o];
+      ++(*t->hits)[p * t->oc + o];
+    }
+  return 0;
+}
 
 void check_conv(const ConvCase& cc, Epi epi, int threads, std::mt19937& rng) {
   SCOPED_TRACE(::testing::Message()
@@ -49,8 +67,22 @@ void check_conv(const ConvCase& cc, Epi epi, int threads, std::mt19937& rng) {
     q.epilogue = {{EpilogueKind::Silu},
                   {EpilogueKind::ScaleCol, scale.data()},
                   {EpilogueKind::BiasCol, shift.data()}};
+  std::vector<int> hits(pixels * cc.oc, 0);
+  TileContext context{y.data(), residual.data(), cc.oc, &hits};
+  char* bufs[1] = {reinterpret_cast<char*>(&context)};
+  TileKernel tile;
+  tile.fn = half_minus_residual;
+  tile.bufs = bufs;
+  if (epi == Epi::BiasReluTile) {
+    EpilogueOp op{EpilogueKind::Tile};
+    op.tile = &tile;
+    q.epilogue = {{EpilogueKind::BiasCol, bias.data()}, {EpilogueKind::Relu}, op};
+  }
   const PackedConvWeight pw = pack_conv_weight_f32(wt.data(), q);
   conv2d_nhwc_f32(x.data(), pw, y.data(), q, threads);
+  if (epi == Epi::BiasReluTile) {
+    for (size_t e = 0; e < hits.size(); ++e) ASSERT_EQ(hits[e], 1) << "element " << e;
+  }
   for (int64_t img = 0; img < cc.n; ++img)
     for (int64_t oy = 0; oy < oh; ++oy)
       for (int64_t ox = 0; ox < ow; ++ox)
@@ -75,6 +107,8 @@ void check_conv(const ConvCase& cc, Epi epi, int threads, std::mt19937& rng) {
             acc = std::max((acc + bias[o]) * scale[o] + shift[o] + residual[pix * cc.oc + o], 0.0);
             mag *= std::fabs(scale[o]);
           }
+          if (epi == Epi::BiasReluTile)
+            acc = 0.5 * std::max(acc + bias[o], 0.0) - residual[pix * cc.oc + o];
           if (epi == Epi::SiluThenScaleShift) {
             acc = acc / (1 + std::exp(-acc)) * scale[o] + shift[o];
             mag *= std::fabs(scale[o]);
@@ -116,6 +150,15 @@ TEST_F(ConvTest, BlocksSpanImages) {
   check_conv({6, 9, 9, 32, 64, 3, 2, 1, 1}, Epi::BatchNorm, 3, rng);  // stride 2
   check_conv({5, 6, 6, 32, 64, 3, 1, 2, 2}, Epi::None, 3, rng);       // dilation: tap by tap
   check_conv({5, 4, 7, 32, 64, 2, 1, 0, 1}, Epi::None, 3, rng);       // no padding
+}
+
+// A generated tile kernel (EpilogueKind::Tile) runs once on every output element, after the
+// other ops: direct path (blocks within and across images, two threads), the 1×1 GEMM path.
+TEST_F(ConvTest, TileKernelOnceOnEveryElement) {
+  check_conv({2, 8, 30, 8, 64, 3, 1, 1, 1}, Epi::BiasReluTile, 2, rng);
+  check_conv({5, 5, 5, 32, 64, 3, 1, 1, 1}, Epi::BiasReluTile, 3, rng);
+  check_conv({1, 4, 29, 8, 33, 3, 1, 1, 1}, Epi::BiasReluTile, 1, rng);
+  check_conv({2, 7, 9, 24, 40, 1, 1, 0, 1}, Epi::BiasReluTile, 2, rng);
 }
 
 TEST_F(ConvTest, StrideAndDilation) {

@@ -84,13 +84,41 @@ TEST(TileEpilogue, OneRow) {
   EXPECT_TRUE(tile_epilogue_kernel(p, {1, "%1", 1, 96, "tile0"}, &why)) << why;
 }
 
+// A convolution's channels-last output [N, C, H, W] = [2, 8, 3, 5] is a [N·H·W, C] = [30, 8]
+// matrix: the channel is the column, the pixel row splits into n, h, w.
+TEST(TileEpilogue, ChannelsLast) {
+  const LoopProgram p = parse_program(program(R"(  buffer %in0: float32[2, 4, 3, 5]{60, 1, 20, 4} input 0 cpu
+  buffer %in1: float32[8, 4, 1, 1]{4, 1, 1, 1} input 1 cpu
+  buffer %in2: float32[2, 8, 3, 5]{120, 1, 40, 8} input 2 cpu
+  buffer %1: float32[2, 8, 3, 5]{120, 1, 40, 8} extern cpu
+  extern node 1 (%in0, %in1) -> (%1)
+  buffer %2: float32[2, 8, 3, 5]{120, 1, 40, 8} computed cpu
+  compute %2 (node 2) pointwise[2, 8, 3, 5] = mul(load(%1, [i0, i1, i2, i3]), abs(load(%in2, [i0, i1, i2, i3])))
+  kernel %2
+  output %2
+)"));
+  std::string why;
+  const auto tile = tile_epilogue_kernel(p, {1, "%1", 30, 8, "tile0"}, &why);
+  ASSERT_TRUE(tile) << why;
+  EXPECT_EQ(kernel_to_text(tile->kernel),
+            R"(kernel tile0(%1: float32 in, %in2: float32 in, %2: float32 out) symbols(tile_row0, tile_rows, tile_col0, tile_cols) {
+  for x0 in 0..tile_rows {
+    for x1 in 0..tile_cols vector(16) {
+      let t0 = mul(load(%1, [tile_col0 + tile_row0*8 + x0*8 + x1]), abs(load(%in2, [tile_col0 + tile_row0*8 + x0*8 + x1])))
+      %2[tile_col0 + tile_row0*8 + x0*8 + x1] = local(t0, float32)
+    }
+  }
+}
+)");
+}
+
 TEST(TileEpilogue, KeepsTheKernel) {
   const std::string layout = std::string(kMatrixStep) + R"(  buffer %2: float32[64, 96]{1, 64} computed cpu
   compute %2 (node 2) pointwise[64, 96] = abs(load(%1, [i0, i1]))
   kernel %2
   output %2
 )";
-  EXPECT_EQ(tile_of(layout), "none: output is not row-major");
+  EXPECT_EQ(tile_of(layout), "none: output is not the matrix output's rows x cols");
   const std::string transposed = std::string(kMatrixStep) + R"(  buffer %2: float32[96, 64]{64, 1} computed cpu
   compute %2 (node 2) pointwise[96, 64] = abs(load(%1, [i1, i0]))
   kernel %2

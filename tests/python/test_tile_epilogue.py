@@ -132,3 +132,47 @@ def test_plan_round_trips_through_the_cache():
     assert_same(actual, mix(x @ w, y), rtol=RTOL, atol=ATOL)
     assert test_graphs()[-1].counters()["cache"] == "hit"
     assert all(tiled(g.plan_text) for g in test_graphs())
+
+
+# ---- convolutions: the channels-last output is the [N·OH·OW, OC] matrix the kernels write --
+
+
+def channels_last(*sizes):
+    return torch.randn(*sizes).contiguous(memory_format=torch.channels_last)
+
+
+@pytest.mark.parametrize("geometry", [(16, 40, 15, 3, 1, 1), (24, 72, 11, 1, 1, 0), (16, 40, 17, 3, 2, 1)],
+                         ids=["3x3", "1x1 (GEMM path)", "3x3 stride 2"])
+@pytest.mark.parametrize("act", [F.hardswish, lambda t: F.leaky_relu(t, 0.2)], ids=["hardswish", "leaky_relu"])
+def test_conv_then_an_activation_the_epilogue_ops_cannot_express(geometry, act):
+    """MobileNetV3's hardswish, a GAN's leaky ReLU: the conv step runs them per block."""
+    c, oc, hw, k, stride, pad = geometry
+    x, w, b = channels_last(2, c, hw, hw), torch.randn(oc, c, k, k), torch.randn(oc)
+    fn = lambda x, w, b: act(F.conv2d(x, w, b, stride=stride, padding=pad))  # noqa: E731
+    with torch.no_grad():
+        expected = fn(x, w, b)
+        actual = torch.compile(fn, backend="inductor_cpp", dynamic=False,
+                               options={"matrix_kernels": True})(x, w, b)
+    assert actual.stride() == expected.stride()
+    assert_same(actual, expected, rtol=RTOL, atol=ATOL)
+    (graph,) = test_graphs()
+    steps = [line for line in graph.plan_text.splitlines() if "matrix::conv2d" in line]
+    assert len(steps) == 1 and "-> bias_col(" in steps[0] and "_tile(" in steps[0], graph.plan_text
+    assert graph.counters()["kernels"] == 0, graph.plan_text
+
+
+def test_conv_tile_kernel_with_a_residual_and_two_threads():
+    old = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        x, w, r = channels_last(3, 16, 14, 14), torch.randn(32, 16, 3, 3), channels_last(3, 32, 14, 14)
+        fn = lambda x, w, r: F.leaky_relu(F.conv2d(x, w, padding=1), 0.1) * 0.5 + r * r  # noqa: E731
+        with torch.no_grad():
+            expected = fn(x, w, r)
+            actual = torch.compile(fn, backend="inductor_cpp", dynamic=False,
+                                   options={"matrix_kernels": True})(x, w, r)
+    finally:
+        torch.set_num_threads(old)
+    assert_same(actual, expected, rtol=RTOL, atol=ATOL)
+    (graph,) = test_graphs()
+    assert "_tile(" in graph.plan_text, graph.plan_text
