@@ -28,7 +28,7 @@ KNOWN: dict[str, tuple[str | None, str]] = {
     ),
     "matrix_tile_epilogues": (
         "INDUCTOR_CPP_MATRIX_TILE_EPILOGUES",
-        "with matrix_kernels, False: a pointwise kernel after an mm/addmm that the fused "
+        "with matrix_kernels, False: a pointwise kernel after an mm/addmm/conv2d that the fused "
         "activation/residual chain cannot express stays a kernel of its own (default True: the "
         "GEMM runs it on each output tile it finishes; see docs/codegen/matrix.md)",
     ),
