@@ -85,23 +85,7 @@ def main():
         m, n, k = map(int, shape.split("x"))
         args = (torch.randn(m, k), torch.randn(k, n), torch.randn(n), torch.randn(m, n))
         for name, fn in CONSUMERS.items():
-            torch._dynamo.reset()
-            options = {"matrix_kernels": True}
-            variants = {"tile": torch.compile(fn, backend="inductor_cpp", options=options),
-                        "off": torch.compile(fn, backend="inductor_cpp",
-                                             options={**options, "matrix_tile_epilogues": False})}
-            with torch.no_grad():
-                expected = fn(*args)
-                for v in variants.values():
-                    torch.testing.assert_close(v(*args), expected, rtol=1e-3, atol=1e-3)
-                samples = {v: [] for v in variants}
-                for r in range(4):
-                    for v in (["tile", "off"] if r % 2 == 0 else ["off", "tile"]):
-                        samples[v].append(ms_per_call(variants[v], args))
-            med = {v: statistics.median(s) for v, s in samples.items()}
-            print(f"{m}x{n}x{k} {name:22s} tile {med['tile']:8.2f}  off {med['off']:8.2f}  "
-                  f"off/tile {med['off'] / med['tile']:.3f}", flush=True)
-
+            compare(f"{m}x{n}x{k} {name}", fn, args)
 
 if __name__ == "__main__":
     main()
