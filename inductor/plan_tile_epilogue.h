@@ -1,9 +1,9 @@
 /// \file
-/// The second way a matrix step (mm / addmm) takes over the pointwise kernel after it: when the
-/// kernel is not a chain of the library's epilogue ops (plan_epilogue.h), the kernel itself is
-/// rescheduled over one output tile (ir/passes/tile_epilogue.h) and the GEMM calls it on each
-/// tile it finishes, as the last epilogue op ("kernel"). The matrix step then writes the
-/// kernel's buffer, and the kernel step is dropped.
+/// The second way a matrix step (mm / addmm, conv2d) takes over the pointwise kernel after it:
+/// when the kernel is not a chain of the library's epilogue ops (plan_epilogue.h), the kernel
+/// itself is rescheduled over an output window (ir/passes/tile_epilogue.h) and the GEMM or
+/// convolution calls it on each block it finishes, as the last epilogue op ("kernel"). The
+/// matrix step then writes the kernel's buffer, and the kernel step is dropped.
 #pragma once
 
 #include <functional>
@@ -23,7 +23,8 @@ struct TileAbsorbed {
   ir::Kernel kernel;  ///< the tile kernel, to emit with the graph's other kernels
 };
 
-/// The tile form of the kernel reading matrix node `producer`'s [rows, cols] row-major output
+/// The tile form of the kernel reading matrix node `producer`'s [rows, cols] output (a
+/// convolution's channels-last output as [N·OH·OW, OC])
 /// (scheduled extern step `index` of `program`, lowered from `fused`), or nothing. The kernel
 /// must be the output's only reader, write one buffer (not into a graph input) and read
 /// nothing but the output and buffers ready before step `index`.

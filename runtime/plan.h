@@ -91,8 +91,8 @@ struct KernelLaunch {
 /// "silu", "sigmoid", "tanh", "clamp" (a, b),
 /// and, on conv2d only, "batch_norm": eval batch norm per output channel j,
 /// (x - mean[j]) / sqrt(var[j] + a) · weight[j] + bias[j], from `params` (runtime/conv_step.h).
-/// "kernel" (mm / addmm, always the last op): the generated tile kernel `kernel`
-/// (ir/passes/tile_epilogue.h), called on each finished output tile; `params` are the slots of
+/// "kernel" (mm / addmm / conv2d, always the last op): the generated tile kernel `kernel`
+/// (ir/passes/tile_epilogue.h), called on each finished output block; `params` are the slots of
 /// its parameters in order (the step's output slot stands for both the matrix output it reads
 /// and the buffer it writes: they share the step's output storage), `layouts` what it assumes
 /// of each.
