@@ -142,7 +142,10 @@ std::optional<MatmulMatch> match_matmul(
       absorbable(g, program, step_index, n, *out_meta, is_row_major, into_inputs, slot_of_buffer,
                  /*batch_norm=*/false, /*materialized=*/nullptr, /*allow_reshapes=*/!bmm);
   if (!absorbed && !bmm && fused) {
-    if (auto tiled = tile_absorbable(g, *fused, program, step_index, n, m, cols, into_inputs, slot_of_buffer)) {
+    // The step writes the consumer's buffer, which must then be dense row-major (as a reshape
+    // of the output is): the tile pass also takes other dense orders (a permuted view's result).
+    auto tiled = tile_absorbable(g, *fused, program, step_index, n, m, cols, into_inputs, slot_of_buffer);
+    if (tiled && is_row_major(StaticMeta{tiled->absorbed.sizes, tiled->absorbed.strides, "float32", "cpu"})) {
       absorbed = std::move(tiled->absorbed);
       match.tile_kernel = std::move(tiled->kernel);
     }
