@@ -85,17 +85,19 @@ MemoryPlan plan_memory(const ScheduledProgram& program) {
 
 bool reads_only_where_written(const Kernel& kernel, const std::string& src, const std::string& dst,
                               const RangeMap& symbol_ranges) {
-  RangeMap ranges = symbol_ranges;  // plus the loop variables, [0, extent)
+  RangeMap ranges = symbol_ranges;  // plus the enclosing loops' variables, [0, extent)
   bool ok = true;
   bool stored = false;
   std::optional<Expr> store_index;
-  std::vector<Expr> load_indices;
+  // Each load's offset with the ranges where it sits: it is compared with the store's offset
+  // under them (a load in an earlier nest than the store reads before any write anyway).
+  std::vector<std::pair<Expr, RangeMap>> loads;
   bool in_accumulate = false;
   std::function<void(const Value&)> walk = [&](const Value& v) {
     if (v->kind == ValueKind::Load && v->name == src) {
       // Masked, indirect, after the store, or read by a reduction (many times per output).
       if (v->mask != Expr(1) || !v->operands.empty() || stored || in_accumulate) ok = false;
-      load_indices.push_back(v->index.at(0));
+      loads.emplace_back(v->index.at(0), ranges);
     }
     for (const Value& o : v->operands) walk(o);
   };
@@ -105,21 +107,32 @@ bool reads_only_where_written(const Kernel& kernel, const std::string& src, cons
       if (s.value) walk(s.value);
       in_accumulate = false;
       if (s.kind == StmtKind::Store && s.buffer == dst) {
-        if (store_index && !provably_equal(*store_index, s.index, ranges)) ok = false;
+        if (store_index && !provably_equal(*store_index, s.index, symbol_ranges)) ok = false;
         store_index = s.index;
         stored = true;
       }
-      if (s.kind == StmtKind::For) {
-        const Interval extent = bounds(s.extent, ranges);
-        if (extent.hi >= 1) ranges[s.var] = {0, extent.hi - 1};
+      if (s.kind != StmtKind::For) continue;
+      const auto outer = ranges.find(s.var);  // a same-named loop outside, restored below
+      const std::optional<Interval> saved =
+          outer == ranges.end() ? std::nullopt : std::optional<Interval>(outer->second);
+      const Interval extent = bounds(s.extent, ranges);
+      if (extent.hi >= 1) {
+        ranges[s.var] = {0, extent.hi - 1};
+      } else {
+        ranges.erase(s.var);
       }
       visit(s.body);
+      if (saved) {
+        ranges[s.var] = *saved;
+      } else {
+        ranges.erase(s.var);
+      }
     }
   };
   visit(kernel.body);
   if (!store_index) return false;
   // Structurally equal, or equal as sums (one may group its terms differently).
-  for (const Expr& e : load_indices) ok = ok && provably_equal(e, *store_index, ranges);
+  for (const auto& [index, where] : loads) ok = ok && provably_equal(index, *store_index, where);
   return ok;
 }
 

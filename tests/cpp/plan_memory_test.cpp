@@ -99,5 +99,24 @@ kernel kernel2(%3: float32 in, %4: float32 out) {
 )");
 }
 
+// Offsets compare with the ranges of the loops around the load: in a kernel of two nests (as
+// horizontal fusion makes) whose second `x0` runs to 8 only, `x0 mod 8` read in the first nest
+// (x0 < 1000) is not where that nest writes `x0`.
+TEST(PlanMemory, ReadsOnlyWhereWrittenUsesTheLoadsOwnLoopRanges) {
+  const Expr x0 = Expr::var("x0");
+  Kernel k;
+  k.body = {Stmt::loop("x0", Expr(1000),
+                       {Stmt::store("%B", x0, load("%A", DType::Float32, {mod(x0, Expr(8))}))}),
+            Stmt::loop("x0", Expr(8), {Stmt::store("%C", x0, constant_float(1.0, DType::Float32))})};
+  EXPECT_FALSE(reads_only_where_written(k, "%A", "%B"));
+  // Equal as sums, with a symbol's range: a one-row window's row is 0.
+  const Expr row = Expr::var("row");
+  Kernel window;
+  window.body = {Stmt::loop("x0", Expr(16),
+                            {Stmt::store("%B", row * Expr(16) + x0, load("%A", DType::Float32, {x0}))})};
+  EXPECT_FALSE(reads_only_where_written(window, "%A", "%B"));
+  EXPECT_TRUE(reads_only_where_written(window, "%A", "%B", {{"row", {0, 0}}}));
+}
+
 }  // namespace
 }  // namespace inductor_cpp::ir
