@@ -238,7 +238,7 @@ matrix::EpilogueKind epilogue_kind(const std::string& kind) {
       {"sigmoid", matrix::EpilogueKind::Sigmoid},   {"tanh", matrix::EpilogueKind::Tanh},
       // conv2d only; ConvStep expands it into ScaleCol + BiasCol (runtime/conv_step.h)
       {"batch_norm", matrix::EpilogueKind::ScaleCol},
-      // mm / addmm, last: a generated tile kernel (ir/passes/tile_epilogue.h)
+      // mm / addmm / conv2d, last: a generated tile kernel (ir/passes/tile_epilogue.h)
       {"kernel", matrix::EpilogueKind::Tile}};
   for (const auto& [name, k] : kinds) {
     if (kind == name) return k;
