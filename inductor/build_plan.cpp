@@ -12,6 +12,7 @@
 #include "inductor/graph_json.h"
 #include "inductor/lower/lower_graph.h"
 #include "inductor/plan_conv.h"
+#include "inductor/plan_conv_backward.h"
 #include "inductor/plan_matmul.h"
 #include "ir/ir_text.h"
 #include "ir/passes/input_writeback.h"
@@ -92,6 +93,18 @@ runtime::Step aten_step(const ir::Graph& g, size_t n, SlotTable& slots, const st
   return step;
 }
 
+/// The ATen step of convolution_backward node `n` computing its input gradient alone
+/// (output_mask [True, False, False]): a conv2d_backward step does the rest
+/// (plan_conv_backward.h).
+runtime::Step grad_input_on_aten(const ir::Graph& g, size_t n, SlotTable& slots, const std::set<std::string>& used) {
+  runtime::Step step = aten_step(g, n, slots, used);
+  using nlohmann::json;
+  const json only_input = json::array({json{{"bool", true}}, json{{"bool", false}}, json{{"bool", false}}});
+  step.call.args.at(10) = runtime::PlanArg::of_literal(json{{"list", only_input}});
+  step.call.outs.at(1) = step.call.outs.at(2) = -1;
+  return step;
+}
+
 /// Every graph value some node argument or graph output mentions, by buffer name.
 std::set<std::string> mentioned_values(const ir::Graph& g) {
   std::set<std::string> used;
@@ -133,7 +146,8 @@ void finish_plan(const ir::Graph& g, SlotTable& slots, runtime::Plan& plan) {
     const runtime::Step& st = plan.steps[s];
     if (st.is_matmul()) {
       const runtime::MatmulLaunch& m = st.matmul;
-      for (int32_t slot : {m.a, m.b, m.out.slot}) note_uses(PlanArg::of_slot(slot), step, last_use);
+      for (int32_t slot : {m.a, m.b, m.out.slot, m.input, m.grad_weight.slot, m.grad_bias.slot})
+        note_uses(PlanArg::of_slot(slot), step, last_use);
       for (const runtime::MatmulEpilogue& e : m.epilogue) {
         if (e.slot >= 0) note_uses(PlanArg::of_slot(e.slot), step, last_use);
         for (int32_t p : e.params) {
@@ -330,7 +344,10 @@ PlanBuild build_plan(const ir::Graph& input_graph, const CodegenSettings& settin
       if (!m)
         m = match_conv(g, result.scheduled, i, into_inputs, slot_of_buffer, why_not,
                        settings.tile_epilogues ? &result.fused : nullptr);
+      if (!m && why_not.empty()) m = match_conv_backward(g, result.scheduled, i, slot_of_buffer, why_not);
       if (m) {
+        if (m->grad_input_on_aten)
+          out.plan.steps.push_back(grad_input_on_aten(g, static_cast<size_t>(s.call.graph_node), slots, used));
         if (m->absorbed_step) absorbed.insert(*m->absorbed_step);
         if (m->tile_kernel) kernels.push_back(std::move(*m->tile_kernel));
         nodes_done.insert(m->step.matmul.nodes.begin(), m->step.matmul.nodes.end());

@@ -20,16 +20,6 @@ using namespace matrix_plan;
 
 namespace {
 
-/// A literal list of two ints ([1, 1]); a single int counts for both.
-std::optional<std::array<int64_t, 2>> int_pair(const Arg& a) {
-  if (a.kind == Arg::Kind::Int) return std::array<int64_t, 2>{a.int_value, a.int_value};
-  if (a.kind != Arg::Kind::List || a.items.size() != 2) return std::nullopt;
-  for (const Arg& item : a.items) {
-    if (item.kind != Arg::Kind::Int) return std::nullopt;
-  }
-  return std::array<int64_t, 2>{a.items[0].int_value, a.items[1].int_value};
-}
-
 /// A convolution node our kernel runs: its geometry and output meta.
 struct ConvNode {
   runtime::ConvGeometry geometry;

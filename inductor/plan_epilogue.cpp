@@ -239,6 +239,15 @@ std::optional<double> number_or(const ir::Node& node, size_t pos, const std::str
   return number(*a);
 }
 
+std::optional<std::array<int64_t, 2>> int_pair(const ir::Arg& a) {
+  if (a.kind == ir::Arg::Kind::Int) return std::array<int64_t, 2>{a.int_value, a.int_value};
+  if (a.kind != ir::Arg::Kind::List || a.items.size() != 2) return std::nullopt;
+  for (const ir::Arg& item : a.items) {
+    if (item.kind != ir::Arg::Kind::Int) return std::nullopt;
+  }
+  return std::array<int64_t, 2>{a.items[0].int_value, a.items[1].int_value};
+}
+
 bool is_tensor_ref(const Arg& a) {
   return a.kind == Arg::Kind::Input || a.kind == Arg::Kind::Constant || a.kind == Arg::Kind::Value;
 }

@@ -7,6 +7,7 @@
 /// dropped.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -49,6 +50,8 @@ const ir::Arg* find_arg(const ir::Node& node, size_t pos, const std::string& nam
 std::optional<double> number_or(const ir::Node& node, size_t pos, const std::string& name,
                                 double fallback);
 bool is_tensor_ref(const ir::Arg& a);
+/// A literal list of two ints ([1, 1]); a single int counts for both.
+std::optional<std::array<int64_t, 2>> int_pair(const ir::Arg& a);
 /// "aten::mm.default" -> "aten::mm".
 std::string op_name(const std::string& op);
 

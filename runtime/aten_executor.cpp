@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "runtime/aten_literals.h"
+#include "runtime/conv_backward_step.h"
 #include "runtime/conv_step.h"
 #include "runtime/cpu_pool.h"
 #include "runtime/cuda/gpu_step.h"
@@ -137,6 +138,8 @@ struct BoundMatmul {
   /// mm/addmm: B packed once while it does not change (runtime/matmul_step.h).
   std::shared_ptr<PackedBCache> packed_b = std::make_shared<PackedBCache>();
   std::shared_ptr<const ConvStep> conv;  ///< set for "conv2d" (runtime/conv_step.h)
+  /// set for "conv2d_backward" (runtime/conv_backward_step.h)
+  std::shared_ptr<const ConvBackwardStep> conv_backward;
   KernelFn tile_fn = nullptr;  ///< the "kernel" epilogue op's function (the last op), if any
 };
 
@@ -277,6 +280,18 @@ BoundStep bind_matmul_step(const Step& step, const KernelLibrary* library, const
       throw std::runtime_error("matmul epilogue '" + e.kind + "': batch_norm params on conv2d only");
   }
   const BufferAlloc& out = m.launch.out;
+  if (m.launch.is_conv_backward()) {  // its own checks (several outputs, none required)
+    m.label = "matrix::" + m.launch.op + (step.node >= 0 && step.node < static_cast<int32_t>(labels.size())
+                                              ? " computing " + labels[step.node]
+                                              : "");
+    m.profile_name = profile_name_of("matrix::" + m.launch.op, m.launch.nodes, labels);
+    m.conv_backward = std::make_shared<const ConvBackwardStep>(m.launch, m.label);
+    BoundStep bound;
+    bound.matmul = std::move(m);
+    bound.free_after = step.free_after;
+    bound.node = step.node;
+    return bound;
+  }
   if (out.dtype != "float32" || out.device != "cpu") throw std::runtime_error("matmul output must be float32 on the CPU");
   const size_t rank = m.launch.op == "bmm" ? 3 : 2;
   // mm/addmm whose absorbed chain ends in a reshape (addmm → view → gelu) write the chain's
@@ -345,6 +360,7 @@ at::Tensor checked_f32(const c10::IValue& v, const char* what) {
 /// Allocates the output, reads the operands' strides, runs the GEMM with its epilogue.
 void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   if (bm.conv) return bm.conv->run(slots);
+  if (bm.conv_backward) return bm.conv_backward->run(slots);
   const MatmulLaunch& m = bm.launch;
   const bool batched = m.op == "bmm";
   at::Tensor a = checked_f32(slots[m.a], "input");

@@ -17,13 +17,25 @@ namespace inductor_cpp::runtime {
 
 namespace {
 
+/// A float32 CPU vector of `channels` elements from `slot` (contiguous), or an undefined
+/// tensor for slot -1.
+at::Tensor channel_vector(const std::vector<c10::IValue>& slots, int32_t slot, int64_t channels,
+                          const std::string& label) {
+  if (slot < 0) return {};
+  at::Tensor t = checked_f32(slots[slot], label, "batch norm parameter");
+  TORCH_CHECK(t.numel() == channels, "inductor_cpp: ", label, ": batch norm parameter of ",
+              t.numel(), " elements, expected ", channels);
+  return t.reshape({channels}).contiguous();
+}
+
+}  // namespace
+
 /// Dense NHWC strides of an [N, C, H, W] tensor.
 std::vector<int64_t> nhwc_strides(at::IntArrayRef sizes) {
   const int64_t c = sizes[1], h = sizes[2], w = sizes[3];
   return {h * w * c, 1, w * c, c};
 }
 
-/// `t` itself when it is dense NHWC, else a dense NHWC copy.
 at::Tensor as_dense_nhwc(const at::Tensor& t) {
   if (is_dense_nhwc(t.sizes(), t.strides())) return t;
   at::Tensor copy = at::empty_strided(t.sizes(), nhwc_strides(t.sizes()), t.options());
@@ -38,19 +50,6 @@ at::Tensor checked_f32(const c10::IValue& v, const std::string& label, const cha
               what, " must be a float32 CPU tensor, got ", t.scalar_type(), " on ", t.device());
   return t;
 }
-
-/// A float32 CPU vector of `channels` elements from `slot` (contiguous), or an undefined
-/// tensor for slot -1.
-at::Tensor channel_vector(const std::vector<c10::IValue>& slots, int32_t slot, int64_t channels,
-                          const std::string& label) {
-  if (slot < 0) return {};
-  at::Tensor t = checked_f32(slots[slot], label, "batch norm parameter");
-  TORCH_CHECK(t.numel() == channels, "inductor_cpp: ", label, ": batch norm parameter of ",
-              t.numel(), " elements, expected ", channels);
-  return t.reshape({channels}).contiguous();
-}
-
-}  // namespace
 
 std::vector<float> batch_norm_scale_shift(const std::vector<c10::IValue>& slots,
                                           const MatmulEpilogue& e, int64_t channels,

@@ -30,6 +30,15 @@ namespace inductor_cpp::runtime {
 /// may have any stride), i.e. what conv2d_nhwc_f32 reads and writes.
 bool is_dense_nhwc(at::IntArrayRef sizes, at::IntArrayRef strides);
 
+/// Dense NHWC strides of an [N, C, H, W] tensor.
+std::vector<int64_t> nhwc_strides(at::IntArrayRef sizes);
+
+/// `t` itself when it is dense NHWC, else a dense NHWC copy.
+at::Tensor as_dense_nhwc(const at::Tensor& t);
+
+/// The float32 CPU tensor in `v`; else an error naming the step (`label`) and the operand.
+at::Tensor checked_f32(const c10::IValue& v, const std::string& label, const char* what);
+
 /// The per-channel scale and shift of an eval batch norm epilogue op ("batch_norm", plan.h):
 /// out[0, C) = s = weight / sqrt(var + eps), out[C, 2C) = t = bias - mean·s (weight 1 and bias
 /// 0 when absent), so y = x·s + t, which the kernels compute as one FMA (ScaleCol then

@@ -134,15 +134,20 @@ json matmul_to_json(const MatmulLaunch& m) {
   }
   json j{{"op", m.op},       {"a", m.a},           {"b", m.b},        {"out", alloc_to_json(m.out)},
          {"alpha", m.alpha}, {"epilogue", epilogue}, {"nodes", m.nodes}};
-  if (m.is_conv())
+  if (m.is_conv() || m.is_conv_backward())
     j["conv"] = json{{"stride", m.conv.stride}, {"padding", m.conv.padding}, {"dilation", m.conv.dilation}};
+  if (m.is_conv_backward()) {
+    j["input"] = m.input;
+    j["grad_weight"] = alloc_to_json(m.grad_weight);
+    j["grad_bias"] = alloc_to_json(m.grad_bias);
+  }
   return j;
 }
 
 MatmulLaunch matmul_from_json(const json& j) {
   MatmulLaunch m;
   m.op = j.at("op").get<std::string>();
-  if (m.op != "mm" && m.op != "addmm" && m.op != "bmm" && m.op != "conv2d")
+  if (m.op != "mm" && m.op != "addmm" && m.op != "bmm" && m.op != "conv2d" && m.op != "conv2d_backward")
     throw std::runtime_error("plan: unknown matmul op " + m.op);
   m.a = j.at("a").get<int32_t>();
   m.b = j.at("b").get<int32_t>();
@@ -161,11 +166,16 @@ MatmulLaunch matmul_from_json(const json& j) {
     }
   }
   m.nodes = j.at("nodes").get<std::vector<int32_t>>();
-  if (m.is_conv()) {
+  if (m.is_conv() || m.is_conv_backward()) {
     const json& c = j.at("conv");
     m.conv.stride = c.at("stride").get<std::array<int64_t, 2>>();
     m.conv.padding = c.at("padding").get<std::array<int64_t, 2>>();
     m.conv.dilation = c.at("dilation").get<std::array<int64_t, 2>>();
+  }
+  if (m.is_conv_backward()) {
+    m.input = j.at("input").get<int32_t>();
+    m.grad_weight = alloc_from_json(j.at("grad_weight"));
+    m.grad_bias = alloc_from_json(j.at("grad_bias"));
   }
   return m;
 }
@@ -181,9 +191,15 @@ std::string plan_to_text(const Plan& p) {
   for (const Step& s : p.steps) {
     if (s.is_matmul()) {
       const MatmulLaunch& m = s.matmul;
-      std::string line = "  %s" + std::to_string(m.out.slot) + " = matrix::" + m.op + "(%s" + std::to_string(m.a) +
-                         ", %s" + std::to_string(m.b) + (m.alpha != 1 ? ", alpha=" + std::to_string(m.alpha) : "");
-      if (m.is_conv()) {
+      // conv2d_backward: "%s5, %s6, _ = matrix::conv2d_backward(%s1, %s0, %s2, ...)", the
+      // gradients of input, weight and bias from (grad output, input, weight), as ATen orders them.
+      std::string line =
+          m.is_conv_backward()
+              ? "  " + slots_text({m.out.slot, m.grad_weight.slot, m.grad_bias.slot}) + " = matrix::" + m.op +
+                    "(%s" + std::to_string(m.a) + ", %s" + std::to_string(m.input) + ", %s" + std::to_string(m.b)
+              : "  %s" + std::to_string(m.out.slot) + " = matrix::" + m.op + "(%s" + std::to_string(m.a) + ", %s" +
+                    std::to_string(m.b) + (m.alpha != 1 ? ", alpha=" + std::to_string(m.alpha) : "");
+      if (m.is_conv() || m.is_conv_backward()) {
         const auto pair = [](const std::array<int64_t, 2>& v) {
           return "[" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "]";
         };

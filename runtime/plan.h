@@ -123,17 +123,25 @@ inline constexpr int64_t kRowsOfA = -1;
 /// operand strides are read at run time (plain, transposed, or made contiguous); or "conv2d"
 /// (conv.h, runtime/conv_step.h): out = epilogue(convolution(a, b)) with a the [N, C, H, W]
 /// input and out the [N, OC, OH, OW] output both channels-last (NHWC in memory), b the
-/// [OC, C, KH, KW] weight (groups 1); the conv's bias is the first epilogue op ("bias_col").
-/// JSON key "matmul" (conv2d adds "conv": its geometry).
+/// [OC, C, KH, KW] weight (groups 1); the conv's bias is the first epilogue op ("bias_col");
+/// or "conv2d_backward" (conv_backward.h, runtime/conv_backward_step.h): the gradients of such
+/// a convolution, a the output gradient, b the weight, `input` the forward's input; `out` the
+/// input gradient (channels-last), `grad_weight` ([OC, C, KH, KW], any dense layout) and
+/// `grad_bias` ([OC]), each with slot -1 when not computed; no epilogue.
+/// JSON key "matmul" (conv2d and conv2d_backward add "conv": the geometry; conv2d_backward
+/// adds "input", "grad_weight" and "grad_bias").
 struct MatmulLaunch {
-  std::string op;  ///< "mm", "addmm", "bmm" or "conv2d"; empty: not a matrix step
+  std::string op;  ///< "mm", "addmm", "bmm", "conv2d" or "conv2d_backward"; empty: none
   int32_t a = -1, b = -1;
   BufferAlloc out;  ///< the output (row-major / channels-last, allocated before the call)
   float alpha = 1;
   std::vector<MatmulEpilogue> epilogue;  ///< addmm's / conv's bias is its first op
   std::vector<int32_t> nodes;            ///< graph nodes it computes (for messages)
-  ConvGeometry conv;                     ///< "conv2d" only
+  ConvGeometry conv;                     ///< "conv2d" and "conv2d_backward"
+  int32_t input = -1;                    ///< "conv2d_backward": the forward's input
+  BufferAlloc grad_weight, grad_bias;    ///< "conv2d_backward" (slot -1: not computed)
   bool is_conv() const { return op == "conv2d"; }
+  bool is_conv_backward() const { return op == "conv2d_backward"; }
 };
 
 struct Step {

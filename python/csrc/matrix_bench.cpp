@@ -13,7 +13,9 @@
 ///   * pack_b_f32(b) / gemm_f32(a, b, threads, bias, relu, packed): the float32 GEMM called
 ///     directly (no Dynamo, no plan), as a compiled graph's matrix step calls it — with B
 ///     packed once, as its packed-weight cache does — so `bench matrix` can tell the kernels'
-///     speed apart from torch.compile's per-call cost (the "library" variant).
+///     speed apart from torch.compile's per-call cost (the "library" variant);
+///   * conv2d_backward_f32(dy, x, w, ...): the convolution backward (conv_backward.h) on
+///     channels-last tensors, the same way (the `conv_backward` rows' "library" variant).
 ///
 /// Benchmark support only: nothing in the compiler or runtime calls these.
 #include <ATen/ATen.h>
@@ -22,6 +24,7 @@
 #include <xbyak/xbyak.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -31,6 +34,7 @@
 
 #include "codegen/xbyak/amx_kernel.h"
 #include "codegen/xbyak/cpu_features.h"
+#include "runtime/matrix/conv_backward.h"
 #include "runtime/matrix/gemm.h"
 #include "runtime/matrix/gemm_bf16.h"
 
@@ -234,6 +238,49 @@ at::Tensor gemm_f32(const at::Tensor& a, const at::Tensor& b, int threads,
   return c;
 }
 
+/// (dx, dw, db), each None unless asked for (db only with dw), of y = conv2d(x, w, stride,
+/// padding, dilation) for output
+/// gradient dy, on the library (conv_backward.h): x and dy channels-last float32, w any layout;
+/// dx and dw come back channels-last.
+py::tuple conv2d_backward_f32(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& w,
+                              std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,
+                              std::array<int64_t, 2> dilation, int threads, bool input,
+                              bool weight, bool bias) {
+  check_threads(threads);
+  for (const at::Tensor* t : {&dy, &x, &w}) {
+    if (t->scalar_type() != at::kFloat || t->dim() != 4 || !t->device().is_cpu())
+      throw std::invalid_argument("conv2d_backward_f32: 4-D float32 CPU tensors expected");
+  }
+  const at::Tensor xs = x.contiguous(at::MemoryFormat::ChannelsLast),
+                   dys = dy.contiguous(at::MemoryFormat::ChannelsLast),
+                   ws = w.contiguous(at::MemoryFormat::ChannelsLast);
+  matrix::Conv2dParams q;
+  q.n = x.size(0), q.c = x.size(1), q.h = x.size(2), q.w = x.size(3);
+  q.oc = w.size(0), q.kh = w.size(2), q.kw = w.size(3);
+  q.stride_h = stride[0], q.stride_w = stride[1], q.pad_h = padding[0], q.pad_w = padding[1];
+  q.dilation_h = dilation[0], q.dilation_w = dilation[1];
+  if (dy.size(0) != q.n || dy.size(1) != q.oc || dy.size(2) != q.out_h() || dy.size(3) != q.out_w())
+    throw std::invalid_argument("conv2d_backward_f32: dy does not match the convolution");
+  if (input && !matrix::conv2d_backward_input_supported(q))
+    throw std::invalid_argument("conv2d_backward_f32: input gradient not supported here");
+  const auto cl = x.options().memory_format(at::MemoryFormat::ChannelsLast);
+  at::Tensor dx = input ? at::empty(x.sizes(), cl) : at::Tensor();
+  at::Tensor dw = weight ? at::empty(w.sizes(), cl) : at::Tensor();
+  at::Tensor db = bias ? at::empty({q.oc}, x.options()) : at::Tensor();
+  {
+    py::gil_scoped_release no_gil;
+    if (input)
+      matrix::conv2d_backward_input_nhwc_f32(dys.data_ptr<float>(), ws.data_ptr<float>(),
+                                             dx.data_ptr<float>(), q, threads);
+    if (weight)
+      matrix::conv2d_backward_weight_nhwc_f32(dys.data_ptr<float>(), xs.data_ptr<float>(),
+                                              dw.data_ptr<float>(),
+                                              bias ? db.data_ptr<float>() : nullptr, q, threads);
+  }
+  const auto or_none = [](const at::Tensor& t) { return t.defined() ? py::cast(t) : py::none(); };
+  return py::make_tuple(or_none(dx), or_none(dw), or_none(db));
+}
+
 py::dict cpu_features_dict() {
   const auto& f = xbyak::cpu_features();
   py::dict d;
@@ -266,6 +313,11 @@ void register_matrix_bench_bindings(py::module_& parent) {
   m.def("gemm_f32", &gemm_f32, py::arg("a"), py::arg("b"), py::arg("threads"),
         py::arg("bias") = std::nullopt, py::arg("relu") = false, py::arg("packed") = std::nullopt,
         "[relu](A·B [+ bias]) on the library's float32 GEMM (B pre-packed with `packed`)");
+  m.def("conv2d_backward_f32", &conv2d_backward_f32, py::arg("dy"), py::arg("x"), py::arg("w"),
+        py::arg("stride"), py::arg("padding"), py::arg("dilation"), py::arg("threads"),
+        py::arg("input") = true, py::arg("weight") = true, py::arg("bias") = false,
+        "(dx, dw, db), each None unless asked for (bias: with weight), of conv2d on the "
+        "library's convolution backward");
 }
 
 }  // namespace inductor_cpp::python

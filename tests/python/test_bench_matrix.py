@@ -50,6 +50,10 @@ def test_smoke_run_produces_checked_rows(tmp_path):
                 assert v["check"]["ok"] and v["check"]["mismatches"] == 0, (case["name"], name)
         if case["group"] in ("gemm", "addmm", "small"):  # float32 matmuls run on our library
             assert variants[matrix.OURS]["path"] == "lib 1/1", case["name"]
+        if case["group"] == "conv_bwd":  # each gradient on our convolution backward
+            assert variants[matrix.OURS]["path"] == "lib 1/1", case["name"]
+            if hasattr(getattr(_C, "matrix", None), "conv2d_backward_f32"):
+                assert matrix.LIBRARY in variants, case["name"]
         if case["group"] == "tile":  # the consumer inside the GEMM, and as its own kernel
             assert variants[matrix.OURS]["path"] == "lib 1/1", case["name"]
             assert variants[matrix.TILE_OFF]["path"] == "lib 1/1", case["name"]
@@ -61,6 +65,8 @@ def test_smoke_run_produces_checked_rows(tmp_path):
     names = [c["name"] for c in cases]
     assert "Linear 8x24x40" in names and "mm 1x24x40" in names
     assert any(n.startswith("conv b2 ") and n.endswith("+b+res+relu") for n in names)
+    assert any(n.startswith("conv_bwd b2 ") and n.endswith(" dx") for n in names)
+    assert any(n.startswith("conv_bwd b2 3x3/2") and n.endswith(" dw") for n in names)
     if hasattr(_C, "matrix"):
         assert data["peaks"]["fma"] > 0
         assert (data["peaks"]["amx"] is not None) == data["cpu_features"]["amx_usable"]

@@ -16,6 +16,10 @@ Eager torch.mm/addmm/conv vs stock torch.compile(backend="inductor") vs ours
           1024x3072x768, 256^3}: ours with the consumer as a tile kernel inside the GEMM and, as
           "ours tile=off", as a kernel of its own after it
   conv    resnet50 layers, channels-last, batch 1 and 32, conv alone and relu(conv+bias+residual)
+  conv_bwd  convolution backward at batch 8, channels-last: aten.convolution_backward of one
+          gradient (dx or dw) of resnet's layers (3x3 64 @56, 3x3 256 @14, 1x1 256->64 @56,
+          1x1/2 64->128 @56; dw alone of 3x3/2 64->128 @56 and the 7x7/2 stem, whose dx ours
+          leaves to ATen), with "library" our conv_backward called directly
   amx     bf16 2048^3 mm (eager, stock, ours, and the library's gemm_bf16 called directly), as %
           of the measured AMX peak; skipped with a line where AMX is not usable
   models  resnet18 (batch 8, 224^2) and a 4-layer BERT-style encoder (d 768, 12 heads, ffn 3072,
@@ -63,7 +67,7 @@ from .micro_checks import compare, fp64_verdict, reference64
 
 HELP = "GEMM/addmm/skinny/conv/AMX/model matrix benchmark: eager vs Inductor vs inductor_cpp"
 
-GROUPS = ("gemm", "addmm", "small", "tile", "conv", "amx", "models")
+GROUPS = ("gemm", "addmm", "small", "tile", "conv", "conv_bwd", "amx", "models")
 SAMPLE_TARGET_S = 0.005  # one timing sample: a batch of calls lasting about this long
 MAX_CALLS_PER_SAMPLE = 200
 MODEL_TOL = 1e-3  # resnet18 / transformer: rtol and atol, as the micro suite's resnet18
@@ -86,7 +90,8 @@ def _matmul_path(plan_texts: list[str]) -> str:
             if "matrix::" in line:
                 ours += 1
             elif any(f"aten::{op}(" in line for op in ("mm", "addmm", "bmm", "convolution",
-                                                       "linear", "baddbmm", "addmv", "mv")):
+                                                       "convolution_backward", "linear",
+                                                       "baddbmm", "addmv", "mv")):
                 aten += 1
     return f"lib {ours}/{ours + aten}"
 

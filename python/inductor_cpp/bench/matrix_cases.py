@@ -185,6 +185,36 @@ def _conv(batch: int, c: int, hw: int, oc: int, kernel: int, stride: int, pad: i
     return make
 
 
+def _conv_backward(batch: int, c: int, hw: int, oc: int, kernel: int, stride: int, pad: int,
+                   grad: str, threads: int) -> Callable[[], Workload]:
+    """One gradient of a channels-last convolution, aten.convolution_backward called on its own
+    (grad "input" or "weight"): what a backward graph runs per convolution."""
+    def make() -> Workload:
+        from .. import _C
+
+        cl = torch.channels_last
+        x = torch.randn(batch, c, hw, hw).to(memory_format=cl)
+        w = (torch.randn(oc, c, kernel, kernel) / math.sqrt(c * kernel**2)).to(memory_format=cl)
+        out_hw = (hw + 2 * pad - kernel) // stride + 1
+        dy = torch.randn(batch, oc, out_hw, out_hw).to(memory_format=cl)
+        flops = 2.0 * batch * out_hw * out_hw * oc * c * kernel * kernel
+        want_input = grad == "input"
+        mask = [want_input, not want_input, False]
+        index = 0 if want_input else 1
+
+        def fn(dy, x, w):
+            return torch.ops.aten.convolution_backward(
+                dy, x, w, None, [stride, stride], [pad, pad], [1, 1], False, [0, 0], 1, mask)[index]
+        extra = {}
+        if hasattr(_C, "matrix") and hasattr(_C.matrix, "conv2d_backward_f32"):
+            extra[LIBRARY] = lambda: _C.matrix.conv2d_backward_f32(  # noqa: E731
+                dy, x, w, [stride, stride], [pad, pad], [1, 1], threads, input=want_input,
+                weight=not want_input)[index]
+        k = oc * kernel * kernel if want_input else batch * out_hw * out_hw
+        return Workload(fn, (dy, x, w), flops, k, extra=extra)
+    return make
+
+
 def _amx(n: int, threads: int) -> Callable[[], Workload]:
     def make() -> Workload:
         from .. import _C
@@ -272,6 +302,22 @@ def build_cases(args: argparse.Namespace, amx_usable: bool, amx_why: str) -> lis
                 name = f"conv b{batch} {label}" + (" +b+res+relu" if fused else "")
                 cases.append(Case("conv", name, _conv(batch, c, hw, oc, kernel, stride, pad, fused),
                                   (4, 1) if batch >= 32 else (15, 2)))
+    # Convolution backward: resnet's layers at batch 8 (a training batch), each gradient alone.
+    backward = ([("3x3 8->16 @10", 8, 10, 16, 3, 1, 1, "input"), ("3x3/2 8->16 @10", 8, 10, 16, 3, 2, 1, "weight")]
+                if smoke else
+                [(label, *geometry, grad)
+                 for label, *geometry in [("3x3 64->64 @56", 64, 56, 64, 3, 1, 1),
+                                          ("3x3 256->256 @14", 256, 14, 256, 3, 1, 1),
+                                          ("1x1 256->64 @56", 256, 56, 64, 1, 1, 0),
+                                          ("1x1/2 64->128 @56", 64, 56, 128, 1, 2, 0)]
+                 for grad in ("input", "weight")]
+                + [("3x3/2 64->128 @56", 64, 56, 128, 3, 2, 1, "weight"),
+                   ("7x7/2 3->64 @224", 3, 224, 64, 7, 2, 3, "weight")])
+    batch = 2 if smoke else 8
+    for label, c, hw, oc, kernel, stride, pad, grad in backward:
+        name = f"conv_bwd b{batch} {label} d{'x' if grad == 'input' else 'w'}"
+        cases.append(Case("conv_bwd", name,
+                          _conv_backward(batch, c, hw, oc, kernel, stride, pad, grad, t), (7, 1)))
     n = 64 if smoke else 2048
     amx = Case("amx", f"bf16 mm {n}^3", _amx(n, t), (10, 2), peak="amx")
     amx.skipped = None if amx_usable else f"no usable AMX bf16 on this CPU ({amx_why})"

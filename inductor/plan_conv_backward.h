@@ -1,0 +1,31 @@
+/// \file
+/// Plan building for convolution backward: an ATen `convolution_backward` extern step of a
+/// float32 CPU 2-D convolution (static shapes, groups 1, not transposed) whose output gradient
+/// and input are channels-last becomes a "conv2d_backward" runtime::MatmulLaunch on our
+/// library (runtime/matrix/conv_backward.h), computing the requested weight and bias gradients
+/// and the input gradient where the library has a method for it (stride 1, or a 1×1 filter).
+/// For a strided filter larger than 1×1 the input gradient stays an ATen
+/// `convolution_backward` call with output_mask [True, False, False] (grad_input_on_aten) and
+/// our step computes the rest. NCHW graphs (training without channels-last) stay ATen, as the
+/// forward convolution does (plan_conv.h).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "inductor/plan_matmul.h"
+
+namespace inductor_cpp::inductor {
+
+/// The conv2d_backward step for scheduled extern step `step_index` of `program` (lowered from
+/// `g`), or nothing. When the step is a convolution_backward we do not run, `why_not` says why
+/// (for the node's decision and the fallbacks log); it stays empty for other ops. With
+/// MatmulMatch::grad_input_on_aten set, the caller adds the ATen call computing the input
+/// gradient alone (the node with output_mask [True, False, False]).
+std::optional<MatmulMatch> match_conv_backward(
+    const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
+    const std::function<int32_t(const std::string&)>& slot_of_buffer, std::string& why_not);
+
+}  // namespace inductor_cpp::inductor

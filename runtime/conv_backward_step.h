@@ -1,0 +1,36 @@
+/// \file
+/// Running a "conv2d_backward" MatmulLaunch (runtime/plan.h): the gradients of a channels-last
+/// float32 convolution (groups 1) on our library (runtime/matrix/conv_backward.h). Reads the
+/// output gradient and the forward's input as dense NHWC (copied into that layout when an ATen
+/// op returned another) and the weight as OHWI (a channels-last weight as it is; another
+/// layout is copied, it is small). Writes the input gradient channels-last, the weight
+/// gradient in the plan's layout (computed OHWI, copied when the plan says OIHW) and the bias
+/// gradient, each only when its slot is set.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+
+#include <string>
+#include <vector>
+
+#include "runtime/plan.h"
+
+namespace inductor_cpp::runtime {
+
+/// A bound conv2d_backward step. Stateless after construction, so thread-safe.
+class ConvBackwardStep {
+ public:
+  /// Checks the launch: op "conv2d_backward", no epilogue, at least one gradient, a
+  /// channels-last 4-D input gradient, a dense 4-D weight gradient, a 1-D bias gradient, all
+  /// float32 on the CPU; `label` names the step in errors.
+  ConvBackwardStep(MatmulLaunch launch, std::string label);
+
+  /// Allocates and computes the requested gradients into their slots.
+  void run(std::vector<c10::IValue>& slots) const;
+
+ private:
+  MatmulLaunch launch_;
+  std::string label_;
+};
+
+}  // namespace inductor_cpp::runtime
