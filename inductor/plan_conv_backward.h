@@ -7,7 +7,8 @@
 /// For a strided filter larger than 1×1 the input gradient stays an ATen
 /// `convolution_backward` call with output_mask [True, False, False] (grad_input_on_aten) and
 /// our step computes the rest. NCHW graphs (training without channels-last) stay ATen, as the
-/// forward convolution does (plan_conv.h).
+/// forward convolution does (plan_conv.h), and so do convolutions of fewer than 8 input
+/// channels (a stem), where oneDNN's weight gradient measured faster.
 #pragma once
 
 #include <cstddef>

@@ -162,9 +162,9 @@ void ConvStep::run(std::vector<c10::IValue>& slots) const {
     q.epilogue.push_back(op);
   }
 
-  const auto pack = [&] {
-    const at::Tensor oihw = w.contiguous();
-    return matrix::pack_conv_weight_f32(oihw.data_ptr<float>(), q);
+  const auto pack = [&] {  // from OHWI: a channels-last weight as it is, another layout copied
+    const at::Tensor ohwi = w.contiguous(at::MemoryFormat::ChannelsLast);
+    return matrix::pack_conv_weight_ohwi_f32(ohwi.data_ptr<float>(), q);
   };
   std::shared_ptr<const matrix::PackedConvWeight> packed = packed_->lookup(w, pack);
   std::optional<matrix::PackedConvWeight> per_call;

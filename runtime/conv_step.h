@@ -9,7 +9,7 @@
 ///
 /// Operands that are not laid out as expected at run time (an ATen op returned another layout
 /// than its meta said) are copied: the input and residual into channels-last, the weight into
-/// contiguous OIHW (only to pack it).
+/// OHWI (channels-last; only to pack it: a channels-last model's weight is packed as it is).
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -409,9 +409,22 @@ ScheduledStep GroupScheduler::run() {
   exprs.clear();
   for (const auto& seg : segment_bodies) collect_stmt_exprs(seg, exprs);
 
-  // 3. Strategy: which loop is vectorized.
+  // 3. Strategy: which loop is vectorized: the one some memory access is contiguous in
+  // (loads and stores; an index value or a mask costs the same along either loop). Counting
+  // index values too, batch norm's backward after max_pool2d's (the argmax compared with
+  // index(y1·56 + y2)) was vectorized along its strided reduction loop (channels-last, each
+  // lane a gather): 124 ms a call in a resnet18 training step, dev machine, 2 threads.
+  std::vector<Expr> accesses;
+  std::function<void(const std::vector<Stmt>&)> collect_accesses = [&](const std::vector<Stmt>& stmts) {
+    for (const Stmt& s : stmts) {
+      if (s.kind == StmtKind::Store || s.kind == StmtKind::Accumulate) accesses.push_back(s.index);
+      if (s.value) collect_load_offsets(s.value, accesses);
+      collect_accesses(s.body);
+    }
+  };
+  for (const auto& seg : segment_bodies) collect_accesses(seg);
   auto contiguous_in = [&](const std::string& var) {
-    for (const Expr& e : exprs) {
+    for (const Expr& e : accesses) {
       if (coefficient_of(e, var) == std::optional<int64_t>(1)) return true;
     }
     return false;

@@ -24,6 +24,16 @@ void collect_index_exprs(const Value& v, std::vector<Expr>& out) {
   walk(v);
 }
 
+void collect_load_offsets(const Value& v, std::vector<Expr>& out) {
+  std::set<const ValueNode*> seen;
+  std::function<void(const Value&)> walk = [&](const Value& x) {
+    if (!seen.insert(x.node()).second) return;
+    if (x->kind == ValueKind::Load) out.insert(out.end(), x->index.begin(), x->index.end());
+    for (const Value& o : x->operands) walk(o);
+  };
+  walk(v);
+}
+
 std::vector<LoopDim> order_by_stride(std::vector<LoopDim> dims, const Expr& reference) {
   std::vector<int64_t> coef;
   for (const LoopDim& d : dims) {

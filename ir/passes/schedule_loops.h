@@ -20,6 +20,10 @@ struct LoopDim {
 /// Every index expression a value DAG evaluates (load offsets and masks, index values).
 void collect_index_exprs(const Value& v, std::vector<Expr>& out);
 
+/// The memory offsets a value DAG loads from (no masks, no index values): what decides which
+/// loop a kernel is vectorized along (an index value or a mask costs the same either way).
+void collect_load_offsets(const Value& v, std::vector<Expr>& out);
+
 /// Orders `dims` (outer to inner) by decreasing coefficient in `reference` (the access whose
 /// contiguity matters most); keeps the given order where coefficients are unknown or tie.
 std::vector<LoopDim> order_by_stride(std::vector<LoopDim> dims, const Expr& reference);

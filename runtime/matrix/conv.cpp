@@ -69,7 +69,12 @@ PackedConvWeight pack_conv_weight_f32(const float* weight_oihw, const Conv2dPara
     for (int64_t ci = 0; ci < q.c; ++ci)
       for (int64_t t = 0; t < q.kh * q.kw; ++t)
         ohwi[o * k + t * q.c + ci] = weight_oihw[(o * q.c + ci) * q.kh * q.kw + t];
-  return PackedConvWeight{q.oc, q.kh, q.kw, q.c, pack_b_f32(ohwi.data(), k, q.oc, k, true)};
+  return pack_conv_weight_ohwi_f32(ohwi.data(), q);
+}
+
+PackedConvWeight pack_conv_weight_ohwi_f32(const float* weight_ohwi, const Conv2dParams& q) {
+  const int64_t k = q.kh * q.kw * q.c;
+  return PackedConvWeight{q.oc, q.kh, q.kw, q.c, pack_b_f32(weight_ohwi, k, q.oc, k, true)};
 }
 
 void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const Conv2dParams& q,

@@ -6,21 +6,25 @@
 ///  * stride 1 (padding ≤ dilation·(K−1) in each dimension): a stride-1 forward convolution of
 ///    dy with the filter flipped in space and transposed in channels (w'[c][o][KH−1−i][KW−1−j] =
 ///    w[o][c][i][j]), padding dilation·(K−1) − padding — conv2d_nhwc_f32 as it is, direct method;
-///  * 1×1, no padding, any stride: the GEMM dy · w ([N·OH·OW, OC] × [OC, C]) and, at stride > 1,
-///    its rows scattered to the strided pixels of a zeroed dx.
+///  * 1×1, no padding, any stride: the GEMM dy · w ([N·OH·OW, OC] × [OC, C]); at stride > 1 one
+///    GEMM per output row writing the strided pixels of its input row in place (ldc = stride·C),
+///    the pixels between and the rows between zeroed by the same thread.
 ///  Other strided filters (3×3 stride 2: four phases of a smaller stride-1 convolution) are not
 ///  built: conv2d_backward_input_supported says no, and callers keep the ATen kernel.
 ///
 /// Weight gradient, dw[o][(i, j, c)] = Σ_pixels dy[p][o] · x[p shifted by tap (i, j)][c], the
-/// OC × (KH·KW·C) GEMM dyᵀ · im2col(x) over all N·OH·OW output pixels: chunks of output pixels
-/// are copied straight into the GEMM's packed-B layout (im2col of the chunk, zeros for
-/// padding; never the whole im2col matrix) and multiplied by the chunk's dyᵀ, accumulating.
-/// Threads split the columns (whole B panels; each column group packs dyᵀ again) and the pixels
-/// (each pixel group into its own partial dw, summed at the end), whichever grid moves less
-/// extra data. 1×1 stride-1 filters take the same path: as one library GEMM with trans_a and
-/// the long K split (dev machine, 2 threads, 256→64 @56² batch 8) it ran 0.79x eager's oneDNN
-/// against 0.96x in chunks.
-///  The bias gradient is the column sum of dy (per output channel), in double per thread.
+/// OC × (KH·KW·C) product dyᵀ · im2col(x) over all N·OH·OW output pixels, by one of two methods
+/// (conv_backward_weight.cpp):
+///  * direct (output rows of at least 16 pixels): a register tile of dw (output channels × a
+///    filter row's contiguous KW·C columns) batch-reduced by the micro-kernel over the output
+///    rows, A = dyᵀ and B = the input row read in place (rows zero-padded along W in a copy of
+///    x when there is horizontal padding; rows in the vertical padding skipped), blocks of
+///    output rows sized to L2 with every tile of a thread per block;
+///  * im2col chunks (shorter rows): chunks of output pixels copied straight into the GEMM's
+///    packed-B layout (im2col of the chunk only) and multiplied by the chunk's dyᵀ, accumulating.
+/// Threads split the tiles or columns and the pixels (each pixel group into its own partial dw,
+/// summed at the end). The bias gradient is the column sum of dy, in double per thread.
+/// Tuning knob: INDUCTOR_CPP_CONV_BWD_WEIGHT=direct|im2col forces a method (ctest runs both).
 ///
 /// dw is written OHWI ([OC][KH][KW][C], i.e. an [OC, C, KH, KW] tensor with channels-last
 /// strides, what a channels-last model's weight gradient is).

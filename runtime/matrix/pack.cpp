@@ -2,7 +2,8 @@
 /// \brief Packing B into panels and A into row tiles (see pack.h). Transposing copies (Bᵀ, and A
 /// into its [k][row] tiles) go through 16×16 blocks: with AVX-512 a block is 16 masked row loads,
 /// an in-register transpose (8 + 8 + 16 shuffles) and 16 stores, so both sides stay within a few
-/// cache lines; the scalar path walks the same blocks element by element.
+/// cache lines; the AVX2 path transposes the blocks' whole 8×8 parts in registers and walks the
+/// rest element by element.
 #include "runtime/matrix/pack.h"
 
 #include <immintrin.h>
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "codegen/xbyak/cpu_features.h"
 #include "runtime/matrix/gemm.h"
 #include "runtime/matrix/gemm_config.h"
 
@@ -118,15 +120,46 @@ AVX512_FN void pack_a_tiles_avx512(const float* a, int64_t lda, bool trans_a, in
   }
 }
 
-/// dst[r·ld_dst + c] = src[c·ld_src + r] for r < rows, c < cols, in 16×16 blocks.
+/// dst[r·ld_dst + c] = src[c·ld_src + r] for an 8×8 block: 8 row loads, the in-register
+/// transpose (unpack, shuffle, 128-bit permute), 8 stores.
+__attribute__((target("avx2"))) void transpose8(const float* src, int64_t ld_src, float* dst,
+                                                int64_t ld_dst) {
+  __m256 r[8], t[8], u[8];
+  for (int c = 0; c < 8; ++c) r[c] = _mm256_loadu_ps(src + c * ld_src);
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; ++h) {  // rows 4h .. 4h+3 of the source
+    u[4 * h + 0] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0x44);
+    u[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0xee);
+    u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
+    u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xee);
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(dst + i * ld_dst, _mm256_permute2f128_ps(u[i], u[4 + i], 0x20));
+    _mm256_storeu_ps(dst + (4 + i) * ld_dst, _mm256_permute2f128_ps(u[i], u[4 + i], 0x31));
+  }
+}
+
+/// dst[r·ld_dst + c] = src[c·ld_src + r] for r < rows, c < cols, in 16×16 blocks; whole 8×8
+/// blocks through transpose8 where AVX2 is available (a weight transposed for packing per
+/// call, as every training step's convolutions and Linear layers do, went element by element).
 void transpose_copy(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,
                     int64_t ld_dst) {
   constexpr int64_t kBlock = 16;
+  static const bool avx2 = xbyak::cpu_features().avx2;
   for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
     for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
       const int64_t r1 = std::min(rows, r0 + kBlock), c1 = std::min(cols, c0 + kBlock);
+      int64_t r8 = r0, c8 = c0;  // the part covered by whole 8×8 blocks: [r0, r8) × [c0, c8)
+      if (avx2) {
+        r8 = r0 + (r1 - r0) / 8 * 8, c8 = c0 + (c1 - c0) / 8 * 8;
+        for (int64_t r = r0; r < r8; r += 8)
+          for (int64_t c = c0; c < c8; c += 8) transpose8(src + c * ld_src + r, ld_src, dst + r * ld_dst + c, ld_dst);
+      }
       for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = c0; c < c1; ++c) dst[r * ld_dst + c] = src[c * ld_src + r];
+        for (int64_t c = (r < r8 ? c8 : c0); c < c1; ++c) dst[r * ld_dst + c] = src[c * ld_src + r];
     }
 }
 

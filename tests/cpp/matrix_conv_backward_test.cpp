@@ -1,8 +1,8 @@
 /// \file matrix_conv_backward_test.cpp
 /// \brief Convolution backward (runtime/matrix/conv_backward.h) against fp64 references: the
 /// input gradient (stride-1 flipped-filter path, 1×1 GEMM path with and without stride), the
-/// weight and bias gradients (1×1 GEMM path, im2col chunks split by columns or by pixels,
-/// several chunks per thread) over
+/// weight and bias gradients (the direct method or im2col chunks as the output width picks;
+/// ctest also runs every case with INDUCTOR_CPP_CONV_BWD_WEIGHT=direct and =im2col) over
 /// filter sizes, padding, stride, dilation, channel tails and 1-3 threads, with canaries past
 /// every output; which parameters each direction supports.
 #include <gtest/gtest.h>
@@ -160,6 +160,14 @@ TEST_F(ConvBackwardTest, ChunksAccumulate) {
   check_backward({2, 32, 32, 8, 16, 3, 3, 1, 1, 1}, 1, rng);  // 4 chunks of 512 pixels
   check_backward({2, 32, 33, 8, 16, 3, 3, 2, 1, 1}, 2, rng);  // strided, a short last chunk
   check_backward({1, 24, 24, 64, 32, 3, 3, 1, 1, 1}, 1, rng);  // 576 columns: 455-pixel chunks
+}
+
+// The direct weight-gradient method's output rows in several ~512 KiB blocks (24 rows of
+// 3×3 64->64 @56² take two), and few tiles for the threads: pixel groups with partial sums.
+TEST_F(ConvBackwardTest, DirectMethodBlocksAndPixelGroups) {
+  check_backward({1, 24, 56, 64, 64, 3, 3, 1, 1, 1}, 2, rng);
+  check_backward({4, 32, 32, 4, 8, 3, 3, 1, 1, 1}, 4, rng);
+  check_backward({4, 32, 32, 4, 8, 3, 3, 2, 1, 1}, 3, rng);
 }
 
 TEST_F(ConvBackwardTest, WhatEachDirectionSupports) {

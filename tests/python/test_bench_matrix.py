@@ -51,7 +51,7 @@ def test_smoke_run_produces_checked_rows(tmp_path):
         if case["group"] in ("gemm", "addmm", "small"):  # float32 matmuls run on our library
             assert variants[matrix.OURS]["path"] == "lib 1/1", case["name"]
         if case["group"] == "conv_bwd":  # each gradient on our convolution backward
-            assert variants[matrix.OURS]["path"] == "lib 1/1", case["name"]
+            assert variants[matrix.OURS]["path"] == "lib 1/1", (case["name"], variants[matrix.OURS]["path"])
             if hasattr(getattr(_C, "matrix", None), "conv2d_backward_f32"):
                 assert matrix.LIBRARY in variants, case["name"]
         if case["group"] == "tile":  # the consumer inside the GEMM, and as its own kernel
