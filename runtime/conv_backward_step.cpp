@@ -52,13 +52,7 @@ void ConvBackwardStep::run(std::vector<c10::IValue>& slots) const {
   TORCH_CHECK(dy.dim() == 4 && x.dim() == 4 && w.dim() == 4, "inductor_cpp: ", label_,
               ": output gradient, input and weight must be 4-D, got ", dy.sizes(), ", ", x.sizes(),
               " and ", w.sizes());
-  matrix::Conv2dParams q;
-  q.flush_denormals = matrix::caller_flushes_denormals();
-  q.n = x.size(0), q.c = x.size(1), q.h = x.size(2), q.w = x.size(3);
-  q.oc = w.size(0), q.kh = w.size(2), q.kw = w.size(3);
-  q.stride_h = m.conv.stride[0], q.stride_w = m.conv.stride[1];
-  q.pad_h = m.conv.padding[0], q.pad_w = m.conv.padding[1];
-  q.dilation_h = m.conv.dilation[0], q.dilation_w = m.conv.dilation[1];
+  const matrix::Conv2dParams q = conv_params(x, w, m.conv);
   TORCH_CHECK(w.size(1) == q.c && dy.size(0) == q.n && dy.size(1) == q.oc && dy.size(2) == q.out_h() &&
                   dy.size(3) == q.out_w(),
               "inductor_cpp: ", label_, ": output gradient ", dy.sizes(), " does not match input ", x.sizes(),

@@ -51,6 +51,17 @@ at::Tensor checked_f32(const c10::IValue& v, const std::string& label, const cha
   return t;
 }
 
+matrix::Conv2dParams conv_params(const at::Tensor& x, const at::Tensor& w, const ConvGeometry& geometry) {
+  matrix::Conv2dParams q;
+  q.flush_denormals = matrix::caller_flushes_denormals();
+  q.n = x.size(0), q.c = x.size(1), q.h = x.size(2), q.w = x.size(3);
+  q.oc = w.size(0), q.kh = w.size(2), q.kw = w.size(3);
+  q.stride_h = geometry.stride[0], q.stride_w = geometry.stride[1];
+  q.pad_h = geometry.padding[0], q.pad_w = geometry.padding[1];
+  q.dilation_h = geometry.dilation[0], q.dilation_w = geometry.dilation[1];
+  return q;
+}
+
 std::vector<float> batch_norm_scale_shift(const std::vector<c10::IValue>& slots,
                                           const MatmulEpilogue& e, int64_t channels,
                                           const std::string& label) {
@@ -105,13 +116,7 @@ void ConvStep::run(std::vector<c10::IValue>& slots) const {
   const at::Tensor w = checked_f32(slots[m.b], label_, "weight");
   TORCH_CHECK(x.dim() == 4 && w.dim() == 4, "inductor_cpp: ", label_, ": input of rank ", x.dim(),
               " and weight of rank ", w.dim(), ", expected 4 and 4");
-  matrix::Conv2dParams q;
-  q.flush_denormals = matrix::caller_flushes_denormals();
-  q.n = x.size(0), q.c = x.size(1), q.h = x.size(2), q.w = x.size(3);
-  q.oc = w.size(0), q.kh = w.size(2), q.kw = w.size(3);
-  q.stride_h = m.conv.stride[0], q.stride_w = m.conv.stride[1];
-  q.pad_h = m.conv.padding[0], q.pad_w = m.conv.padding[1];
-  q.dilation_h = m.conv.dilation[0], q.dilation_w = m.conv.dilation[1];
+  matrix::Conv2dParams q = conv_params(x, w, m.conv);
   const std::vector<int64_t>& out_sizes = m.out.sizes;
   TORCH_CHECK(w.size(1) == q.c && out_sizes[0] == q.n && out_sizes[1] == q.oc &&
                   out_sizes[2] == q.out_h() && out_sizes[3] == q.out_w(),

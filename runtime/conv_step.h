@@ -39,6 +39,10 @@ at::Tensor as_dense_nhwc(const at::Tensor& t);
 /// The float32 CPU tensor in `v`; else an error naming the step (`label`) and the operand.
 at::Tensor checked_f32(const c10::IValue& v, const std::string& label, const char* what);
 
+/// The library's parameters of a convolution of input `x` ([N, C, H, W]) with weight `w`
+/// ([OC, C, KH, KW]) and `geometry`; denormals flushed when the calling thread flushes them.
+matrix::Conv2dParams conv_params(const at::Tensor& x, const at::Tensor& w, const ConvGeometry& geometry);
+
 /// The per-channel scale and shift of an eval batch norm epilogue op ("batch_norm", plan.h):
 /// out[0, C) = s = weight / sqrt(var + eps), out[C, 2C) = t = bias - mean·s (weight 1 and bias
 /// 0 when absent), so y = x·s + t, which the kernels compute as one FMA (ScaleCol then

@@ -111,7 +111,8 @@ int column_groups(int threads, int64_t panels, int64_t pixels, int64_t kkc) {
 
 /// Floats aligned for the kernels, uninitialised.
 struct AlignedFloats {
-  explicit AlignedFloats(size_t n) : data(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64))) {
+  explicit AlignedFloats(size_t n)
+      : data(static_cast<float*>(std::aligned_alloc(64, (std::max<size_t>(n, 1) * sizeof(float) + 63) / 64 * 64))) {
     if (!data) throw std::bad_alloc();
   }
   ~AlignedFloats() { std::free(data); }
@@ -119,6 +120,15 @@ struct AlignedFloats {
   AlignedFloats& operator=(const AlignedFloats&) = delete;
   float* data;
 };
+
+/// dw += each of the `count` partials (in order), thread t's slice of the `total` elements.
+void add_partials(float* dw, const float* partials, int count, int64_t total, int t, int threads) {
+  const int64_t begin = t * total / threads, end = (t + 1) * total / threads;
+  for (int g = 0; g < count; ++g) {
+    const float* part = partials + size_t(g) * size_t(total);
+    for (int64_t e = begin; e < end; ++e) dw[e] += part[e];
+  }
+}
 
 /// Pixel groups of the direct method: tm (a divisor of threads) splitting the output rows, the
 /// threads of each group sharing out the tiles. The fewest tiles × pixels on the busiest
@@ -161,7 +171,7 @@ void weight_gradient_direct(const float* dy, const float* x, float* dw, const Co
   int threads = int(std::max<int64_t>(1, std::min<int64_t>(num_threads, tiles * rows_total)));
   if (rows_total * ow * q.oc * kkc < blk.serial_macs) threads = 1;
   const int tm = pixel_groups(threads, tiles, rows_total), tt = threads / tm;
-  std::vector<float> partials(size_t(tm - 1) * size_t(q.oc * kkc));
+  AlignedFloats partials(size_t(tm - 1) * size_t(q.oc * kkc));  // filled before use
 
   xbyak::MicroKernelFn kernels[2][2] = {};
   for (int rt = 0; rt < 2; ++rt)
@@ -185,7 +195,7 @@ void weight_gradient_direct(const float* dy, const float* x, float* dw, const Co
     const unsigned saved_csr = _mm_getcsr();
     if (q.flush_denormals) _mm_setcsr(saved_csr | 0x8040);
     const int ti = t / tt, tj = t % tt;
-    float* out = ti == 0 ? dw : partials.data() + size_t(ti - 1) * size_t(q.oc * kkc);
+    float* out = ti == 0 ? dw : partials.data + size_t(ti - 1) * size_t(q.oc * kkc);
     const int64_t r0 = ti * rows_total / tm, r1 = (ti + 1) * rows_total / tm;
     const int64_t t0 = tj * tiles / tt, t1 = (tj + 1) * tiles / tt;
     std::vector<const float*> a_ptrs(static_cast<size_t>(rows_per_block)),
@@ -219,7 +229,7 @@ void weight_gradient_direct(const float* dy, const float* x, float* dw, const Co
   auto prepare = [&](int t) {  // zero dw and the partials, pad x's rows: thread t's share
     const int64_t total = q.oc * kkc;
     for (int g = 0; g < tm; ++g) {
-      float* buffer = g == 0 ? dw : partials.data() + size_t(g - 1) * size_t(total);
+      float* buffer = g == 0 ? dw : partials.data + size_t(g - 1) * size_t(total);
       std::fill(buffer + t * total / threads, buffer + (t + 1) * total / threads, 0.0f);
     }
     if (!q.pad_w) return;
@@ -229,13 +239,6 @@ void weight_gradient_direct(const float* dy, const float* x, float* dw, const Co
       std::fill(dst, dst + left, 0.0f);
       std::memcpy(dst + left, x + r * body, size_t(body) * sizeof(float));
       std::fill(dst + left + body, dst + wp * q.c, 0.0f);
-    }
-  };
-  auto reduce = [&](int t) {  // dw += partials, in group order, thread t's slice of elements
-    const int64_t total = q.oc * kkc, begin = t * total / threads, end = (t + 1) * total / threads;
-    for (int g = 0; g + 1 < tm; ++g) {
-      const float* part = partials.data() + size_t(g) * size_t(total);
-      for (int64_t e = begin; e < end; ++e) dw[e] += part[e];
     }
   };
   if (threads == 1) {
@@ -250,7 +253,7 @@ void weight_gradient_direct(const float* dy, const float* x, float* dw, const Co
     worker(t);
     if (tm > 1) {
 #pragma omp barrier
-      reduce(t);
+      add_partials(dw, partials.data, tm - 1, q.oc * kkc, t, threads);
     }
   }
 }
@@ -267,14 +270,14 @@ void weight_gradient_im2col(const float* dy, const float* x, float* dw, const Co
   if (pixels * q.oc * kkc < blk.serial_macs) threads = 1;
   // Pixel groups accumulate into their own partial dw (group 0's is dw itself).
   const int tn = column_groups(threads, panels, pixels, kkc), tm = threads / tn;
-  std::vector<float> partials(size_t(tm - 1) * size_t(q.oc * kkc));
+  AlignedFloats partials(size_t(tm - 1) * size_t(q.oc * kkc));  // filled before use
   auto worker = [&](int t) {
     const unsigned saved_csr = _mm_getcsr();
     if (q.flush_denormals) _mm_setcsr(saved_csr | 0x8040);
     const int ti = t / tn, tj = t % tn;
     const int64_t col0 = tj * panels / tn * nr, col1 = std::min(kkc, (tj + 1) * panels / tn * nr);
     const int64_t p0 = ti * pixels / tm, p1 = (ti + 1) * pixels / tm, cols = col1 - col0;
-    float* out = ti == 0 ? dw : partials.data() + size_t(ti - 1) * size_t(q.oc * kkc);
+    float* out = ti == 0 ? dw : partials.data + size_t(ti - 1) * size_t(q.oc * kkc);
     // Chunk of pixels per GEMM: its packed columns about 1 MiB, K 64-512.
     const int64_t chunk = std::clamp<int64_t>((int64_t(256) << 10) / std::max<int64_t>(cols, 1), 64, 512);
     std::optional<PackedB> packed;
@@ -294,20 +297,13 @@ void weight_gradient_im2col(const float* dy, const float* x, float* dw, const Co
       for (int64_t o = 0; o < q.oc; ++o) std::fill(out + o * kkc + col0, out + o * kkc + col1, 0.0f);
     _mm_setcsr(saved_csr);
   };
-  auto reduce = [&](int t) {  // dw += partials, in group order, thread t's slice of elements
-    const int64_t total = q.oc * kkc, begin = t * total / threads, end = (t + 1) * total / threads;
-    for (int g = 0; g + 1 < tm; ++g) {
-      const float* part = partials.data() + size_t(g) * size_t(total);
-      for (int64_t e = begin; e < end; ++e) dw[e] += part[e];
-    }
-  };
   if (threads == 1) return worker(0);
 #pragma omp parallel num_threads(threads)
   {
     worker(omp_get_thread_num());
     if (tm > 1) {
 #pragma omp barrier
-      reduce(omp_get_thread_num());
+      add_partials(dw, partials.data, tm - 1, q.oc * kkc, omp_get_thread_num(), threads);
     }
   }
 }

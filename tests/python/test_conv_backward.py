@@ -46,6 +46,15 @@ def aten_backward_calls(plan_text: str) -> list[str]:
     return [line.strip() for line in plan_text.splitlines() if "aten::convolution_backward" in line]
 
 
+def assert_stays_aten_because(reason: str):
+    """The backward graph keeps its convolution_backward on ATen, and the node's decision says
+    why (containing `reason`)."""
+    graph = backward_graph()
+    assert not backward_steps(graph.plan_text) and aten_backward_calls(graph.plan_text)
+    reasons = [d["reason"] for d in json.loads(graph.debug_info()["decisions"]) if not d["generated"]]
+    assert any(reason in r for r in reasons), reasons
+
+
 def gradients(fn, args, grad_out):
     """The gradients of sum(fn(*args) · grad_out) with respect to the args that require grad."""
     args = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
@@ -122,10 +131,7 @@ def test_strided_filter_input_gradient_alone_stays_aten_and_says_why():
     w = torch.randn(16, 8, 3, 3).contiguous(memory_format=NHWC)
     fn = lambda x, w: F.conv2d(x, w, stride=2, padding=1)
     check_gradients(fn, [x, w], channels_last(2, 16, 6, 6))
-    graph = backward_graph()
-    assert not backward_steps(graph.plan_text) and aten_backward_calls(graph.plan_text)
-    reasons = [d["reason"] for d in json.loads(graph.debug_info()["decisions"]) if not d["generated"]]
-    assert any("input gradient of a strided filter larger than 1×1" in r for r in reasons), reasons
+    assert_stays_aten_because("input gradient of a strided filter larger than 1×1")
 
 
 def test_stem_with_three_channels_stays_aten_and_says_why():
@@ -133,10 +139,7 @@ def test_stem_with_three_channels_stays_aten_and_says_why():
     w = torch.randn(16, 3, 7, 7).contiguous(memory_format=NHWC).requires_grad_()
     fn = lambda x, w: F.conv2d(x, w, stride=2, padding=3)
     check_gradients(fn, [x, w], channels_last(2, 16, 12, 12))
-    graph = backward_graph()
-    assert not backward_steps(graph.plan_text) and aten_backward_calls(graph.plan_text)
-    reasons = [d["reason"] for d in json.loads(graph.debug_info()["decisions"]) if not d["generated"]]
-    assert any("fewer than 8 input channels" in r for r in reasons), reasons
+    assert_stays_aten_because("fewer than 8 input channels")
 
 
 def test_weight_gradient_in_the_weights_contiguous_layout():
@@ -214,10 +217,7 @@ def test_nchw_training_stays_aten_and_says_why():
                                    options={"matrix_kernels": True, "layout_optimization": False}),
                      [x, w], torch.randn(2, 16, 10, 10))
     assert ours[0].is_contiguous()
-    graph = backward_graph()
-    assert not backward_steps(graph.plan_text)
-    reasons = [d["reason"] for d in json.loads(graph.debug_info()["decisions"]) if not d["generated"]]
-    assert any("output gradient is not channels-last" in r for r in reasons), reasons
+    assert_stays_aten_because("output gradient is not channels-last")
 
 
 def test_matrix_kernels_off_keeps_aten():
