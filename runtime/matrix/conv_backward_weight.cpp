@@ -7,13 +7,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <string>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
-#include "runtime/matrix/conv_backward.h"
 #include "codegen/xbyak/microkernel.h"
+#include "runtime/matrix/conv_backward.h"
 #include "runtime/matrix/gemm_config.h"
 
 namespace inductor_cpp::matrix {
