@@ -3,10 +3,10 @@
 /// float32 CPU 2-D convolution (static shapes, groups 1, not transposed) whose output gradient
 /// and input are channels-last becomes a "conv2d_backward" runtime::MatmulLaunch on our
 /// library (runtime/matrix/conv_backward.h), computing the requested weight and bias gradients
-/// and the input gradient where the library has a method for it (stride 1, or a 1×1 filter).
-/// For a strided filter larger than 1×1 the input gradient stays an ATen
-/// `convolution_backward` call with output_mask [True, False, False] (grad_input_on_aten) and
-/// our step computes the rest. NCHW graphs (training without channels-last) stay ATen, as the
+/// and the input gradient for stride-1 and 1×1 filters. For a strided filter larger than 1×1
+/// (where the library's input gradient by phases measured slower than oneDNN's) the input
+/// gradient stays an ATen `convolution_backward` call with output_mask [True, False, False]
+/// (grad_input_on_aten) and our step computes the rest. NCHW graphs (training without channels-last) stay ATen, as the
 /// forward convolution does (plan_conv.h), and so do convolutions of fewer than 8 input
 /// channels (a stem), where oneDNN's weight gradient measured faster.
 #pragma once

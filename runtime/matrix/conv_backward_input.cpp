@@ -2,7 +2,10 @@
 /// \brief The input gradient of the NHWC convolution (see conv_backward.h): a stride-1 forward
 /// convolution with the flipped, channel-transposed filter, or for 1×1 filters GEMMs.
 #include <algorithm>
+#include <cstring>
+#include <memory>
 #include <stdexcept>
+#include <vector>
 
 #include "runtime/matrix/conv_backward.h"
 #include "runtime/matrix/gemm_config.h"
@@ -27,16 +30,96 @@ Conv2dParams transposed_problem(const Conv2dParams& q) {
   return t;
 }
 
-}  // namespace
-
-bool conv2d_backward_input_supported(const Conv2dParams& q) {
-  if (!conv2d_supported(q)) return false;
-  if (is_pointwise(q)) return true;
+/// True when the stride-1 transposed problem computes q's input gradient as it is.
+bool transposes_directly(const Conv2dParams& q) {
   if (q.stride_h != 1 || q.stride_w != 1) return false;
   const Conv2dParams t = transposed_problem(q);
-  return t.pad_h >= 0 && t.pad_w >= 0 && t.out_h() == q.h && t.out_w() == q.w &&
-         conv2d_supported(t);
+  return t.pad_h >= 0 && t.pad_w >= 0 && t.out_h() == q.h && t.out_w() == q.w && conv2d_supported(t);
 }
+
+/// One dimension of one phase of a strided input gradient: the input positions phase +
+/// stride·t (t < count) receive dy at t + first + step·j through filter tap taps[j] (taps in
+/// order of increasing dy offset; step: the sub-filter's dilation).
+struct PhaseDim {
+  int64_t count = 0, first = 0, step = 1;
+  std::vector<int64_t> taps;
+};
+
+PhaseDim phase_dim(int64_t phase, int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dilation) {
+  PhaseDim r;
+  r.count = phase < in ? (in - phase + stride - 1) / stride : 0;
+  std::vector<int64_t> offsets;
+  for (int64_t tap = k - 1; tap >= 0; --tap) {  // input phase + stride·t = out·stride - pad + tap·dilation
+    const int64_t num = phase + pad - tap * dilation;
+    if (((num % stride) + stride) % stride != 0) continue;
+    r.taps.push_back(tap);
+    offsets.push_back(num / stride);  // exact
+  }
+  if (!offsets.empty()) r.first = offsets[0];
+  if (offsets.size() > 1) r.step = offsets[1] - offsets[0];
+  return r;
+}
+
+/// Strided filters: dx splits into stride_h · stride_w phases (input positions with the same
+/// remainders), each a stride-1 forward convolution of dy with the taps that reach it (3×3
+/// stride 2: 1×1, 1×2, 2×1 and 2×2 sub-filters, nine taps in all, no multiply by an inserted
+/// zero). Per phase: dy's rows and columns that phase reads copied with zero borders (the
+/// sub-problem's padding is asymmetric), the convolution into a scratch [N, T_y, T_x, C], its
+/// pixels scattered to dx.
+void input_gradient_by_phases(const float* dy, const float* weight_ohwi, float* dx, const Conv2dParams& q,
+                              int num_threads) {
+  const int64_t oh = q.out_h(), ow = q.out_w(), taps = q.kh * q.kw;
+  const int nr = gemm_blocking().nr;
+  for (int64_t py = 0; py < q.stride_h; ++py)
+    for (int64_t px = 0; px < q.stride_w; ++px) {
+      const PhaseDim y = phase_dim(py, q.h, q.kh, q.stride_h, q.pad_h, q.dilation_h);
+      const PhaseDim x = phase_dim(px, q.w, q.kw, q.stride_w, q.pad_w, q.dilation_w);
+      if (!y.count || !x.count) continue;
+      const int64_t jy = int64_t(y.taps.size()), jx = int64_t(x.taps.size());
+      // Scratch without value-initialisation (written in full below).
+      std::unique_ptr<float[]> out(new float[size_t(q.n * y.count * x.count * q.c)]);
+      if (!jy || !jx) std::fill(out.get(), out.get() + q.n * y.count * x.count * q.c, 0.0f);
+      if (jy && jx) {
+        Conv2dParams t;  // over dy's rows first + r, columns first + c (zero outside dy)
+        t.n = q.n, t.h = y.count + y.step * (jy - 1), t.w = x.count + x.step * (jx - 1);
+        t.c = q.oc, t.oc = q.c, t.kh = jy, t.kw = jx, t.dilation_h = y.step, t.dilation_w = x.step;
+        t.flush_denormals = q.flush_denormals;
+        std::unique_ptr<float[]> in(new float[size_t(t.n * t.h * t.w * t.c)]);
+        const int64_t rows = t.n * t.h;
+#pragma omp parallel for num_threads(num_threads) schedule(static)
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t img = r / t.h, sy = y.first + r % t.h;
+          float* dst = in.get() + r * t.w * t.c;
+          for (int64_t c = 0; c < t.w; ++c) {
+            const int64_t sx = x.first + c;
+            if (sy < 0 || sy >= oh || sx < 0 || sx >= ow)
+              std::fill(dst + c * t.c, dst + (c + 1) * t.c, 0.0f);
+            else
+              std::memcpy(dst + c * t.c, dy + ((img * oh + sy) * ow + sx) * q.oc, size_t(q.oc) * sizeof(float));
+          }
+        }
+        // B row (j_y, j_x, o) × column c = w[o][taps_y[j_y]][taps_x[j_x]][c], OC rows per tap.
+        PackedConvWeight packed{t.oc, t.kh, t.kw, t.c, PackedB(jy * jx * q.oc, q.c, nr)};
+        for (int64_t a = 0; a < jy; ++a)
+          for (int64_t b = 0; b < jx; ++b)
+            pack_b_panels(weight_ohwi + (y.taps[a] * q.kw + x.taps[b]) * q.c, taps * q.c, false, 0, q.oc, 0, q.c,
+                          nr, jy * jx * q.oc * nr, packed.packed.mutable_panel(0) + (a * jx + b) * q.oc * nr);
+        conv2d_nhwc_f32(in.get(), packed, out.get(), t, num_threads);
+      }
+      const int64_t rows = q.n * y.count;
+#pragma omp parallel for num_threads(num_threads) schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t img = r / y.count, iy = py + q.stride_h * (r % y.count);
+        for (int64_t u = 0; u < x.count; ++u)
+          std::memcpy(dx + ((img * q.h + iy) * q.w + px + q.stride_w * u) * q.c,
+                      out.get() + (r * x.count + u) * q.c, size_t(q.c) * sizeof(float));
+      }
+    }
+}
+
+}  // namespace
+
+bool conv2d_backward_input_supported(const Conv2dParams& q) { return conv2d_supported(q); }
 
 void conv2d_backward_input_nhwc_f32(const float* dy, const float* weight_ohwi, float* dx,
                                     const Conv2dParams& q, int num_threads) {
@@ -74,6 +157,7 @@ void conv2d_backward_input_nhwc_f32(const float* dy, const float* weight_ohwi, f
     }
     return;
   }
+  if (!transposes_directly(q)) return input_gradient_by_phases(dy, weight_ohwi, dx, q, num_threads);
   // Stride 1: the forward convolution of dy with w flipped in space, channels transposed. Its
   // B matrix, row (tap t, channel o) × column c, is w[o][KH·KW−1−t][c]: per tap, OC rows of
   // the OHWI weight KH·KW·C apart, packed straight into their rows of every panel.

@@ -1,6 +1,7 @@
 /// \file matrix_conv_backward_test.cpp
 /// \brief Convolution backward (runtime/matrix/conv_backward.h) against fp64 references: the
-/// input gradient (stride-1 flipped-filter path, 1×1 GEMM path with and without stride), the
+/// input gradient (stride-1 flipped-filter path, 1×1 GEMM path with and without stride, phases
+/// of strided filters), the
 /// weight and bias gradients (the direct method or im2col chunks as the output width picks;
 /// ctest also runs every case with INDUCTOR_CPP_CONV_BWD_WEIGHT=direct and =im2col) over
 /// filter sizes, padding, stride, dilation, channel tails and 1-3 threads, with canaries past
@@ -139,8 +140,8 @@ TEST_F(ConvBackwardTest, PointwiseFilters) {
   check_backward({1, 9, 9, 8, 8, 1, 1, 3, 0, 1}, 2, rng);  // stride 3
 }
 
-// Strided and padded filters: the weight gradient only (the input gradient says unsupported).
-TEST_F(ConvBackwardTest, StridedFiltersWeightGradient) {
+// Strided and padded filters (the input gradient by phases).
+TEST_F(ConvBackwardTest, StridedFilters) {
   for (int threads : {1, 2, 3}) {
     check_backward({2, 11, 13, 16, 40, 3, 3, 2, 1, 1}, threads, rng);
     check_backward({1, 20, 20, 3, 16, 7, 7, 2, 3, 1}, threads, rng);  // the stem: C = 3
@@ -170,23 +171,27 @@ TEST_F(ConvBackwardTest, DirectMethodBlocksAndPixelGroups) {
   check_backward({4, 32, 32, 4, 8, 3, 3, 2, 1, 1}, 3, rng);
 }
 
+// Input gradients by phases: strided filters larger than 1×1 (each phase its own sub-filter,
+// some phases without taps when the filter is smaller than the stride), and stride 1 with more
+// padding than the filter reaches (the transposed problem's padding would be negative).
+TEST_F(ConvBackwardTest, InputGradientByPhases) {
+  check_backward({2, 11, 12, 16, 24, 3, 3, 2, 1, 1}, 2, rng);  // resnet's 3×3 stride 2, odd H
+  check_backward({1, 11, 11, 4, 8, 3, 3, 2, 2, 2}, 1, rng);    // dilation 2
+  check_backward({1, 10, 9, 6, 7, 2, 2, 3, 0, 1}, 2, rng);     // 2×2 stride 3: empty phases
+  check_backward({1, 6, 6, 4, 8, 3, 3, 1, 3, 1}, 1, rng);      // padding 3 > dilation·(K−1)
+  check_backward({2, 15, 15, 8, 16, 7, 7, 2, 3, 1}, 3, rng);   // a 7×7 stride-2 stem of 8 channels
+}
+
 TEST_F(ConvBackwardTest, WhatEachDirectionSupports) {
   Conv2dParams q = params_of({1, 8, 8, 4, 4, 3, 3, 2, 1, 1});
-  EXPECT_FALSE(conv2d_backward_input_supported(q));  // strided 3×3
-  EXPECT_TRUE(conv2d_backward_weight_supported(q));
-  q.stride_h = q.stride_w = 1;
   EXPECT_TRUE(conv2d_backward_input_supported(q));
-  q.pad_h = 3;  // more padding than the filter reaches: the transposed problem's is negative
-  EXPECT_FALSE(conv2d_backward_input_supported(q));
-  q.pad_h = 1;
+  EXPECT_TRUE(conv2d_backward_weight_supported(q));
   q.groups = 2;
   EXPECT_FALSE(conv2d_backward_input_supported(q));
   EXPECT_FALSE(conv2d_backward_weight_supported(q));
   std::vector<float> buf(4096);
   EXPECT_THROW(conv2d_backward_weight_nhwc_f32(buf.data(), buf.data(), buf.data(), nullptr, q, 1),
                std::invalid_argument);
-  q.groups = 1;
-  q.stride_h = 2;
   EXPECT_THROW(conv2d_backward_input_nhwc_f32(buf.data(), buf.data(), buf.data(), q, 1),
                std::invalid_argument);
 }

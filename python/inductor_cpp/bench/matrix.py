@@ -18,8 +18,8 @@ Eager torch.mm/addmm/conv vs stock torch.compile(backend="inductor") vs ours
   conv    resnet50 layers, channels-last, batch 1 and 32, conv alone and relu(conv+bias+residual)
   conv_bwd  convolution backward at batch 8, channels-last: aten.convolution_backward of one
           gradient (dx or dw) of resnet's layers (3x3 64 @56, 3x3 256 @14, 1x1 256->64 @56,
-          1x1/2 64->128 @56; dw alone of 3x3/2 64->128 @56, whose dx ours leaves to ATen, and
-          of the 7x7/2 stem, which ours leaves to ATen entirely: "library" alone shows ours),
+          1x1/2 64->128 @56, 3x3/2 64->128 @56 (whose dx ours leaves to ATen); dw of the 7x7/2
+          stem, which ours leaves to ATen entirely: there "library" alone shows our kernels),
           with "library" our conv_backward called directly
   amx     bf16 2048^3 mm (eager, stock, ours, and the library's gemm_bf16 called directly), as %
           of the measured AMX peak; skipped with a line where AMX is not usable

@@ -311,8 +311,8 @@ def build_cases(args: argparse.Namespace, amx_usable: bool, amx_why: str) -> lis
                                           ("1x1 256->64 @56", 256, 56, 64, 1, 1, 0),
                                           ("1x1/2 64->128 @56", 64, 56, 128, 1, 2, 0)]
                  for grad in ("input", "weight")]
-                + [("3x3/2 64->128 @56", 64, 56, 128, 3, 2, 1, "weight"),
-                   ("7x7/2 3->64 @224", 3, 224, 64, 7, 2, 3, "weight")])
+                + [("3x3/2 64->128 @56", 64, 56, 128, 3, 2, 1, grad) for grad in ("input", "weight")]
+                + [("7x7/2 3->64 @224", 3, 224, 64, 7, 2, 3, "weight")])
     batch = 2 if smoke else 8
     for label, c, hw, oc, kernel, stride, pad, grad in backward:
         name = f"conv_bwd b{batch} {label} d{'x' if grad == 'input' else 'w'}"
