@@ -15,7 +15,7 @@
 ///     packed once, as its packed-weight cache does — so `bench matrix` can tell the kernels'
 ///     speed apart from torch.compile's per-call cost (the "library" variant);
 ///   * conv2d_backward_f32(dy, x, w, ...): the convolution backward (conv_backward.h) on
-///     channels-last tensors, the same way (the `conv_backward` rows' "library" variant).
+///     channels-last tensors, the same way (the `conv_bwd` rows' "library" variant).
 ///
 /// Benchmark support only: nothing in the compiler or runtime calls these.
 #include <ATen/ATen.h>
