@@ -127,10 +127,22 @@ int64_t reader_iterations(const LoopProgram& p,
   return most;
 }
 
+/// How many distinct loads of each buffer the computes' bodies hold: a producer that one
+/// reader loads at four window positions (max_pool2d's backward gathering from the pooled
+/// gradient) is evaluated four times per reader point when inlined.
+std::map<std::string, int64_t> load_sites(const LoopProgram& p) {
+  std::map<std::string, int64_t> sites;
+  for (const auto& [name, c] : p.computes) {
+    for (const Value& l : loads_in(c.body)) ++sites[l->name];
+  }
+  return sites;
+}
+
 /// Which computes stay in memory (non-views only).
 std::set<std::string> choose_realized(const LoopProgram& p, const std::set<std::string>& needed,
                                       const InlineOptions& options) {
   const auto readers = compute_readers(p);
+  const auto sites = load_sites(p);
   std::set<std::string> realized;
   // Nodes of each body with the producers it carries inlined, in definition order (producers
   // first), each distinct producer counted once.
@@ -154,8 +166,10 @@ std::set<std::string> choose_realized(const LoopProgram& p, const std::set<std::
     if (c.view) continue;
     auto it = readers.find(name);
     const size_t reader_count = it == readers.end() ? 0 : it->second.size();
+    const auto site_count = sites.find(name);
+    const bool read_twice = reader_count > 1 || (site_count != sites.end() && site_count->second > 1);
     const bool shared_and_large =
-        reader_count > 1 && (node_count(c.body) > options.max_shared_inline_nodes ||
+        read_twice && (node_count(c.body) > options.max_shared_inline_nodes ||
                              size > options.max_shared_inline_expanded_nodes);
     const int64_t points = iteration_count(c);
     const bool broadcast_and_large =

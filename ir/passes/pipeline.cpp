@@ -43,8 +43,7 @@ PipelineResult run_pipeline(const LoopProgram& lowered, const PipelineOptions& o
   p = run_pass("inline_producers", [&](const LoopProgram& x) { return inline_producers(x, options.inlining); },
                p, options, records);
   p = run_pass("eliminate_dead_code", eliminate_dead_code, p, options, records);
-  SplitOptions split = options.split;
-  if (options.schedule.target != Target::Cpu) split.column_chunk = 0;  // GPU: column kernels
+  const SplitOptions split = split_options_for(options);
   p = run_pass("split_reductions", [&](const LoopProgram& x) { return split_reductions(x, split); }, p,
                options, records);
   p = run_pass("fuse_kernels", fuse_kernels, p, options, records);
@@ -75,6 +74,16 @@ PipelineResult run_pipeline(const LoopProgram& lowered, const PipelineOptions& o
   records.push_back({"plan_memory", elapsed_ms(start), !result.memory.reuse.empty(),
                      options.keep_ir_text ? memory_plan_to_text(result.memory) : ""});
   return result;
+}
+
+SplitOptions split_options_for(const PipelineOptions& options) {
+  SplitOptions split = options.split;
+  if (options.schedule.target != Target::Cpu) {
+    split.column_chunk = 0;
+    split.few_columns_parts = 0;
+    split.two_pass_variance = false;
+  }
+  return split;
 }
 
 }  // namespace inductor_cpp::ir

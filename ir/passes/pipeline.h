@@ -53,4 +53,8 @@ struct PipelineResult {
 
 PipelineResult run_pipeline(const LoopProgram& lowered, const PipelineOptions& options = {});
 
+/// options.split as the pipeline runs it for options' target: the GPU's column kernels split
+/// rows over threads themselves, so the CPU's column splits are off there.
+SplitOptions split_options_for(const PipelineOptions& options);
+
 }  // namespace inductor_cpp::ir

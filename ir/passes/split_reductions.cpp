@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "ir/simplify.h"
 
@@ -121,13 +122,82 @@ bool reduces_down_columns(const Compute& r, const LoopProgram& program) {
   return ok && column_walk;
 }
 
-/// The two stages of `r` (one kernel step `s`) over `parts` chunks of `chunk` reduced
-/// elements, the partials in buffer <name>.part laid out [outputs..., part], or
-/// [part, outputs...] when part_first.
+/// Whether some load of `r` walks down columns: its element offset is contiguous (coefficient
+/// 1) in the last output index and strided (|coefficient| >= 16) in a reduce index. Unlike
+/// reduces_down_columns, the other loads may index anyhow (gathers, clamped windows).
+bool walks_down_columns(const Compute& r, const LoopProgram& program) {
+  if (r.ranges.empty()) return false;
+  const std::string inner = range_var(r.ranges.size() - 1);
+  bool found = false;
+  replace_loads(r.body, [&](const Value& l) -> Value {
+    const Buffer& b = program.buffer(l->name);
+    if (!l->operands.empty() || b.strides.size() != l->index.size()) return l;
+    Expr offset(0);
+    for (size_t d = 0; d < l->index.size(); ++d) offset = offset + l->index[d] * b.strides[d];
+    if (coefficient_of(offset, inner) != std::optional<int64_t>(1)) return l;
+    for (size_t k = 0; k < r.reduce_ranges.size(); ++k) {
+      const std::optional<int64_t> down = coefficient_of(offset, reduce_var(k));
+      found = found || (down && std::abs(*down) >= 16);
+    }
+    return l;
+  });
+  return found;
+}
+
+/// How a few-column reduction is cut: the first `dims` reduce ranges, flattened (`head`
+/// elements), into `parts` runs of `head / parts`; the later reduce ranges stay whole.
+struct LeadingSplit {
+  size_t dims = 0;
+  int64_t parts = 0;
+  int64_t per_part = 0;
+};
+
+/// The fewest leading reduce ranges whose product has a divisor in [target / 2, target], cut by
+/// the largest such divisor (or, with all of them, one in [target / 4, target]); nullopt when
+/// none has. Exact divisors only: no masked tail, and each part's loops stay the original
+/// loops (no division per element).
+std::optional<LeadingSplit> leading_split(const std::vector<Expr>& reduce_ranges, int64_t target) {
+  int64_t head = 1;
+  for (size_t dims = 1; dims <= reduce_ranges.size(); ++dims) {
+    head *= reduce_ranges[dims - 1].value();
+    const int64_t fewest = dims == reduce_ranges.size() ? target / 4 : target / 2;
+    for (int64_t parts = std::min(head, target); parts >= std::max<int64_t>(fewest, 2); --parts) {
+      if (head % parts == 0) return LeadingSplit{dims, parts, head / parts};
+    }
+  }
+  return std::nullopt;
+}
+
+/// The first stage of a few-column reduction: ranges [part, outputs...], reduce ranges
+/// [head / parts, later reduce ranges...]; the part index selects a run of the flattened
+/// leading reduce ranges.
+Compute leading_first_stage(const Compute& r, const LeadingSplit& split, const std::string& name) {
+  std::map<std::string, Expr> vars;
+  for (size_t k = 0; k < r.ranges.size(); ++k) vars[range_var(k)] = Expr::var(range_var(k + 1));
+  const Expr h = Expr::var(range_var(0)) * split.per_part + Expr::var(reduce_var(0));
+  Expr stride(1);
+  for (size_t k = split.dims; k-- > 0;) {
+    const Expr q = floordiv(h, stride);
+    vars[reduce_var(k)] = k == 0 ? q : mod(q, r.reduce_ranges[k]);
+    stride = stride * r.reduce_ranges[k];
+  }
+  for (size_t k = split.dims; k < r.reduce_ranges.size(); ++k)
+    vars[reduce_var(k)] = Expr::var(reduce_var(k - split.dims + 1));
+  Compute c = r;
+  c.name = name;
+  c.ranges.insert(c.ranges.begin(), Expr(split.parts));
+  c.reduce_ranges = {Expr(split.per_part)};
+  c.reduce_ranges.insert(c.reduce_ranges.end(), r.reduce_ranges.begin() + split.dims, r.reduce_ranges.end());
+  c.body = map_indices(r.body, [&](const Expr& e) { return substitute(e, vars); });
+  return c;
+}
+
+/// The two stages of `r` (one kernel step `s`): `first` (named <r>.part, ranges with the part
+/// index last, or first when part_first) and r reduced again over the parts.
 void emit_two_stages(const LoopProgram& program, LoopProgram& out, const Step& s, const Compute& r,
-                     int64_t parts, int64_t chunk, int64_t total, bool part_first) {
-  const std::string part_name = r.name + ".part";
-  Compute first = first_stage(r, parts, chunk, total, part_name, part_first);
+                     Compute first, bool part_first) {
+  const std::string& part_name = first.name;
+  const int64_t parts = (part_first ? first.ranges.front() : first.ranges.back()).value();
   // Simplify the first stage's indexing with its own ranges.
   const RangeMap ranges = ranges_of(first, program);
   first.body = map_indices(first.body, [&](const Expr& e) { return simplify(e, ranges); });
@@ -158,39 +228,119 @@ void emit_two_stages(const LoopProgram& program, LoopProgram& out, const Step& s
   out.steps.push_back(s);
 }
 
+/// The first stage that splits `r`, and whether its part index comes first; nullopt when r
+/// stays one stage. The paths, in order of preference, are described in split_reductions.h.
+std::optional<std::pair<Compute, bool>> first_stage_for(const Compute& r, const LoopProgram& program,
+                                                        const SplitOptions& options) {
+  const auto outputs = static_product(r.ranges);
+  const auto total = static_product(r.reduce_ranges);
+  if (!r.is_reduction() || !splittable(r.reduce_op) || !outputs || !total) return std::nullopt;
+  const std::string part_name = r.name + ".part";
+  // Few columns (a batch norm's per-channel sums over N*H*W pixels): the scheduler can give
+  // threads only whole vectors of columns, so 64 channels run on one thread. Cut the
+  // reduction into about `few_columns_parts` runs of its leading reduce ranges instead.
+  if (options.few_columns_parts > 0 && *outputs <= options.few_columns_max_outputs &&
+      *outputs * *total >= options.few_columns_min_elements && walks_down_columns(r, program)) {
+    if (const auto split = leading_split(r.reduce_ranges, options.few_columns_parts))
+      return std::make_pair(leading_first_stage(r, *split, part_name), true);
+  }
+  if (*outputs <= options.max_outputs && *total >= options.min_reduction) {
+    const int64_t chunk = (*total + options.partials - 1) / options.partials;
+    return std::make_pair(first_stage(r, (*total + chunk - 1) / chunk, chunk, *total, part_name, false),
+                          false);
+  }
+  // A column reduction walks one column of every row per vector of outputs: a new page per
+  // row (TLB misses past a few hundred rows) and one line per row for the prefetchers. In
+  // chunks of column_chunk rows the first stage reads that many rows side by side along
+  // whole rows; the second reduces the (total / column_chunk) partial rows.
+  if (options.column_chunk > 0 && *total >= 2 * options.column_chunk &&
+      *outputs * *total >= options.column_min_elements && reduces_down_columns(r, program)) {
+    const int64_t chunk = options.column_chunk;
+    return std::make_pair(first_stage(r, (*total + chunk - 1) / chunk, chunk, *total, part_name, true),
+                          true);
+  }
+  return std::nullopt;
+}
+
+/// The sum compute that var_mean's lowering gives `m2` beside it (same ranges, reduce ranges
+/// and body: interned values compare by identity), if any.
+const Compute* matching_sum(const Compute& m2, const LoopProgram& program) {
+  for (const auto& [name, c] : program.computes) {
+    if (c.reduce_op == ReduceOp::sum && c.body == m2.body && c.ranges == m2.ranges &&
+        c.reduce_ranges == m2.reduce_ranges && &c != &m2)
+      return &c;
+  }
+  return nullptr;
+}
+
+/// welford_m2 rewritten as the second pass of the two-pass variance: the sum of squared
+/// deviations from sum / count, the sum read from its buffer.
+Compute two_pass_m2(const Compute& m2, const Compute& sum) {
+  int64_t count = 1;
+  for (const Expr& e : m2.reduce_ranges) count *= e.value();
+  std::vector<Expr> kept;
+  for (size_t k = 0; k < m2.ranges.size(); ++k) kept.push_back(Expr::var(range_var(k)));
+  const DType t = m2.body->dtype;
+  const Value mean = binary(BinaryOp::div, load(sum.name, t, kept), constant_float(static_cast<double>(count), t));
+  const Value deviation = binary(BinaryOp::sub, m2.body, mean);
+  Compute c = m2;
+  c.reduce_op = ReduceOp::sum;
+  c.body = binary(BinaryOp::mul, deviation, deviation);
+  return c;
+}
+
+/// The step that computes `compute` alone, if any.
+const Step* step_of(const std::string& compute, const LoopProgram& program) {
+  for (const Step& s : program.steps) {
+    if (s.kind == Step::Kind::Kernel && s.kernel.computes == std::vector<std::string>{compute}) return &s;
+  }
+  return nullptr;
+}
+
+/// Emits step `s` (computing `r` alone): split in two stages when a path applies, else as is.
+void emit_step(const LoopProgram& program, LoopProgram& out, const Step& s, const Compute& r,
+               const SplitOptions& options) {
+  if (auto first = first_stage_for(r, program, options)) {
+    emit_two_stages(program, out, s, r, std::move(first->first), first->second);
+    return;
+  }
+  out.steps.push_back(s);
+}
+
 }  // namespace
 
 LoopProgram split_reductions(const LoopProgram& program, const SplitOptions& options) {
   LoopProgram out = program;
   out.steps.clear();
+  std::set<std::string> hoisted;  // sums emitted ahead of the variance that reads them
   for (const Step& s : program.steps) {
     if (s.kind != Step::Kind::Kernel || s.kernel.computes.size() != 1) {
       out.steps.push_back(s);
       continue;
     }
-    const Compute& r = program.computes.at(s.kernel.computes.front());
-    const auto outputs = static_product(r.ranges);
-    const auto total = static_product(r.reduce_ranges);
-    if (!r.is_reduction() || !splittable(r.reduce_op) || !outputs || !total) {
-      out.steps.push_back(s);
-      continue;
+    const std::string& name = s.kernel.computes.front();
+    if (hoisted.count(name)) continue;
+    const Compute& r = program.computes.at(name);
+    // A variance whose reduction a path would split (a batch norm's per-channel variance) runs
+    // as the two-pass algorithm on the CPU: Welford's update has no split here and divides per
+    // element, while its mean's sum is computed beside it anyway. The sum is hoisted ahead
+    // (same body, so its inputs are ready); the deviations' sum is then split like any sum.
+    const Compute* sum = r.reduce_op == ReduceOp::welford_m2 && options.two_pass_variance
+                             ? matching_sum(r, program)
+                             : nullptr;
+    if (sum) {
+      const Compute deviations = two_pass_m2(r, *sum);
+      const Step* sum_step = step_of(sum->name, program);
+      if (sum_step && first_stage_for(deviations, program, options)) {
+        if (!step_of(sum->name, out)) {  // not yet emitted
+          emit_step(program, out, *sum_step, *sum, options);
+          hoisted.insert(sum->name);
+        }
+        emit_step(program, out, s, deviations, options);
+        continue;
+      }
     }
-    if (*outputs <= options.max_outputs && *total >= options.min_reduction) {
-      const int64_t chunk = (*total + options.partials - 1) / options.partials;
-      emit_two_stages(program, out, s, r, (*total + chunk - 1) / chunk, chunk, *total, false);
-      continue;
-    }
-    // A column reduction walks one column of every row per vector of outputs: a new page per
-    // row (TLB misses past a few hundred rows) and one line per row for the prefetchers. In
-    // chunks of column_chunk rows the first stage reads that many rows side by side along
-    // whole rows; the second reduces the (total / column_chunk) partial rows.
-    if (options.column_chunk > 0 && *total >= 2 * options.column_chunk &&
-        *outputs * *total >= options.column_min_elements && reduces_down_columns(r, program)) {
-      const int64_t chunk = options.column_chunk;
-      emit_two_stages(program, out, s, r, (*total + chunk - 1) / chunk, chunk, *total, true);
-      continue;
-    }
-    out.steps.push_back(s);
+    emit_step(program, out, s, r, options);
   }
   return out;
 }

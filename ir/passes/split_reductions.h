@@ -2,12 +2,16 @@
 /// Splits reductions with few outputs and a long reduction into two stages, so both the work
 /// and the memory bandwidth spread over threads:  x.sum() over 2^24 elements becomes
 /// 64 partial sums (one parallel kernel) and a sum of those 64. On the CPU, large column
-/// reductions (x.sum(0)) are split too, into chunks of a few rows (SplitOptions::column_chunk).
+/// reductions (x.sum(0)) are split too, into chunks of a few rows (SplitOptions::column_chunk),
+/// and so are column reductions with few columns, whatever their size (a batch norm's
+/// per-channel sums: SplitOptions::few_columns_parts), which one vector of columns per thread
+/// would leave on a single thread.
 ///
 /// The partials are a fixed number of fixed-size chunks, independent of the thread count, and
 /// are combined in index order: results are deterministic and the same for any number of
 /// threads. Only associative reductions with a plain combine are split (sum, prod, max, min,
-/// any, all); argmax/argmin and welford_m2 are left alone.
+/// any, all); argmax/argmin are left alone, and so is welford_m2, unless it can run as the
+/// two-pass variance (SplitOptions::two_pass_variance).
 #pragma once
 
 #include "ir/loop_ir.h"
@@ -25,6 +29,21 @@ struct SplitOptions {
   /// instead of one column of every row (0: off; run_pipeline turns it off for the GPU).
   int64_t column_chunk = 16;
   int64_t column_min_elements = int64_t{1} << 21;
+  /// Column reductions (some load contiguous in the last output index, strided in a reduce
+  /// index) with at most few_columns_max_outputs outputs and at least few_columns_min_elements
+  /// elements in all: the leading reduce ranges are cut into about few_columns_parts runs
+  /// (an exact divisor between a quarter of that and that), partials laid out [part,
+  /// outputs...]. The scheduler parallelizes a column reduction over blocks of whole vectors
+  /// of outputs; 64 channels are too few blocks for more than one thread (0: off; run_pipeline
+  /// turns it off for the GPU, whose column kernels split rows themselves).
+  int64_t few_columns_parts = 64;
+  int64_t few_columns_max_outputs = 512;
+  int64_t few_columns_min_elements = int64_t{1} << 18;
+  /// A welford_m2 (variance) reduction that one of the paths above would split, with var_mean's
+  /// sum of the same values beside it, becomes the sum of squared deviations from that sum's
+  /// mean (the two-pass algorithm), split like any sum. Off on the GPU (its Welford kernels
+  /// split rows themselves).
+  bool two_pass_variance = true;
 };
 
 LoopProgram split_reductions(const LoopProgram& program, const SplitOptions& options = {});

@@ -56,6 +56,39 @@ TEST(InlineProducers, ViewsAndSingleUseProducersInline) {
 )");
 }
 
+// One reader loading a producer at several indices (max_pool2d's backward reading the pooled
+// gradient at the windows that hold a pixel) would evaluate it once per load: a producer
+// larger than max_shared_inline_nodes is realized, a cheap one is still inlined.
+TEST(InlineProducers, ProducerLoadedAtSeveralIndicesIsRealizedUnlessCheap) {
+  const std::string in = program(R"(  buffer %in0: float32[9]{1} input 0 cpu
+  buffer %in1: float32[9]{1} input 1 cpu
+  buffer %1: float32[9]{1} computed cpu
+  buffer %2: float32[9]{1} computed cpu
+  buffer %3: float32[8]{1} computed cpu
+  compute %1 pointwise[9] = add(where(le(load(%in0, [i0]), 0.0:float32), 0.0:float32, load(%in1, [i0])), exp(load(%in1, [i0])))
+  compute %2 pointwise[9] = neg(load(%in0, [i0]))
+  compute %3 pointwise[8] = add(add(load(%1, [i0]), load(%1, [i0 + 1])), add(load(%2, [i0]), load(%2, [i0 + 1])))
+  kernel %1
+  kernel %2
+  kernel %3
+  output %3
+)");
+  EXPECT_EQ(run_pass(in, [](const LoopProgram& p) { return inline_producers(p); }), R"(program {
+  buffer %in0: float32[9]{1} input 0 cpu
+  buffer %in1: float32[9]{1} input 1 cpu
+  buffer %1: float32[9]{1} computed cpu
+  buffer %2: float32[9]{1} computed cpu
+  buffer %3: float32[8]{1} computed cpu
+  compute %1 pointwise[9] = add(where(le(load(%in0, [i0]), 0.0:float32), 0.0:float32, load(%in1, [i0])), exp(load(%in1, [i0])))
+  compute %2 pointwise[9] = neg(load(%in0, [i0]))
+  compute %3 pointwise[8] = add(add(load(%1, [i0]), load(%1, [i0 + 1])), add(neg(load(%in0, [i0])), neg(load(%in0, [i0 + 1]))))
+  kernel %1
+  kernel %3
+  output %3
+}
+)");
+}
+
 // A shared compute with a small body is inlined into its readers, unless the single-use
 // producers it would carry along make it large (each reader would recompute them).
 TEST(InlineProducers, SharedBodyCarryingALargeChainIsRealized) {

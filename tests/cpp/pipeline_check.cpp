@@ -23,7 +23,7 @@ std::vector<std::pair<std::string, Pass>> loop_passes(const PipelineOptions& o) 
       {"eliminate_common_subexpressions", eliminate_common_subexpressions},
       {"inline_producers", [o](const LoopProgram& p) { return inline_producers(p, o.inlining); }},
       {"eliminate_dead_code", eliminate_dead_code},
-      {"split_reductions", [o](const LoopProgram& p) { return split_reductions(p, o.split); }},
+      {"split_reductions", [o](const LoopProgram& p) { return split_reductions(p, split_options_for(o)); }},
       {"fuse_kernels", fuse_kernels},
       {"eliminate_dead_code", eliminate_dead_code},
   };

@@ -269,6 +269,42 @@ TEST(PipelineSemantics, SplitReductionsOfATransposedInput) {
             "");
 }
 
+// A batch norm's training forward and backward in channels-last layout, with the few-columns
+// thresholds lowered to this size: the per-channel variance runs as the two-pass algorithm
+// (the sum hoisted ahead of it), and the sums split by their leading reduce ranges, one of
+// them reading a strided gather (a max-pool window).
+TEST(PipelineSemantics, FewColumnSplitsAndTwoPassVariance) {
+  PipelineCheck small;
+  small.options.split.few_columns_min_elements = 1024;
+  small.options.split.few_columns_parts = 8;
+  small.rtol = 1e-7;  // two-pass and Welford variances round differently
+  // The values sit around 3 (not 0), so that a wrong mean shows in the variance.
+  const std::string text = program(R"(  buffer %in0: float32[6, 24, 10, 10]{2400, 1, 240, 24} input 0 cpu
+  buffer %in1: float32[6, 24, 5, 5]{600, 1, 120, 24} input 1 cpu
+  buffer %1.m2: float32[24]{1} computed cpu
+  buffer %1.sum: float32[24]{1} computed cpu
+  buffer %2: float32[24]{1} computed cpu
+  buffer %3: float32[6, 24, 10, 10]{2400, 1, 240, 24} computed cpu
+  compute %1.m2 (node 1) reduce welford_m2[24] over [6, 10, 10] = add(load(%in0, [r0, i0, r1, r2]), 3.0:float32)
+  compute %1.sum (node 1) reduce sum[24] over [6, 10, 10] = add(load(%in0, [r0, i0, r1, r2]), 3.0:float32)
+  compute %2 (node 2) reduce sum[24] over [6, 10, 10] = mul(load(%in0, [r0, i0, r1, r2]), load(%in1, [r0, i0, r1 // 2, r2 // 2]))
+  compute %3 (node 3) pointwise[6, 24, 10, 10] = mul(sub(load(%in0, [i0, i1, i2, i3]), div(load(%1.sum, [i1]), 600.0:float32)), rsqrt(add(div(load(%1.m2, [i1]), 600.0:float32), 0.00001:float32)))
+  kernel %1.m2
+  kernel %1.sum
+  kernel %2
+  kernel %3
+  output %3, %2, %1.m2
+)");
+  EXPECT_EQ(pipeline_mismatch(text, small), "");
+  // The paths did apply: three reductions split by image (6 parts, within [8 / 2, 8]), no
+  // Welford left.
+  const std::string fused = program_to_text(run_pipeline(parse_program(text), small.options).fused);
+  EXPECT_NE(fused.find("compute %1.m2.part (node 1) reduce sum[6, 24] over [1, 10, 10]"), std::string::npos) << fused;
+  EXPECT_NE(fused.find("compute %1.sum.part (node 1) reduce sum[6, 24] over [1, 10, 10]"), std::string::npos) << fused;
+  EXPECT_NE(fused.find("compute %2.part (node 2) reduce sum[6, 24] over [1, 10, 10]"), std::string::npos) << fused;
+  EXPECT_EQ(fused.find("welford_m2"), std::string::npos) << fused;
+}
+
 // Softmax over dim 0: reductions over the non-contiguous dim (outer strategy), keepdim views
 // of shape [1, C], and a sum over dims 0 and 2 of a 3-D tensor with an epilogue.
 TEST(PipelineSemantics, ReductionsOverOuterAndNonAdjacentDims) {

@@ -55,6 +55,101 @@ TEST(SplitReductions, ColumnSumBecomesChunksOfRows) {
 )");
 }
 
+// A batch norm's per-channel sum (64 channels of 16x56x56 channels-last pixels, under 2^21
+// elements and too few columns to give threads whole vectors): the leading reduce ranges
+// (16x56 = 896 rows) are cut into 64 parts of 14 rows, partials laid out [part, channel]; the
+// pixel loop stays whole (no division per element).
+TEST(SplitReductions, FewColumnsSplitTheirLeadingReduceRanges) {
+  const std::string in = program(R"(  buffer %in0: float32[16, 64, 56, 56]{200704, 1, 3584, 64} input 0 cpu
+  buffer %1: float32[64]{1} computed cpu
+  compute %1 (node 1) reduce sum[64] over [16, 56, 56] = load(%in0, [r0, i0, r1, r2])
+  kernel %1
+  output %1
+)");
+  EXPECT_EQ(run_pass(in, [](const LoopProgram& p) { return split_reductions(p); }), R"(program {
+  buffer %in0: float32[16, 64, 56, 56]{200704, 1, 3584, 64} input 0 cpu
+  buffer %1: float32[64]{1} computed cpu
+  buffer %1.part: float32[64, 64]{64, 1} computed cpu
+  compute %1 (node 1) reduce sum[64] over [64] = load(%1.part, [r0, i0])
+  compute %1.part (node 1) reduce sum[64, 64] over [14, 56] = load(%in0, [(i0*14 + r0) // 56, i1, (i0*14 + r0) % 56, r1])
+  kernel %1.part
+  kernel %1
+  output %1
+}
+)");
+  // A prime row count has no divisor to cut by: left to the other paths (here none).
+  const std::string prime = program(R"(  buffer %in0: float32[4099, 64]{64, 1} input 0 cpu
+  buffer %1: float32[64]{1} computed cpu
+  compute %1 (node 1) reduce sum[64] over [4099] = load(%in0, [r0, i0])
+  kernel %1
+  output %1
+)");
+  EXPECT_EQ(run_pass(prime, [](const LoopProgram& p) { return split_reductions(p); }), prime);
+  // A gathered load (max_pool2d's backward window) does not stop the split when another load
+  // walks the columns; 32 images are enough parts. A row reduction (contiguous along the
+  // reduction) is not a column walk.
+  const std::string gathered = program(R"(  buffer %in0: float32[32, 64, 56, 56]{200704, 1, 3584, 64} input 0 cpu
+  buffer %in1: float32[32, 64, 28, 28]{50176, 1, 1792, 64} input 1 cpu
+  buffer %1: float32[64]{1} computed cpu
+  compute %1 (node 1) reduce sum[64] over [32, 56, 56] = add(load(%in0, [r0, i0, r1, r2]), load(%in1, [r0, i0, min(r1 // 2, 27), min(r2 // 2, 27)]))
+  kernel %1
+  output %1
+)");
+  const std::string split_gathered = run_pass(gathered, [](const LoopProgram& p) { return split_reductions(p); });
+  EXPECT_NE(split_gathered.find(
+                "compute %1.part (node 1) reduce sum[32, 64] over [1, 56, 56] = add(load(%in0, [i0, i1, r1, r2]), load(%in1, [i0, i1, r1 // 2, r2 // 2]))"),
+            std::string::npos) << split_gathered;
+  const std::string rows = program(R"(  buffer %in0: float32[64, 8192]{8192, 1} input 0 cpu
+  buffer %1: float32[64]{1} computed cpu
+  compute %1 (node 1) reduce sum[64] over [8192] = load(%in0, [i0, r0])
+  kernel %1
+  output %1
+)");
+  EXPECT_EQ(run_pass(rows, [](const LoopProgram& p) { return split_reductions(p); }), rows);
+}
+
+// var_mean over a batch norm's pixels: the variance (welford_m2) becomes the sum of squared
+// deviations from the sum's mean, after that sum (hoisted ahead of it), and both are split.
+TEST(SplitReductions, ColumnVarianceBecomesTwoPassAndSplits) {
+  const std::string in = program(R"(  buffer %in0: float32[16, 64, 56, 56]{200704, 1, 3584, 64} input 0 cpu
+  buffer %1.m2: float32[64]{1} computed cpu
+  buffer %1.sum: float32[64]{1} computed cpu
+  compute %1.m2 (node 1) reduce welford_m2[64] over [16, 56, 56] = load(%in0, [r0, i0, r1, r2])
+  compute %1.sum (node 1) reduce sum[64] over [16, 56, 56] = load(%in0, [r0, i0, r1, r2])
+  kernel %1.m2
+  kernel %1.sum
+  output %1.m2, %1.sum
+)");
+  EXPECT_EQ(run_pass(in, [](const LoopProgram& p) { return split_reductions(p); }), R"(program {
+  buffer %in0: float32[16, 64, 56, 56]{200704, 1, 3584, 64} input 0 cpu
+  buffer %1.m2: float32[64]{1} computed cpu
+  buffer %1.sum: float32[64]{1} computed cpu
+  buffer %1.sum.part: float32[64, 64]{64, 1} computed cpu
+  buffer %1.m2.part: float32[64, 64]{64, 1} computed cpu
+  compute %1.m2 (node 1) reduce sum[64] over [64] = load(%1.m2.part, [r0, i0])
+  compute %1.sum (node 1) reduce sum[64] over [64] = load(%1.sum.part, [r0, i0])
+  compute %1.sum.part (node 1) reduce sum[64, 64] over [14, 56] = load(%in0, [(i0*14 + r0) // 56, i1, (i0*14 + r0) % 56, r1])
+  compute %1.m2.part (node 1) reduce sum[64, 64] over [14, 56] = mul(sub(load(%in0, [(i0*14 + r0) // 56, i1, (i0*14 + r0) % 56, r1]), div(load(%1.sum, [i1]), 50176.0:float32)), sub(load(%in0, [(i0*14 + r0) // 56, i1, (i0*14 + r0) % 56, r1]), div(load(%1.sum, [i1]), 50176.0:float32)))
+  kernel %1.sum.part
+  kernel %1.sum
+  kernel %1.m2.part
+  kernel %1.m2
+  output %1.m2, %1.sum
+}
+)");
+  // A row variance (layer norm's) is not split: it stays Welford's.
+  const std::string rows = program(R"(  buffer %in0: float32[64, 8192]{8192, 1} input 0 cpu
+  buffer %1.m2: float32[64]{1} computed cpu
+  buffer %1.sum: float32[64]{1} computed cpu
+  compute %1.m2 (node 1) reduce welford_m2[64] over [8192] = load(%in0, [i0, r0])
+  compute %1.sum (node 1) reduce sum[64] over [8192] = load(%in0, [i0, r0])
+  kernel %1.m2
+  kernel %1.sum
+  output %1.m2, %1.sum
+)");
+  EXPECT_EQ(run_pass(rows, [](const LoopProgram& p) { return split_reductions(p); }), rows);
+}
+
 // Not column walks, or too small: left alone. A row sum (contiguous in the reduction), a column
 // sum under 2^21 elements, and a column sum of a transposed view (contiguous along the
 // reduction).
