@@ -219,6 +219,22 @@ void emit_two_stages(const LoopProgram& program, LoopProgram& out, const Step& s
   Compute second = r;
   second.reduce_ranges = {Expr(parts)};
   second.body = load(part_name, part.dtype, idx);
+  if (part_first && parts >= 16 && parts % 8 == 0 && r.reduce_op == ReduceOp::sum &&
+      is_floating(part.dtype)) {
+    // 64 float partials summed in a row lose up to 64 roundings at the total's magnitude
+    // (65536 x ~100 per column: 2x eager's error). Eight at a time in a balanced tree, then
+    // those eight sums in a row: within eager's error (tests/python/test_codegen.py).
+    std::vector<Value> group;
+    for (int64_t j = 0; j < 8; ++j) {
+      idx.front() = Expr::var(reduce_var(0)) * 8 + j;
+      group.push_back(load(part_name, part.dtype, idx));
+    }
+    for (size_t width = group.size(); width > 1; width /= 2) {
+      for (size_t j = 0; j < width / 2; ++j) group[j] = binary(BinaryOp::add, group[2 * j], group[2 * j + 1]);
+    }
+    second.reduce_ranges = {Expr(parts / 8)};
+    second.body = group.front();
+  }
   out.computes[part_name] = first;
   out.computes[r.name] = second;
 

@@ -58,7 +58,8 @@ TEST(SplitReductions, ColumnSumBecomesChunksOfRows) {
 // A batch norm's per-channel sum (64 channels of 16x56x56 channels-last pixels, under 2^21
 // elements and too few columns to give threads whole vectors): the leading reduce ranges
 // (16x56 = 896 rows) are cut into 64 parts of 14 rows, partials laid out [part, channel]; the
-// pixel loop stays whole (no division per element).
+// pixel loop stays whole (no division per element). The partials are summed eight at a time
+// in a balanced tree (float rounding: tests/python/test_codegen.py).
 TEST(SplitReductions, FewColumnsSplitTheirLeadingReduceRanges) {
   const std::string in = program(R"(  buffer %in0: float32[16, 64, 56, 56]{200704, 1, 3584, 64} input 0 cpu
   buffer %1: float32[64]{1} computed cpu
@@ -70,7 +71,7 @@ TEST(SplitReductions, FewColumnsSplitTheirLeadingReduceRanges) {
   buffer %in0: float32[16, 64, 56, 56]{200704, 1, 3584, 64} input 0 cpu
   buffer %1: float32[64]{1} computed cpu
   buffer %1.part: float32[64, 64]{64, 1} computed cpu
-  compute %1 (node 1) reduce sum[64] over [64] = load(%1.part, [r0, i0])
+  compute %1 (node 1) reduce sum[64] over [8] = add(add(add(load(%1.part, [r0*8, i0]), load(%1.part, [r0*8 + 1, i0])), add(load(%1.part, [r0*8 + 2, i0]), load(%1.part, [r0*8 + 3, i0]))), add(add(load(%1.part, [r0*8 + 4, i0]), load(%1.part, [r0*8 + 5, i0])), add(load(%1.part, [r0*8 + 6, i0]), load(%1.part, [r0*8 + 7, i0]))))
   compute %1.part (node 1) reduce sum[64, 64] over [14, 56] = load(%in0, [(i0*14 + r0) // 56, i1, (i0*14 + r0) % 56, r1])
   kernel %1.part
   kernel %1
@@ -126,8 +127,8 @@ TEST(SplitReductions, ColumnVarianceBecomesTwoPassAndSplits) {
   buffer %1.sum: float32[64]{1} computed cpu
   buffer %1.sum.part: float32[64, 64]{64, 1} computed cpu
   buffer %1.m2.part: float32[64, 64]{64, 1} computed cpu
-  compute %1.m2 (node 1) reduce sum[64] over [64] = load(%1.m2.part, [r0, i0])
-  compute %1.sum (node 1) reduce sum[64] over [64] = load(%1.sum.part, [r0, i0])
+  compute %1.m2 (node 1) reduce sum[64] over [8] = add(add(add(load(%1.m2.part, [r0*8, i0]), load(%1.m2.part, [r0*8 + 1, i0])), add(load(%1.m2.part, [r0*8 + 2, i0]), load(%1.m2.part, [r0*8 + 3, i0]))), add(add(load(%1.m2.part, [r0*8 + 4, i0]), load(%1.m2.part, [r0*8 + 5, i0])), add(load(%1.m2.part, [r0*8 + 6, i0]), load(%1.m2.part, [r0*8 + 7, i0]))))
+  compute %1.sum (node 1) reduce sum[64] over [8] = add(add(add(load(%1.sum.part, [r0*8, i0]), load(%1.sum.part, [r0*8 + 1, i0])), add(load(%1.sum.part, [r0*8 + 2, i0]), load(%1.sum.part, [r0*8 + 3, i0]))), add(add(load(%1.sum.part, [r0*8 + 4, i0]), load(%1.sum.part, [r0*8 + 5, i0])), add(load(%1.sum.part, [r0*8 + 6, i0]), load(%1.sum.part, [r0*8 + 7, i0]))))
   compute %1.sum.part (node 1) reduce sum[64, 64] over [14, 56] = load(%in0, [(i0*14 + r0) // 56, i1, (i0*14 + r0) % 56, r1])
   compute %1.m2.part (node 1) reduce sum[64, 64] over [14, 56] = mul(sub(load(%in0, [(i0*14 + r0) // 56, i1, (i0*14 + r0) % 56, r1]), div(load(%1.sum, [i1]), 50176.0:float32)), sub(load(%in0, [(i0*14 + r0) // 56, i1, (i0*14 + r0) % 56, r1]), div(load(%1.sum, [i1]), 50176.0:float32)))
   kernel %1.sum.part
