@@ -166,16 +166,20 @@ std::set<std::string> choose_realized(const LoopProgram& p, const std::set<std::
     if (c.view) continue;
     auto it = readers.find(name);
     const size_t reader_count = it == readers.end() ? 0 : it->second.size();
-    const auto site_count = sites.find(name);
-    const bool read_twice = reader_count > 1 || (site_count != sites.end() && site_count->second > 1);
     const bool shared_and_large =
-        read_twice && (node_count(c.body) > options.max_shared_inline_nodes ||
+        reader_count > 1 && (node_count(c.body) > options.max_shared_inline_nodes ||
                              size > options.max_shared_inline_expanded_nodes);
+    // Loaded at several indices by one reader: inlined, all it carries is evaluated per load.
+    const auto site_count = sites.find(name);
+    const bool gathered_and_large = site_count != sites.end() &&
+                                    site_count->second > static_cast<int64_t>(reader_count) &&
+                                    size > options.max_shared_inline_nodes;
     const int64_t points = iteration_count(c);
     const bool broadcast_and_large =
         (size >= options.broadcast_realize_min_nodes || gather) && points > 1 &&
         reader_iterations(p, readers, name) >= options.broadcast_realize_factor * points;
-    if (c.is_reduction() || needed.count(name) || shared_and_large || broadcast_and_large)
+    if (c.is_reduction() || needed.count(name) || shared_and_large || gathered_and_large ||
+        broadcast_and_large)
       realized.insert(name);
   }
   if (expanded.size() != p.computes.size())

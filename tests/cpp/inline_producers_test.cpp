@@ -58,33 +58,39 @@ TEST(InlineProducers, ViewsAndSingleUseProducersInline) {
 
 // One reader loading a producer at several indices (max_pool2d's backward reading the pooled
 // gradient at the windows that hold a pixel) would evaluate it once per load: a producer
-// larger than max_shared_inline_nodes is realized, a cheap one is still inlined.
+// larger than max_shared_inline_nodes with what it carries is realized (%2: small itself, but
+// it carries %1), a cheap one (%3) is still inlined.
 TEST(InlineProducers, ProducerLoadedAtSeveralIndicesIsRealizedUnlessCheap) {
   const std::string in = program(R"(  buffer %in0: float32[9]{1} input 0 cpu
   buffer %in1: float32[9]{1} input 1 cpu
   buffer %1: float32[9]{1} computed cpu
   buffer %2: float32[9]{1} computed cpu
-  buffer %3: float32[8]{1} computed cpu
-  compute %1 pointwise[9] = add(where(le(load(%in0, [i0]), 0.0:float32), 0.0:float32, load(%in1, [i0])), exp(load(%in1, [i0])))
-  compute %2 pointwise[9] = neg(load(%in0, [i0]))
-  compute %3 pointwise[8] = add(add(load(%1, [i0]), load(%1, [i0 + 1])), add(load(%2, [i0]), load(%2, [i0 + 1])))
+  buffer %3: float32[9]{1} computed cpu
+  buffer %4: float32[8]{1} computed cpu
+  compute %1 pointwise[9] = add(load(%in1, [i0]), exp(load(%in1, [i0])))
+  compute %2 pointwise[9] = where(le(load(%in0, [i0]), 0.0:float32), 0.0:float32, load(%1, [i0]))
+  compute %3 pointwise[9] = neg(load(%in0, [i0]))
+  compute %4 pointwise[8] = add(add(load(%2, [i0]), load(%2, [i0 + 1])), add(load(%3, [i0]), load(%3, [i0 + 1])))
   kernel %1
   kernel %2
   kernel %3
-  output %3
+  kernel %4
+  output %4
 )");
   EXPECT_EQ(run_pass(in, [](const LoopProgram& p) { return inline_producers(p); }), R"(program {
   buffer %in0: float32[9]{1} input 0 cpu
   buffer %in1: float32[9]{1} input 1 cpu
   buffer %1: float32[9]{1} computed cpu
   buffer %2: float32[9]{1} computed cpu
-  buffer %3: float32[8]{1} computed cpu
-  compute %1 pointwise[9] = add(where(le(load(%in0, [i0]), 0.0:float32), 0.0:float32, load(%in1, [i0])), exp(load(%in1, [i0])))
-  compute %2 pointwise[9] = neg(load(%in0, [i0]))
-  compute %3 pointwise[8] = add(add(load(%1, [i0]), load(%1, [i0 + 1])), add(neg(load(%in0, [i0])), neg(load(%in0, [i0 + 1]))))
-  kernel %1
-  kernel %3
-  output %3
+  buffer %3: float32[9]{1} computed cpu
+  buffer %4: float32[8]{1} computed cpu
+  compute %1 pointwise[9] = add(load(%in1, [i0]), exp(load(%in1, [i0])))
+  compute %2 pointwise[9] = where(le(load(%in0, [i0]), 0.0:float32), 0.0:float32, add(load(%in1, [i0]), exp(load(%in1, [i0]))))
+  compute %3 pointwise[9] = neg(load(%in0, [i0]))
+  compute %4 pointwise[8] = add(add(load(%2, [i0]), load(%2, [i0 + 1])), add(neg(load(%in0, [i0])), neg(load(%in0, [i0 + 1]))))
+  kernel %2
+  kernel %4
+  output %4
 }
 )");
 }
