@@ -1601,6 +1601,37 @@ TEST_F(EmitCppTest, MixedLoopStructures) {
   }
 }
 
+// A column reduction the scheduler asks 64 lanes of (four registers side by side) gets them
+// when its vectors hold float32 only; one reading int64 argmax indices (max_pool2d's backward
+// fused with batch norm's sums) gets one register's worth: int64 vectors and their masks four
+// registers wide ran 7x slower on AVX-512 (codegen/cpu/loop_plan.cpp).
+TEST_F(EmitCppTest, WideColumnReductionsKeepInt64LanesInOneRegister) {
+  const char* const text = R"(kernel column_sums(%x: float32 in, %idx: int64 in, %1: float32 out, %2: float32 out) {
+  for x0 in 0..64 vector(64) {
+    t0 = accumulator sum float32
+    for y0 in 0..1000 {
+      t0 += load(%x, [x0 + y0*64])
+    }
+    %1[x0] = local(t0, float32)
+  }
+  for x0 in 0..64 vector(64) {
+    t1 = accumulator sum float32
+    for y0 in 0..1000 {
+      t1 += where(eq(load(%idx, [x0 + y0*64]), index(y0, int64)), load(%x, [x0 + y0*64]), 0.0:float32)
+    }
+    %2[x0] = local(t1, float32)
+  }
+})";
+  const std::vector<ir::Kernel> kernels = {ir::parse_kernel(text)};
+  const std::string avx512 = emit_cpp(kernels, CppTarget{CpuIsa::Avx512, true});
+  const std::string avx2 = emit_cpp(kernels, CppTarget{CpuIsa::Avx2, true});
+  EXPECT_NE(avx512.find("ic::Vec<float, 64> t0"), std::string::npos) << avx512;
+  EXPECT_NE(avx512.find("ic::Vec<float, 8> t1"), std::string::npos) << avx512;
+  EXPECT_EQ(avx512.find("ic::Vec<int64_t, 32>"), std::string::npos) << avx512;
+  EXPECT_NE(avx2.find("ic::Vec<float, 32> t0"), std::string::npos) << avx2;
+  EXPECT_NE(avx2.find("ic::Vec<float, 4> t1"), std::string::npos) << avx2;
+}
+
 TEST_F(EmitCppTest, IndexComparisonsAreLaneMasks) {
   const std::vector<ir::Kernel> kernels = {ir::parse_kernel(kKernels[std::size(kKernels) - 1])};
   const std::string source = emit_cpp(kernels, CppTarget{});
