@@ -341,9 +341,9 @@ LoopProgram split_reductions(const LoopProgram& program, const SplitOptions& opt
     // as the two-pass algorithm on the CPU: Welford's update has no split here and divides per
     // element, while its mean's sum is computed beside it anyway. The sum is hoisted ahead
     // (same body, so its inputs are ready); the deviations' sum is then split like any sum.
-    const Compute* sum = r.reduce_op == ReduceOp::welford_m2 && options.two_pass_variance
-                             ? matching_sum(r, program)
-                             : nullptr;
+    const bool static_variance = r.reduce_op == ReduceOp::welford_m2 && options.two_pass_variance &&
+                                 static_product(r.ranges) && static_product(r.reduce_ranges);
+    const Compute* sum = static_variance ? matching_sum(r, program) : nullptr;
     if (sum) {
       const Compute deviations = two_pass_m2(r, *sum);
       const Step* sum_step = step_of(sum->name, program);

@@ -138,6 +138,18 @@ TEST(SplitReductions, ColumnVarianceBecomesTwoPassAndSplits) {
   output %1.m2, %1.sum
 }
 )");
+  // With symbolic sizes (Dynamo's dynamic shapes) nothing is split: it stays Welford's.
+  const std::string symbolic = program(R"(  buffer %in0: float32[s0, 64]{64, 1} input 0 cpu
+  buffer %1.m2: float32[64]{1} computed cpu
+  buffer %1.sum: float32[64]{1} computed cpu
+  compute %1.m2 (node 1) reduce welford_m2[64] over [s0] = load(%in0, [r0, i0])
+  compute %1.sum (node 1) reduce sum[64] over [s0] = load(%in0, [r0, i0])
+  kernel %1.m2
+  kernel %1.sum
+  output %1.m2, %1.sum
+  symbol s0 in [2, 9223372036854775807]
+)");
+  EXPECT_EQ(run_pass(symbolic, [](const LoopProgram& p) { return split_reductions(p); }), symbolic);
   // A row variance (layer norm's) is not split: it stays Welford's.
   const std::string rows = program(R"(  buffer %in0: float32[64, 8192]{8192, 1} input 0 cpu
   buffer %1.m2: float32[64]{1} computed cpu
