@@ -241,6 +241,7 @@ int main(int argc, char** argv) {
     bench_conv((b + "r50 3x3 128 28x28").c_str(), batch, 28, 28, 128, 128, 3, 1, 1, threads, peak);
     bench_conv((b + "r50 3x3 256 14x14").c_str(), batch, 14, 14, 256, 256, 3, 1, 1, threads, peak);
     bench_conv((b + "r50 3x3 512 7x7").c_str(), batch, 7, 7, 512, 512, 3, 1, 1, threads, peak);
+    bench_conv((b + "r18@112 3x3 512 4x4").c_str(), batch, 4, 4, 512, 512, 3, 1, 1, threads, peak);
     bench_conv((b + "r50 7x7/2 3>64 224").c_str(), batch, 224, 224, 3, 64, 7, 2, 3, threads, peak);
   }
   return 0;
