@@ -51,7 +51,8 @@ at::Tensor checked_f32(const c10::IValue& v, const std::string& label, const cha
   return t;
 }
 
-matrix::Conv2dParams conv_params(const at::Tensor& x, const at::Tensor& w, const ConvGeometry& geometry) {
+matrix::Conv2dParams conv_params(const at::Tensor& x, const at::Tensor& w,
+                                 const ConvGeometry& geometry) {
   matrix::Conv2dParams q;
   q.flush_denormals = matrix::caller_flushes_denormals();
   q.n = x.size(0), q.c = x.size(1), q.h = x.size(2), q.w = x.size(3);
@@ -94,7 +95,10 @@ bool is_dense_nhwc(at::IntArrayRef sizes, at::IntArrayRef strides) {
 
 ConvStep::ConvStep(MatmulLaunch launch, std::vector<matrix::EpilogueKind> kinds, std::string label,
                    KernelFn tile_fn)
-    : launch_(std::move(launch)), kinds_(std::move(kinds)), tile_fn_(tile_fn), label_(std::move(label)) {
+    : launch_(std::move(launch)),
+      kinds_(std::move(kinds)),
+      tile_fn_(tile_fn),
+      label_(std::move(label)) {
   const BufferAlloc& out = launch_.out;
   if (!launch_.is_conv()) throw std::runtime_error("not a conv2d step: " + launch_.op);
   if (out.dtype != "float32" || out.device != "cpu")
@@ -152,8 +156,8 @@ void ConvStep::run(std::vector<c10::IValue>& slots) const {
     if (e.slot >= 0) {
       at::Tensor t = checked_f32(slots[e.slot], label_, "epilogue operand");
       if (matrix::is_residual_op(op.kind)) {  // a tensor of the output's shape
-        TORCH_CHECK(t.sizes() == y.sizes(), "inductor_cpp: ", label_, ": ", e.kind, " operand of sizes ",
-                    t.sizes(), ", expected ", y.sizes());
+        TORCH_CHECK(t.sizes() == y.sizes(), "inductor_cpp: ", label_, ": ", e.kind,
+                    " operand of sizes ", t.sizes(), ", expected ", y.sizes());
         t = as_dense_nhwc(t);
         op.ld = q.oc;  // one output pixel per row
       } else {
@@ -169,7 +173,8 @@ void ConvStep::run(std::vector<c10::IValue>& slots) const {
 
   const auto pack = [&] {  // from OHWI: a channels-last weight as it is, another layout copied
     const at::Tensor ohwi = w.contiguous(at::MemoryFormat::ChannelsLast);
-    return matrix::pack_conv_weight_ohwi_f32(ohwi.data_ptr<float>(), q);
+    return matrix::pack_conv_weight_ohwi_f32(ohwi.data_ptr<float>(), q,
+                                             static_cast<int>(at::get_num_threads()));
   };
   std::shared_ptr<const matrix::PackedConvWeight> packed = packed_->lookup(w, pack);
   std::optional<matrix::PackedConvWeight> per_call;

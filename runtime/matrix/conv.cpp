@@ -149,9 +149,11 @@ PackedConvWeight pack_conv_weight_f32(const float* weight_oihw, const Conv2dPara
   return pack_conv_weight_ohwi_f32(ohwi.data(), q);
 }
 
-PackedConvWeight pack_conv_weight_ohwi_f32(const float* weight_ohwi, const Conv2dParams& q) {
+PackedConvWeight pack_conv_weight_ohwi_f32(const float* weight_ohwi, const Conv2dParams& q,
+                                           int num_threads) {
   const int64_t k = q.kh * q.kw * q.c;
-  return PackedConvWeight{q.oc, q.kh, q.kw, q.c, pack_b_f32(weight_ohwi, k, q.oc, k, true)};
+  return PackedConvWeight{q.oc, q.kh, q.kw, q.c,
+                          pack_b_f32(weight_ohwi, k, q.oc, k, true, num_threads)};
 }
 
 void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const Conv2dParams& q,

@@ -34,7 +34,8 @@ Conv2dParams transposed_problem(const Conv2dParams& q) {
 bool transposes_directly(const Conv2dParams& q) {
   if (q.stride_h != 1 || q.stride_w != 1) return false;
   const Conv2dParams t = transposed_problem(q);
-  return t.pad_h >= 0 && t.pad_w >= 0 && t.out_h() == q.h && t.out_w() == q.w && conv2d_supported(t);
+  return t.pad_h >= 0 && t.pad_w >= 0 && t.out_h() == q.h && t.out_w() == q.w &&
+         conv2d_supported(t);
 }
 
 /// One dimension of one phase of a strided input gradient: the input positions phase +
@@ -45,11 +46,13 @@ struct PhaseDim {
   std::vector<int64_t> taps;
 };
 
-PhaseDim phase_dim(int64_t phase, int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dilation) {
+PhaseDim phase_dim(int64_t phase, int64_t in, int64_t k, int64_t stride, int64_t pad,
+                   int64_t dilation) {
   PhaseDim r;
   r.count = phase < in ? (in - phase + stride - 1) / stride : 0;
   std::vector<int64_t> offsets;
-  for (int64_t tap = k - 1; tap >= 0; --tap) {  // input phase + stride·t = out·stride - pad + tap·dilation
+  for (int64_t tap = k - 1; tap >= 0;
+       --tap) {  // input phase + stride·t = out·stride - pad + tap·dilation
     const int64_t num = phase + pad - tap * dilation;
     if (((num % stride) + stride) % stride != 0) continue;
     r.taps.push_back(tap);
@@ -66,8 +69,8 @@ PhaseDim phase_dim(int64_t phase, int64_t in, int64_t k, int64_t stride, int64_t
 /// zero). Per phase: dy's rows and columns that phase reads copied with zero borders (the
 /// sub-problem's padding is asymmetric), the convolution into a scratch [N, T_y, T_x, C], its
 /// pixels scattered to dx.
-void input_gradient_by_phases(const float* dy, const float* weight_ohwi, float* dx, const Conv2dParams& q,
-                              int num_threads) {
+void input_gradient_by_phases(const float* dy, const float* weight_ohwi, float* dx,
+                              const Conv2dParams& q, int num_threads) {
   const int64_t oh = q.out_h(), ow = q.out_w(), taps = q.kh * q.kw;
   const int nr = gemm_blocking().nr;
   for (int64_t py = 0; py < q.stride_h; ++py)
@@ -95,15 +98,22 @@ void input_gradient_by_phases(const float* dy, const float* weight_ohwi, float* 
             if (sy < 0 || sy >= oh || sx < 0 || sx >= ow)
               std::fill(dst + c * t.c, dst + (c + 1) * t.c, 0.0f);
             else
-              std::memcpy(dst + c * t.c, dy + ((img * oh + sy) * ow + sx) * q.oc, size_t(q.oc) * sizeof(float));
+              std::memcpy(dst + c * t.c, dy + ((img * oh + sy) * ow + sx) * q.oc,
+                          size_t(q.oc) * sizeof(float));
           }
         }
         // B row (j_y, j_x, o) × column c = w[o][taps_y[j_y]][taps_x[j_x]][c], OC rows per tap.
         PackedConvWeight packed{t.oc, t.kh, t.kw, t.c, PackedB(jy * jx * q.oc, q.c, nr)};
-        for (int64_t a = 0; a < jy; ++a)
-          for (int64_t b = 0; b < jx; ++b)
-            pack_b_panels(weight_ohwi + (y.taps[a] * q.kw + x.taps[b]) * q.c, taps * q.c, false, 0, q.oc, 0, q.c,
-                          nr, jy * jx * q.oc * nr, packed.packed.mutable_panel(0) + (a * jx + b) * q.oc * nr);
+        for_panel_ranges(packed.packed.num_panels(), jy * jx * q.oc * q.c, num_threads,
+                         [&](int64_t p0, int64_t p1) {
+                           for (int64_t a = 0; a < jy; ++a)
+                             for (int64_t b = 0; b < jx; ++b)
+                               pack_b_panels(
+                                   weight_ohwi + (y.taps[a] * q.kw + x.taps[b]) * q.c, taps * q.c,
+                                   false, 0, q.oc, p0 * nr, std::min(q.c, p1 * nr) - p0 * nr, nr,
+                                   jy * jx * q.oc * nr,
+                                   packed.packed.mutable_panel(p0) + (a * jx + b) * q.oc * nr);
+                         });
         conv2d_nhwc_f32(in.get(), packed, out.get(), t, num_threads);
       }
       const int64_t rows = q.n * y.count;
@@ -119,7 +129,9 @@ void input_gradient_by_phases(const float* dy, const float* weight_ohwi, float* 
 
 }  // namespace
 
-bool conv2d_backward_input_supported(const Conv2dParams& q) { return conv2d_supported(q); }
+bool conv2d_backward_input_supported(const Conv2dParams& q) {
+  return conv2d_supported(q);
+}
 
 void conv2d_backward_input_nhwc_f32(const float* dy, const float* weight_ohwi, float* dx,
                                     const Conv2dParams& q, int num_threads) {
@@ -136,7 +148,7 @@ void conv2d_backward_input_nhwc_f32(const float* dy, const float* weight_ohwi, f
     // and a one-thread GEMM of the output row writing them (ldc = stride · C) with w packed
     // once. (A GEMM into a scratch matrix scattered afterwards ran 0.59x eager at 16 threads,
     // 64->128 @56 batch 8: eager's whole call is one pass over dx.)
-    const PackedB packed = pack_b_f32(weight_ohwi, q.oc, q.c, q.c, false);
+    const PackedB packed = pack_b_f32(weight_ohwi, q.oc, q.c, q.c, false, num_threads);
     const int64_t image_rows = q.n * q.h;
     int threads = int(std::max<int64_t>(1, std::min<int64_t>(num_threads, image_rows)));
     if (q.n * oh * ow * q.c * q.oc < gemm_blocking().serial_macs) threads = 1;
@@ -165,9 +177,13 @@ void conv2d_backward_input_nhwc_f32(const float* dy, const float* weight_ohwi, f
   const int64_t taps = q.kh * q.kw;
   const int nr = gemm_blocking().nr;
   PackedConvWeight packed{t.oc, t.kh, t.kw, t.c, PackedB(taps * q.oc, q.c, nr)};
-  for (int64_t tap = 0; tap < taps; ++tap)
-    pack_b_panels(weight_ohwi + (taps - 1 - tap) * q.c, taps * q.c, false, 0, q.oc, 0, q.c, nr,
-                  taps * q.oc * nr, packed.packed.mutable_panel(0) + tap * q.oc * nr);
+  for_panel_ranges(
+      packed.packed.num_panels(), taps * q.oc * q.c, num_threads, [&](int64_t p0, int64_t p1) {
+        for (int64_t tap = 0; tap < taps; ++tap)
+          pack_b_panels(weight_ohwi + (taps - 1 - tap) * q.c, taps * q.c, false, 0, q.oc, p0 * nr,
+                        std::min(q.c, p1 * nr) - p0 * nr, nr, taps * q.oc * nr,
+                        packed.packed.mutable_panel(p0) + tap * q.oc * nr);
+      });
   conv2d_nhwc_f32(dy, packed, dx, t, num_threads);
 }
 

@@ -62,9 +62,9 @@ struct TileKernel {
 
 struct EpilogueOp {
   EpilogueKind kind;
-  const float* data = nullptr;  ///< Bias / residual base (indexed by absolute row/column).
-  int64_t ld = 0;               ///< Residual leading dimension.
-  float a = 0, b = 0;           ///< Scale factor or clamp bounds.
+  const float* data = nullptr;       ///< Bias / residual base (indexed by absolute row/column).
+  int64_t ld = 0;                    ///< Residual leading dimension.
+  float a = 0, b = 0;                ///< Scale factor or clamp bounds.
   const TileKernel* tile = nullptr;  ///< EpilogueKind::Tile
 };
 
@@ -103,8 +103,10 @@ class PackedB {
   std::unique_ptr<float[], void (*)(float*)> data_;
 };
 
-/// Packs op(B) (k×n logical) for repeated use with gemm_f32_packed.
-PackedB pack_b_f32(const float* b, int64_t k, int64_t n, int64_t ldb, bool trans_b);
+/// Packs op(B) (k×n logical) for repeated use with gemm_f32_packed, on up to num_threads
+/// OpenMP threads when B is large.
+PackedB pack_b_f32(const float* b, int64_t k, int64_t n, int64_t ldb, bool trans_b,
+                   int num_threads = 1);
 
 /// True when the calling thread flushes denormals (MXCSR FTZ and DAZ set, as
 /// torch.set_flush_denormal(True) does): compiled graphs pass it as flush_denormals, so the

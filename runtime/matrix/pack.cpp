@@ -7,6 +7,7 @@
 #include "runtime/matrix/pack.h"
 
 #include <immintrin.h>
+#include <omp.h>
 
 // GCC 12 warns inside its own avx512fintrin.h (_mm512_undefined_ps) under target attributes.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -156,7 +157,8 @@ void transpose_copy(const float* src, int64_t ld_src, int64_t rows, int64_t cols
       if (avx2) {
         r8 = r0 + (r1 - r0) / 8 * 8, c8 = c0 + (c1 - c0) / 8 * 8;
         for (int64_t r = r0; r < r8; r += 8)
-          for (int64_t c = c0; c < c8; c += 8) transpose8(src + c * ld_src + r, ld_src, dst + r * ld_dst + c, ld_dst);
+          for (int64_t c = c0; c < c8; c += 8)
+            transpose8(src + c * ld_src + r, ld_src, dst + r * ld_dst + c, ld_dst);
       }
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t c = (r < r8 ? c8 : c0); c < c1; ++c) dst[r * ld_dst + c] = src[c * ld_src + r];
@@ -225,6 +227,19 @@ float* alloc_aligned(size_t floats) {
   return static_cast<float*>(std::aligned_alloc(64, bytes));
 }
 }  // namespace
+
+void for_panel_ranges(int64_t panels, int64_t floats, int num_threads,
+                      const std::function<void(int64_t, int64_t)>& pack) {
+  constexpr int64_t kMinFloatsPerThread = int64_t(32) << 10;
+  const int threads = int(
+      std::max<int64_t>(1, std::min<int64_t>({num_threads, panels, floats / kMinFloatsPerThread})));
+  if (threads == 1) return pack(0, panels);
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num();
+    pack(t * panels / threads, (t + 1) * panels / threads);
+  }
+}
 
 PackedB::PackedB(int64_t k, int64_t n, int panel_width)
     : k_(k),
