@@ -202,6 +202,34 @@ std::string profile_name_of(const std::string& what, const std::vector<int32_t>&
   return "inductor_cpp::" + what + (ops.empty() ? "" : " (" + ops + ")");
 }
 
+/// What tells a matrix step's profiler range apart from another of the same ops: the output's
+/// sizes ("?" for a symbolic row count) and, for convolutions, stride and padding; a
+/// convolution backward names the gradients it computes. E.g. " [16, 128, 14, 14] stride 2 pad 1".
+std::string matrix_shape_text(const MatmulLaunch& launch) {
+  const auto sizes = [](const BufferAlloc& b) {
+    std::string text = "[";
+    for (size_t i = 0; i < b.sizes.size(); ++i)
+      text += (i ? ", " : "") + (b.sizes[i] < 0 ? std::string("?") : std::to_string(b.sizes[i]));
+    return text + "]";
+  };
+  std::string text;
+  if (launch.is_conv_backward()) {
+    if (launch.out.slot >= 0) text += " dx " + sizes(launch.out);
+    if (launch.grad_weight.slot >= 0) text += " dw " + sizes(launch.grad_weight);
+  } else {
+    text += " " + sizes(launch.out);
+  }
+  if (launch.is_conv() || launch.is_conv_backward()) {
+    const ConvGeometry& g = launch.conv;
+    const auto pair = [](const std::array<int64_t, 2>& v) {
+      return v[0] == v[1] ? std::to_string(v[0]) : std::to_string(v[0]) + "x" + std::to_string(v[1]);
+    };
+    text += " stride " + pair(g.stride) + " pad " + pair(g.padding);
+    if (g.dilation[0] != 1 || g.dilation[1] != 1) text += " dilation " + pair(g.dilation);
+  }
+  return text;
+}
+
 BoundStep bind_kernel_step(const Step& step, const KernelLibrary* library, const std::vector<std::string>& labels) {
   BoundStep bound;
   BoundKernel k;
@@ -284,7 +312,8 @@ BoundStep bind_matmul_step(const Step& step, const KernelLibrary* library, const
     m.label = "matrix::" + m.launch.op + (step.node >= 0 && step.node < static_cast<int32_t>(labels.size())
                                               ? " computing " + labels[step.node]
                                               : "");
-    m.profile_name = profile_name_of("matrix::" + m.launch.op, m.launch.nodes, labels);
+    m.profile_name =
+        profile_name_of("matrix::" + m.launch.op, m.launch.nodes, labels) + matrix_shape_text(m.launch);
     m.conv_backward = std::make_shared<const ConvBackwardStep>(m.launch, m.label);
     BoundStep bound;
     bound.matmul = std::move(m);
@@ -308,7 +337,8 @@ BoundStep bind_matmul_step(const Step& step, const KernelLibrary* library, const
     if (n >= 0 && n < static_cast<int32_t>(labels.size())) computing += (computing.empty() ? "" : ", ") + labels[n];
   }
   if (!computing.empty()) m.label += " computing " + computing;
-  m.profile_name = profile_name_of("matrix::" + m.launch.op, m.launch.nodes, labels);
+  m.profile_name =
+      profile_name_of("matrix::" + m.launch.op, m.launch.nodes, labels) + matrix_shape_text(m.launch);
   if (m.launch.is_conv()) m.conv = std::make_shared<const ConvStep>(m.launch, m.kinds, m.label, m.tile_fn);
   BoundStep bound;
   bound.matmul = std::move(m);
