@@ -14,6 +14,7 @@
 ///     directly (no Dynamo, no plan), as a compiled graph's matrix step calls it — with B
 ///     packed once, as its packed-weight cache does — so `bench matrix` can tell the kernels'
 ///     speed apart from torch.compile's per-call cost (the "library" variant);
+///   * conv2d_f32(x, w, ...): the convolution with its weight packed per call, timed in parts;
 ///   * conv2d_backward_f32(dy, x, w, ...): the convolution backward (conv_backward.h) on
 ///     channels-last tensors, the same way (the `conv_bwd` rows' "library" variant).
 ///
@@ -238,6 +239,50 @@ at::Tensor gemm_f32(const at::Tensor& a, const at::Tensor& b, int threads,
   return c;
 }
 
+/// The library's parameters of conv2d(x, w, stride, padding, dilation), x and w 4-D float32.
+matrix::Conv2dParams conv_params_of(const at::Tensor& x, const at::Tensor& w,
+                                    std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,
+                                    std::array<int64_t, 2> dilation) {
+  for (const at::Tensor* t : {&x, &w}) {
+    if (t->scalar_type() != at::kFloat || t->dim() != 4 || !t->device().is_cpu())
+      throw std::invalid_argument("conv2d: 4-D float32 CPU tensors expected");
+  }
+  matrix::Conv2dParams q;
+  q.n = x.size(0), q.c = x.size(1), q.h = x.size(2), q.w = x.size(3);
+  q.oc = w.size(0), q.kh = w.size(2), q.kw = w.size(3);
+  q.stride_h = stride[0], q.stride_w = stride[1], q.pad_h = padding[0], q.pad_w = padding[1];
+  q.dilation_h = dilation[0], q.dilation_w = dilation[1];
+  return q;
+}
+
+/// (y, pack seconds, convolution seconds) of y = conv2d(x, w, ...) on the library, the weight
+/// packed in the call on `threads` threads as a compiled training step packs a weight that
+/// changes every step: x channels-last float32, w any layout; y channels-last.
+py::tuple conv2d_f32(const at::Tensor& x, const at::Tensor& w, std::array<int64_t, 2> stride,
+                     std::array<int64_t, 2> padding, std::array<int64_t, 2> dilation,
+                     int threads) {
+  check_threads(threads);
+  const matrix::Conv2dParams q = conv_params_of(x, w, stride, padding, dilation);
+  if (!matrix::conv2d_supported(q)) throw std::invalid_argument("conv2d_f32: not supported here");
+  const at::Tensor xs = x.contiguous(at::MemoryFormat::ChannelsLast),
+                   ws = w.contiguous(at::MemoryFormat::ChannelsLast);
+  at::Tensor y = at::empty({q.n, q.oc, q.out_h(), q.out_w()},
+                           x.options().memory_format(at::MemoryFormat::ChannelsLast));
+  double pack_s = 0, conv_s = 0;
+  {
+    py::gil_scoped_release no_gil;
+    const auto t0 = std::chrono::steady_clock::now();
+    const matrix::PackedConvWeight packed =
+        matrix::pack_conv_weight_ohwi_f32(ws.data_ptr<float>(), q, threads);
+    const auto t1 = std::chrono::steady_clock::now();
+    matrix::conv2d_nhwc_f32(xs.data_ptr<float>(), packed, y.data_ptr<float>(), q, threads);
+    const auto t2 = std::chrono::steady_clock::now();
+    pack_s = std::chrono::duration<double>(t1 - t0).count();
+    conv_s = std::chrono::duration<double>(t2 - t1).count();
+  }
+  return py::make_tuple(y, pack_s, conv_s);
+}
+
 /// (dx, dw, db), each None unless asked for (db only with dw), of y = conv2d(x, w, stride,
 /// padding, dilation) for output
 /// gradient dy, on the library (conv_backward.h): x and dy channels-last float32, w any layout;
@@ -247,18 +292,12 @@ py::tuple conv2d_backward_f32(const at::Tensor& dy, const at::Tensor& x, const a
                               std::array<int64_t, 2> dilation, int threads, bool input,
                               bool weight, bool bias) {
   check_threads(threads);
-  for (const at::Tensor* t : {&dy, &x, &w}) {
-    if (t->scalar_type() != at::kFloat || t->dim() != 4 || !t->device().is_cpu())
-      throw std::invalid_argument("conv2d_backward_f32: 4-D float32 CPU tensors expected");
-  }
+  const matrix::Conv2dParams q = conv_params_of(x, w, stride, padding, dilation);
+  if (dy.scalar_type() != at::kFloat || dy.dim() != 4 || !dy.device().is_cpu())
+    throw std::invalid_argument("conv2d_backward_f32: 4-D float32 CPU tensors expected");
   const at::Tensor xs = x.contiguous(at::MemoryFormat::ChannelsLast),
                    dys = dy.contiguous(at::MemoryFormat::ChannelsLast),
                    ws = w.contiguous(at::MemoryFormat::ChannelsLast);
-  matrix::Conv2dParams q;
-  q.n = x.size(0), q.c = x.size(1), q.h = x.size(2), q.w = x.size(3);
-  q.oc = w.size(0), q.kh = w.size(2), q.kw = w.size(3);
-  q.stride_h = stride[0], q.stride_w = stride[1], q.pad_h = padding[0], q.pad_w = padding[1];
-  q.dilation_h = dilation[0], q.dilation_w = dilation[1];
   if (dy.size(0) != q.n || dy.size(1) != q.oc || dy.size(2) != q.out_h() || dy.size(3) != q.out_w())
     throw std::invalid_argument("conv2d_backward_f32: dy does not match the convolution");
   if (input && !matrix::conv2d_backward_input_supported(q))
@@ -313,6 +352,10 @@ void register_matrix_bench_bindings(py::module_& parent) {
   m.def("gemm_f32", &gemm_f32, py::arg("a"), py::arg("b"), py::arg("threads"),
         py::arg("bias") = std::nullopt, py::arg("relu") = false, py::arg("packed") = std::nullopt,
         "[relu](A·B [+ bias]) on the library's float32 GEMM (B pre-packed with `packed`)");
+  m.def("conv2d_f32", &conv2d_f32, py::arg("x"), py::arg("w"), py::arg("stride"),
+        py::arg("padding"), py::arg("dilation"), py::arg("threads"),
+        "(y, pack seconds, convolution seconds) of conv2d on the library, the weight packed in "
+        "the call");
   m.def("conv2d_backward_f32", &conv2d_backward_f32, py::arg("dy"), py::arg("x"), py::arg("w"),
         py::arg("stride"), py::arg("padding"), py::arg("dilation"), py::arg("threads"),
         py::arg("input") = true, py::arg("weight") = true, py::arg("bias") = false,
