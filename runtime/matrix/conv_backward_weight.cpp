@@ -20,8 +20,8 @@ namespace inductor_cpp::matrix {
 namespace {
 
 /// db[o] = Σ_p dy[p][o], summed in double: per thread over its pixels, then in thread order.
-void bias_gradient(const float* dy, int64_t pixels, int64_t oc, float* db, int threads) {
-  threads = int(std::max<int64_t>(1, std::min<int64_t>(threads, pixels / 64)));
+void bias_gradient(const float* dy, int64_t pixels, int64_t oc, float* db, int team) {
+  const int threads = int(std::max<int64_t>(1, std::min<int64_t>(team, pixels / 64)));
   std::vector<double> partial(size_t(threads * oc), 0.0);
   auto worker = [&](int t) {
     double* sum = partial.data() + t * oc;
@@ -31,8 +31,10 @@ void bias_gradient(const float* dy, int64_t pixels, int64_t oc, float* db, int t
   if (threads == 1) {
     worker(0);
   } else {
-#pragma omp parallel num_threads(threads)
-    worker(omp_get_thread_num());
+    // The whole team, some of it idle: a smaller one lets threads sleep that the next region
+    // then waits for (for_panel_ranges in pack.h).
+#pragma omp parallel num_threads(team)
+    for (int t = omp_get_thread_num(); t < threads; t += omp_get_num_threads()) worker(t);
   }
   for (int64_t o = 0; o < oc; ++o) {
     double total = 0;
