@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "runtime/conv_step.h"
+#include "runtime/cpu_pool.h"
 #include "runtime/matrix/conv_backward.h"
 
 namespace inductor_cpp::runtime {
@@ -64,7 +65,8 @@ void ConvBackwardStep::run(std::vector<c10::IValue>& slots) const {
     const at::Tensor w_ohwi = w.contiguous(at::MemoryFormat::ChannelsLast);
     at::Tensor dx = at::empty_strided(m.out.sizes, m.out.strides, x.options());
     matrix::conv2d_backward_input_nhwc_f32(dy.data_ptr<float>(), w_ohwi.data_ptr<float>(),
-                                           dx.data_ptr<float>(), q, threads);
+                                           dx.data_ptr<float>(), q, threads,
+                                           pooled_packed_storage());
     slots[m.out.slot] = std::move(dx);
   }
   if (m.grad_weight.slot < 0 && m.grad_bias.slot < 0) return;

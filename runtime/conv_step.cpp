@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "runtime/cpu_pool.h"
 #include "runtime/tile_kernel_call.h"
 
 namespace inductor_cpp::runtime {
@@ -174,7 +175,8 @@ void ConvStep::run(std::vector<c10::IValue>& slots) const {
   const auto pack = [&] {  // from OHWI: a channels-last weight as it is, another layout copied
     const at::Tensor ohwi = w.contiguous(at::MemoryFormat::ChannelsLast);
     return matrix::pack_conv_weight_ohwi_f32(ohwi.data_ptr<float>(), q,
-                                             static_cast<int>(at::get_num_threads()));
+                                             static_cast<int>(at::get_num_threads()),
+                                             pooled_packed_storage());
   };
   std::shared_ptr<const matrix::PackedConvWeight> packed = packed_->lookup(w, pack);
   std::optional<matrix::PackedConvWeight> per_call;

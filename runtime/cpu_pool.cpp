@@ -27,8 +27,8 @@ size_t default_cap() {
     char* end = nullptr;
     const unsigned long long bytes = std::strtoull(env, &end, 10);
     if (end == env || *end != '\0')
-      throw std::invalid_argument(std::string("INDUCTOR_CPP_CPU_POOL_BYTES must be a byte count, got '") +
-                                  env + "'");
+      throw std::invalid_argument(
+          std::string("INDUCTOR_CPP_CPU_POOL_BYTES must be a byte count, got '") + env + "'");
     return bytes;
   }
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -127,15 +127,25 @@ class PoolAllocator final : public c10::Allocator {
 
 at::Tensor empty_strided_pooled(at::IntArrayRef sizes, at::IntArrayRef strides,
                                 const at::TensorOptions& options) {
-  if (!options.device().is_cpu() || options.pinned_memory() ||
-      options.layout() != c10::kStrided)
+  if (!options.device().is_cpu() || options.pinned_memory() || options.layout() != c10::kStrided)
     return at::empty_strided(sizes, strides, options);
   const auto dtype = c10::typeMetaToScalarType(options.dtype());
   const size_t bytes = at::detail::computeStorageNbytes(sizes, strides, c10::elementSize(dtype));
   PoolAllocator& pool = PoolAllocator::instance();
-  if (bytes < kMinPooledBytes || pool.cap() < bytes) return at::empty_strided(sizes, strides, options);
+  if (bytes < kMinPooledBytes || pool.cap() < bytes)
+    return at::empty_strided(sizes, strides, options);
   return at::detail::empty_strided_generic(sizes, strides, &pool,
                                            c10::DispatchKeySet(c10::DispatchKey::CPU), dtype);
+}
+
+matrix::PackedStorage pooled_packed_storage() {
+  return [](size_t floats) {
+    at::Tensor block = empty_strided_pooled({static_cast<int64_t>(floats)}, {1},
+                                            at::TensorOptions().dtype(at::kFloat));
+    float* data = block.data_ptr<float>();
+    return std::shared_ptr<float>(data,
+                                  [block = std::move(block)](float*) mutable { block.reset(); });
+  };
 }
 
 CpuPoolStats cpu_pool_stats() {

@@ -20,11 +20,17 @@
 
 #include <cstddef>
 
+#include "runtime/matrix/gemm.h"
+
 namespace inductor_cpp::runtime {
 
 /// at::empty_strided, with large CPU tensors taken from the pool.
 at::Tensor empty_strided_pooled(at::IntArrayRef sizes, at::IntArrayRef strides,
                                 const at::TensorOptions& options);
+
+/// Storage for packed matrix operands (runtime/matrix/gemm.h) from the pool: a weight that is
+/// packed anew on every call (training) reuses its block of the previous call.
+matrix::PackedStorage pooled_packed_storage();
 
 struct CpuPoolStats {
   size_t cached_bytes = 0;  ///< held in free blocks now

@@ -150,10 +150,10 @@ PackedConvWeight pack_conv_weight_f32(const float* weight_oihw, const Conv2dPara
 }
 
 PackedConvWeight pack_conv_weight_ohwi_f32(const float* weight_ohwi, const Conv2dParams& q,
-                                           int num_threads) {
+                                           int num_threads, const PackedStorage& storage) {
   const int64_t k = q.kh * q.kw * q.c;
   return PackedConvWeight{q.oc, q.kh, q.kw, q.c,
-                          pack_b_f32(weight_ohwi, k, q.oc, k, true, num_threads)};
+                          pack_b_f32(weight_ohwi, k, q.oc, k, true, num_threads, storage)};
 }
 
 void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const Conv2dParams& q,

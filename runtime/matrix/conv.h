@@ -49,7 +49,8 @@ PackedConvWeight pack_conv_weight_f32(const float* weight_oihw, const Conv2dPara
 /// The same from OHWI weights ([OC][KH][KW][C]: a channels-last weight tensor's memory), which
 /// are B's transpose: one transposing pack, no reordering pass first.
 PackedConvWeight pack_conv_weight_ohwi_f32(const float* weight_ohwi, const Conv2dParams& q,
-                                           int num_threads = 1);
+                                           int num_threads = 1,
+                                           const PackedStorage& storage = {});
 
 /// y[N][OH][OW][OC] = epilogue(conv(x[N][H][W][C], w)). Throws std::invalid_argument when
 /// !conv2d_supported(q) or the weights do not match.

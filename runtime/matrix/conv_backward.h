@@ -49,8 +49,10 @@ bool conv2d_backward_weight_supported(const Conv2dParams& q);
 /// dx[N][H][W][C] from dy[N][OH][OW][OC] and the weight laid out OHWI ([OC][KH][KW][C], an
 /// [OC, C, KH, KW] tensor with channels-last strides: each tap's flipped copy is then packed
 /// from contiguous rows). Throws std::invalid_argument when !conv2d_backward_input_supported(q).
+/// `storage` holds the flipped weights packed per call (gemm.h's PackedStorage).
 void conv2d_backward_input_nhwc_f32(const float* dy, const float* weight_ohwi, float* dx,
-                                    const Conv2dParams& q, int num_threads);
+                                    const Conv2dParams& q, int num_threads,
+                                    const PackedStorage& storage = {});
 
 /// dw[OC][KH][KW][C] and, when db is not null, db[OC] from dy[N][OH][OW][OC] and x[N][H][W][C].
 /// Throws std::invalid_argument when !conv2d_backward_weight_supported(q).

@@ -70,7 +70,8 @@ PhaseDim phase_dim(int64_t phase, int64_t in, int64_t k, int64_t stride, int64_t
 /// sub-problem's padding is asymmetric), the convolution into a scratch [N, T_y, T_x, C], its
 /// pixels scattered to dx.
 void input_gradient_by_phases(const float* dy, const float* weight_ohwi, float* dx,
-                              const Conv2dParams& q, int num_threads) {
+                              const Conv2dParams& q, int num_threads,
+                              const PackedStorage& storage) {
   const int64_t oh = q.out_h(), ow = q.out_w(), taps = q.kh * q.kw;
   const int nr = gemm_blocking().nr;
   for (int64_t py = 0; py < q.stride_h; ++py)
@@ -103,7 +104,7 @@ void input_gradient_by_phases(const float* dy, const float* weight_ohwi, float* 
           }
         }
         // B row (j_y, j_x, o) × column c = w[o][taps_y[j_y]][taps_x[j_x]][c], OC rows per tap.
-        PackedConvWeight packed{t.oc, t.kh, t.kw, t.c, PackedB(jy * jx * q.oc, q.c, nr)};
+        PackedConvWeight packed{t.oc, t.kh, t.kw, t.c, PackedB(jy * jx * q.oc, q.c, nr, storage)};
         for_panel_ranges(packed.packed.num_panels(), jy * jx * q.oc * q.c, num_threads,
                          [&](int64_t p0, int64_t p1) {
                            for (int64_t a = 0; a < jy; ++a)
@@ -134,7 +135,8 @@ bool conv2d_backward_input_supported(const Conv2dParams& q) {
 }
 
 void conv2d_backward_input_nhwc_f32(const float* dy, const float* weight_ohwi, float* dx,
-                                    const Conv2dParams& q, int num_threads) {
+                                    const Conv2dParams& q, int num_threads,
+                                    const PackedStorage& storage) {
   if (!conv2d_backward_input_supported(q))
     throw std::invalid_argument("conv2d_backward_input_nhwc_f32: unsupported parameters");
   const int64_t oh = q.out_h(), ow = q.out_w();
@@ -148,7 +150,7 @@ void conv2d_backward_input_nhwc_f32(const float* dy, const float* weight_ohwi, f
     // and a one-thread GEMM of the output row writing them (ldc = stride · C) with w packed
     // once. (A GEMM into a scratch matrix scattered afterwards ran 0.59x eager at 16 threads,
     // 64->128 @56 batch 8: eager's whole call is one pass over dx.)
-    const PackedB packed = pack_b_f32(weight_ohwi, q.oc, q.c, q.c, false, num_threads);
+    const PackedB packed = pack_b_f32(weight_ohwi, q.oc, q.c, q.c, false, num_threads, storage);
     const int64_t image_rows = q.n * q.h;
     int threads = int(std::max<int64_t>(1, std::min<int64_t>(num_threads, image_rows)));
     if (q.n * oh * ow * q.c * q.oc < gemm_blocking().serial_macs) threads = 1;
@@ -169,14 +171,15 @@ void conv2d_backward_input_nhwc_f32(const float* dy, const float* weight_ohwi, f
     }
     return;
   }
-  if (!transposes_directly(q)) return input_gradient_by_phases(dy, weight_ohwi, dx, q, num_threads);
+  if (!transposes_directly(q))
+    return input_gradient_by_phases(dy, weight_ohwi, dx, q, num_threads, storage);
   // Stride 1: the forward convolution of dy with w flipped in space, channels transposed. Its
   // B matrix, row (tap t, channel o) × column c, is w[o][KH·KW−1−t][c]: per tap, OC rows of
   // the OHWI weight KH·KW·C apart, packed straight into their rows of every panel.
   const Conv2dParams t = transposed_problem(q);
   const int64_t taps = q.kh * q.kw;
   const int nr = gemm_blocking().nr;
-  PackedConvWeight packed{t.oc, t.kh, t.kw, t.c, PackedB(taps * q.oc, q.c, nr)};
+  PackedConvWeight packed{t.oc, t.kh, t.kw, t.c, PackedB(taps * q.oc, q.c, nr, storage)};
   for_panel_ranges(
       packed.packed.num_panels(), taps * q.oc * q.c, num_threads, [&](int64_t p0, int64_t p1) {
         for (int64_t tap = 0; tap < taps; ++tap)

@@ -17,10 +17,10 @@
 namespace inductor_cpp::matrix {
 
 PackedB pack_b_f32(const float* b, int64_t k, int64_t n, int64_t ldb, bool trans_b,
-                   int num_threads) {
+                   int num_threads, const PackedStorage& storage) {
   if (k < 0 || n < 0 || !b) throw std::invalid_argument("pack_b_f32: bad arguments");
   const int nr = gemm_blocking().nr;
-  PackedB packed(k, n, nr);
+  PackedB packed(k, n, nr, storage);
   if (k > 0 && n > 0)
     for_panel_ranges(packed.num_panels(), k * n, num_threads, [&](int64_t p0, int64_t p1) {
       pack_b_panels(b, ldb, trans_b, 0, k, p0 * nr, std::min(n, p1 * nr) - p0 * nr, nr, k * nr,

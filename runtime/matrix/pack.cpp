@@ -16,6 +16,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
+#include <stdexcept>
 
 #include "codegen/xbyak/cpu_features.h"
 #include "runtime/matrix/gemm.h"
@@ -219,12 +222,11 @@ void pack_a_tiles(const float* a, int64_t lda, bool trans_a, int64_t m0, int64_t
 }
 
 namespace {
-void free_aligned(float* p) {
-  std::free(p);
-}
-float* alloc_aligned(size_t floats) {
+std::shared_ptr<float> alloc_aligned(size_t floats) {
   const size_t bytes = std::max<size_t>(64, (floats * sizeof(float) + 63) / 64 * 64);
-  return static_cast<float*>(std::aligned_alloc(64, bytes));
+  float* data = static_cast<float*>(std::aligned_alloc(64, bytes));
+  if (!data) throw std::bad_alloc();
+  return std::shared_ptr<float>(data, [](float* p) { std::free(p); });
 }
 }  // namespace
 
@@ -234,10 +236,10 @@ void for_panel_ranges(int64_t panels, int64_t floats, int num_threads,
   const int workers = int(
       std::max<int64_t>(1, std::min<int64_t>({num_threads, panels, floats / kMinFloatsPerThread})));
   if (workers == 1 || num_threads <= 1) return pack(0, panels);
-  // The whole team runs the region, `workers` of it packing: a smaller team lets the other
-  // threads go idle, and on the H200 host's VM the next full-team region (the convolution)
-  // then waited for them to wake: 256->512 1×1/2 @7² at batch 16 took 0.68 ms a call on 16
-  // threads after a 4-thread pack, 0.19 ms on 4 threads.
+    // The whole team runs the region, `workers` of it packing: a smaller team lets the other
+    // threads go idle, and on the H200 host's VM the next full-team region (the convolution)
+    // then waited for them to wake: 256->512 1×1/2 @7² at batch 16 took 0.68 ms a call on 16
+    // threads after a 4-thread pack, 0.19 ms on 4 threads.
 #pragma omp parallel num_threads(num_threads)
   // (A smaller team than asked for, inside another parallel region: its threads take the
   // missing threads' ranges too.)
@@ -245,11 +247,13 @@ void for_panel_ranges(int64_t panels, int64_t floats, int num_threads,
     pack(t * panels / workers, (t + 1) * panels / workers);
 }
 
-PackedB::PackedB(int64_t k, int64_t n, int panel_width)
-    : k_(k),
-      n_(n),
-      nr_(panel_width),
-      data_(alloc_aligned(size_t((n + panel_width - 1) / panel_width) * k * panel_width),
-            free_aligned) {}
+PackedB::PackedB(int64_t k, int64_t n, int panel_width, const PackedStorage& storage)
+    : k_(k), n_(n), nr_(panel_width) {
+  const size_t floats =
+      size_t(std::max<int64_t>(1, (n + panel_width - 1) / panel_width * k * panel_width));
+  data_ = storage ? storage(floats) : alloc_aligned(floats);
+  if (!data_ || reinterpret_cast<uintptr_t>(data_.get()) % 64 != 0)
+    throw std::invalid_argument("PackedB: storage must be 64-byte aligned");
+}
 
 }  // namespace inductor_cpp::matrix

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -531,6 +532,31 @@ TEST_F(GemmTest, PrepackedB) {
     g.p.b = g.b.data();
     g.check();
   }
+}
+
+// B packed into storage the caller provides (a compiled graph's block pool), on several
+// threads (large enough for more than one packer): the same products; misaligned storage throws.
+TEST_F(GemmTest, PrepackedBInCallerStorageOnThreads) {
+  for (bool tb : {false, true}) {
+    Fixture f(40, 300, 700, false, tb, rng);
+    std::vector<std::shared_ptr<float>> given;
+    const PackedStorage storage = [&](size_t floats) {
+      float* data = static_cast<float*>(std::aligned_alloc(64, (floats * 4 + 63) / 64 * 64));
+      given.emplace_back(data, [](float* p) { std::free(p); });
+      return given.back();
+    };
+    const PackedB packed = pack_b_f32(f.p.b, f.p.k, f.p.n, f.p.ldb, tb, 3, storage);
+    ASSERT_EQ(given.size(), 1u);
+    EXPECT_EQ(packed.panel(0), given[0].get());
+    f.p.b = nullptr;
+    gemm_f32_packed(f.p, packed, 2);
+    f.check();
+  }
+  const PackedStorage misaligned = [](size_t floats) {
+    auto block = std::shared_ptr<float>(new float[floats + 1], std::default_delete<float[]>());
+    return std::shared_ptr<float>(block, block.get() + 1);
+  };
+  EXPECT_THROW(PackedB(8, 8, gemm_blocking().nr, misaligned), std::invalid_argument);
 }
 
 TEST_F(GemmTest, EveryEpilogueOpAlone) {
