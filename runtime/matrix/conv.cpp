@@ -6,8 +6,6 @@
 #include <xmmintrin.h>
 
 #include <algorithm>
-#include <array>
-#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -24,7 +22,6 @@ using xbyak::MicroKernelDesc;
 using xbyak::MicroKernelFn;
 
 constexpr int kMaxTaps = 64;
-constexpr int kMaxSpanTile = 1024;  ///< Floats of a spanning tile's scratch (mr·nr).
 
 /// Rows [first, first + count) of the zero-padded image `img` (padded row i is input row
 /// i - pad_h) into `out`, each wp·C floats (wp = W + 2·pad_w).
@@ -53,80 +50,6 @@ void conv_as_gemm(const float* x, const PackedConvWeight& w, float* y, const Con
   p.epilogue = q.epilogue;
   p.flush_denormals = q.flush_denormals;
   gemm_f32_packed(p, w.packed, threads);
-}
-
-/// How output pixels are grouped into register tiles (see conv.h).
-enum class TileMode { Rows, Spanning };
-
-/// Spanning tiles need stride 1 both ways and merged filter rows, so that consecutive padded
-/// input pixels feed consecutive virtual output pixels across row ends. They pay when the
-/// share of real pixels they compute (ow of every wp virtual ones) beats the share of the
-/// register tile that row tiles fill by more than 10 %: 7×7 and 4×4 maps on 14-row tiles,
-/// 7×7 and 14×14 on 6-row ones. Knob: INDUCTOR_CPP_CONV_TILES=rows|span (ctest runs both).
-TileMode choose_tile_mode(const Conv2dParams& q, const GemmBlocking& blk) {
-  const int mr = blk.mr, nr = blk.nr;
-  const int64_t ow = q.out_w(), wp = q.w + 2 * q.pad_w;
-  const bool can_span =
-      q.stride_h == 1 && q.stride_w == 1 && q.dilation_w == 1 && mr * nr <= kMaxSpanTile;
-  static const char* forced = std::getenv("INDUCTOR_CPP_CONV_TILES");
-  if (forced && std::strcmp(forced, "rows") == 0) return TileMode::Rows;
-  if (forced && std::strcmp(forced, "span") == 0)
-    return can_span ? TileMode::Spanning : TileMode::Rows;
-  // On AVX2 (6 × 16 tiles; an AMD EPYC Zen 1 at 2 threads) tiles of 3-4 rows ran as fast per
-  // pixel as 6-row ones, so spanning only added its halo work: 7×7 512 @ batch 32 72 → 61
-  // GFLOP/s, 14×14 256 76 → 67.
-  if (!can_span || blk.isa == xbyak::Isa::Avx2) return TileMode::Rows;
-  const int64_t row_tiles = (ow + mr - 1) / mr;
-  const double row_fill = double(ow) / double(row_tiles * mr), span_fill = double(ow) / double(wp);
-  return span_fill > 1.1 * row_fill ? TileMode::Spanning : TileMode::Rows;
-}
-
-/// One image's run of output rows [oy0, oy0 + rows) for one column panel (spanning tiles).
-struct SpanRun {
-  const float* image;  ///< The image's (padded) input, indexed by padded row.
-  int64_t img, oy0, rows;
-  int64_t col0;  ///< First output channel of the panel.
-  int cols;      ///< Channels of the panel (nr or the tail).
-};
-
-/// Spanning tiles over a run: virtual pixel v = (oy - oy0)·wp + ox for ox in [0, wp), of which
-/// those with ox < ow are real. At stride 1, virtual pixel v reads the input at padded pixel
-/// (oy0 + fy)·wp + v for filter row fy, so a tile of consecutive virtual pixels is one A block
-/// of row stride C per filter row, crossing row ends (the halo columns' products are discarded).
-/// The run's (rows − 1)·wp + ow virtual pixels are cut into balanced tiles of ≤ mr.
-void spanning_tiles(const SpanRun& run, const Conv2dParams& q, int64_t wp, int mr, int nr,
-                    int64_t taps, const float* const* b_ptrs,
-                    const std::vector<std::array<MicroKernelFn, 2>>& kernels, float* y,
-                    float* scratch) {
-  const int64_t ow = q.out_w(), oh = q.out_h();
-  const int64_t virtual_pixels = (run.rows - 1) * wp + ow;
-  const int64_t tiles = (virtual_pixels + mr - 1) / mr;
-  const int tile_rows = int((virtual_pixels + tiles - 1) / tiles);
-  const int64_t full_tiles = virtual_pixels - (tile_rows - 1) * tiles;
-  const float* a_ptrs[kMaxTaps];
-  MicroKernelArgs args;
-  args.a = a_ptrs, args.b = b_ptrs, args.batch = taps, args.c = scratch;
-  for (int64_t tile = 0, v = 0; tile < tiles; ++tile) {
-    const int rows = tile < full_tiles ? tile_rows : tile_rows - 1;
-    for (int64_t e = 0; e < taps; ++e)
-      a_ptrs[e] = run.image + ((run.oy0 + e * q.dilation_h) * wp + v) * q.c;
-    kernels[size_t(rows)][run.cols != nr](&args);
-    // The tile's real pixels are consecutive output pixels: copy them out, then the epilogue.
-    int64_t first_pixel = -1, count = 0;
-    for (int i = 0; i < rows; ++i) {
-      const int64_t ox = (v + i) % wp;
-      if (ox >= ow) continue;
-      const int64_t pixel = (run.img * oh + run.oy0 + (v + i) / wp) * ow + ox;
-      if (first_pixel < 0) first_pixel = pixel;
-      std::memcpy(y + pixel * q.oc + run.col0, scratch + int64_t(i) * nr,
-                  size_t(run.cols) * sizeof(float));
-      ++count;
-    }
-    if (count && !q.epilogue.empty())
-      apply_epilogue_tile(y + first_pixel * q.oc + run.col0, q.oc, count, run.cols, first_pixel,
-                          run.col0, q.epilogue, 0, /*tile_kernel=*/false);
-    v += rows;
-  }
 }
 
 }  // namespace
@@ -199,24 +122,6 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
       d.epilogue = kernel_epilogue(q.epilogue, jit_ops);
       kernels[rt][ct] = xbyak::get_microkernel(d);
     }
-  // Spanning tiles: any row count up to mr (a run's tiles are balanced to its length), written
-  // to a per-thread mr × nr scratch tile without epilogue; real pixels are copied out and the
-  // epilogue applied there (virtual pixels have no residual or output row of their own).
-  const TileMode mode = choose_tile_mode(q, blk);
-  std::vector<std::array<MicroKernelFn, 2>> span_kernels;
-  if (mode == TileMode::Spanning) {
-    span_kernels.resize(size_t(mr) + 1);
-    for (int rows = 1; rows <= mr; ++rows)
-      for (int ct = 0; ct < 2; ++ct) {
-        const int cols = ct ? int(q.oc % nr) : int(std::min<int64_t>(nr, q.oc));
-        if (!cols) continue;
-        MicroKernelDesc d;
-        d.isa = blk.isa;
-        d.mr = rows, d.nr = cols, d.k = k_per_entry;
-        d.a_row_stride = q.c, d.ldb = nr, d.ldc = nr;
-        span_kernels[size_t(rows)][size_t(ct)] = xbyak::get_microkernel(d);
-      }
-  }
 
   const int64_t rows_total = q.n * oh, panels = w.packed.num_panels();
   int threads = int(std::max<int64_t>(1, std::min<int64_t>(num_threads, rows_total * panels)));
@@ -249,7 +154,6 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
     // copied zero-padded (with its halo) into a per-thread buffer (a padded copy of the whole
     // input cost a pass over memory).
     thread_local std::vector<float> padded_rows;
-    alignas(64) float span_scratch[kMaxSpanTile];
     std::vector<const float*> image_base;  // per image of the block: its (padded) row 0
     const int64_t r_begin = ti * rows_total / tm, r_end = (ti + 1) * rows_total / tm;
     for (int64_t block = r_begin; block < r_end;) {
@@ -282,38 +186,29 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
         const int cols = int(std::min<int64_t>(nr, q.oc - j));
         const float* panel = w.packed.panel(pi);
         for (int64_t e = 0; e < taps; ++e) b_ptrs[e] = panel + e * k_per_entry * nr;
-        for (int64_t img = first_img; img <= last_img; ++img) {
-          const int64_t run_begin = std::max(block, img * oh);
-          const int64_t run_end = std::min(block_end, (img + 1) * oh);
-          const float* base = image_base[img - first_img];
-          if (mode == TileMode::Spanning) {
-            SpanRun run{base, img, run_begin - img * oh, run_end - run_begin, j, cols};
-            spanning_tiles(run, q, wp, mr, nr, taps, b_ptrs, span_kernels, y, span_scratch);
-            continue;
-          }
-          for (int64_t r = run_begin; r < run_end; ++r) {
-            const int64_t oy = r % oh;
-            for (int64_t tile = 0, ox = 0; tile < row_tiles; ++tile) {
-              const int rows = tile < full_tiles ? tile_rows : tile_rows - 1;
-              for (int64_t e = 0; e < taps; ++e) {
-                const int64_t fy = merged ? e : e / q.kw, fx = merged ? 0 : e % q.kw;
-                const int64_t iy = oy * q.stride_h + fy * q.dilation_h,
-                              ix = ox * q.stride_w + fx * q.dilation_w;
-                a_ptrs[e] = base + (iy * wp + ix) * q.c;
-              }
-              const int64_t pixel = r * ow + ox;
-              float* c_ptr = y + pixel * q.oc + j;
-              for (size_t o = 0; o < jit_ops; ++o)
-                epilogue_data[o] = epilogue_tile_data(q.epilogue[o], pixel, j);
-              MicroKernelArgs args;
-              args.a = a_ptrs, args.b = b_ptrs, args.batch = taps, args.c = c_ptr;
-              args.epilogue_data = epilogue_data;
-              kernels[rows != tile_rows][cols != nr](&args);
-              if (jit_ops < q.epilogue.size())
-                apply_epilogue_tile(c_ptr, q.oc, rows, cols, pixel, j, q.epilogue, jit_ops,
-                                    /*tile_kernel=*/false);
-              ox += rows;
+        for (int64_t r = block; r < block_end; ++r) {
+          const int64_t oy = r % oh;
+          const float* base = image_base[r / oh - first_img];
+          for (int64_t tile = 0, ox = 0; tile < row_tiles; ++tile) {
+            const int rows = tile < full_tiles ? tile_rows : tile_rows - 1;
+            for (int64_t e = 0; e < taps; ++e) {
+              const int64_t fy = merged ? e : e / q.kw, fx = merged ? 0 : e % q.kw;
+              const int64_t iy = oy * q.stride_h + fy * q.dilation_h,
+                            ix = ox * q.stride_w + fx * q.dilation_w;
+              a_ptrs[e] = base + (iy * wp + ix) * q.c;
             }
+            const int64_t pixel = r * ow + ox;
+            float* c_ptr = y + pixel * q.oc + j;
+            for (size_t o = 0; o < jit_ops; ++o)
+              epilogue_data[o] = epilogue_tile_data(q.epilogue[o], pixel, j);
+            MicroKernelArgs args;
+            args.a = a_ptrs, args.b = b_ptrs, args.batch = taps, args.c = c_ptr;
+            args.epilogue_data = epilogue_data;
+            kernels[rows != tile_rows][cols != nr](&args);
+            if (jit_ops < q.epilogue.size())
+              apply_epilogue_tile(c_ptr, q.oc, rows, cols, pixel, j, q.epilogue, jit_ops,
+                                  /*tile_kernel=*/false);
+            ox += rows;
           }
         }
       }

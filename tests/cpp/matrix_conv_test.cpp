@@ -1,8 +1,8 @@
 /// \file matrix_conv_test.cpp
 /// \brief NHWC convolution against an fp64 direct reference: 3×3/1×1/7×7 filters, stride,
 /// padding, dilation, channel and width tails, batch > 1, bias/relu/residual epilogues, the
-/// 1×1-as-GEMM path, per-channel scale (eval batch norm) epilogues, tiles that span row ends,
-/// and groups > 1 rejected.
+/// 1×1-as-GEMM path, per-channel scale (eval batch norm) epilogues, small maps, and groups > 1
+/// rejected.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -153,10 +153,8 @@ TEST_F(ConvTest, BlocksSpanImages) {
   check_conv({5, 4, 7, 32, 64, 2, 1, 0, 1}, Epi::None, 3, rng);       // no padding
 }
 
-// Small maps and the edges of spanning tiles (INDUCTOR_CPP_CONV_TILES=span runs every stride-1
-// case with tiles that cross row ends; ctest runs the suite in both modes): 4×4 and 7×7 maps
-// with channel tails, runs cut inside images by 3 threads, no padding (the halo columns are
-// the image's own), a padded 1×1, and each epilogue applied after the copy-out.
+// Small maps (resnet's last layers at 112² input): 4×4 and 7×7 maps with channel tails, rows
+// cut inside images by 3 threads, no padding, a padded 1×1 (direct path), every epilogue.
 TEST_F(ConvTest, SmallMapsAndRowEnds) {
   check_conv({3, 4, 4, 24, 40, 3, 1, 1, 1}, Epi::BiasResidualRelu, 3, rng);
   check_conv({2, 7, 7, 16, 33, 3, 1, 1, 1}, Epi::BatchNorm, 2, rng);
