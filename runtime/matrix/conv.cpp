@@ -221,8 +221,8 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
     _mm_setcsr(saved_csr);
   };
   if (threads == 1) return worker(0);
-#pragma omp parallel num_threads(threads)
-  worker(omp_get_thread_num());
+#pragma omp parallel num_threads(std::max(num_threads, threads))  // the whole team
+  for_each_worker(threads, worker);
 }
 
 }  // namespace inductor_cpp::matrix

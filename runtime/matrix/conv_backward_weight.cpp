@@ -31,10 +31,8 @@ void bias_gradient(const float* dy, int64_t pixels, int64_t oc, float* db, int t
   if (threads == 1) {
     worker(0);
   } else {
-    // The whole team, some of it idle: a smaller one lets threads sleep that the next region
-    // then waits for (for_panel_ranges in pack.h).
-#pragma omp parallel num_threads(team)
-    for (int t = omp_get_thread_num(); t < threads; t += omp_get_num_threads()) worker(t);
+#pragma omp parallel num_threads(team)  // the whole team (for_each_worker)
+    for_each_worker(threads, worker);
   }
   for (int64_t o = 0; o < oc; ++o) {
     double total = 0;
@@ -49,8 +47,8 @@ void bias_gradient(const float* dy, int64_t pixels, int64_t oc, float* db, int t
 /// x at the tap's input position, zero where that falls in the padding. With dilation_w = 1 a
 /// filter row's KW·C columns are one contiguous run of the input row (clipped at its ends), so
 /// runs are copied per filter row, not per tap (a 3-channel stem has 3-float taps).
-void pack_im2col(const float* x, const Conv2dParams& q, int64_t pixel0, int64_t rows,
-                 int64_t col0, int64_t cols, int nr, float* dst) {
+void pack_im2col(const float* x, const Conv2dParams& q, int64_t pixel0, int64_t rows, int64_t col0,
+                 int64_t cols, int nr, float* dst) {
   const int64_t oh = q.out_h(), ow = q.out_w();
   const int64_t panel_stride = rows * nr, panels = (cols + nr - 1) / nr, tail = cols % nr;
   const bool merged = q.dilation_w == 1;
@@ -88,7 +86,8 @@ void pack_im2col(const float* x, const Conv2dParams& q, int64_t pixel0, int64_t 
       const float* line = x + (img * q.h + iy) * q.w * q.c;  // input row iy
       // Taps [lo, hi) of the group fall inside the row: x from column ix + lo on.
       const int64_t taps = merged ? q.kw : 1;
-      const int64_t lo = std::clamp<int64_t>(-ix, 0, taps), hi = std::clamp<int64_t>(q.w - ix, lo, taps);
+      const int64_t lo = std::clamp<int64_t>(-ix, 0, taps),
+                    hi = std::clamp<int64_t>(q.w - ix, lo, taps);
       copy(row, g, 0, lo * q.c, nullptr);
       copy(row, g, lo * q.c, hi * q.c, line + ix * q.c);
       copy(row, g, hi * q.c, group, nullptr);
@@ -105,7 +104,8 @@ int column_groups(int threads, int64_t panels, int64_t pixels, int64_t kkc) {
   double best_cost = -1;
   for (int tn = 1; tn <= threads; ++tn) {
     if (threads % tn != 0 || panels < tn) continue;
-    const double cost = double(tn - 1) * double(pixels) + 2.0 * double(threads / tn - 1) * double(kkc);
+    const double cost =
+        double(tn - 1) * double(pixels) + 2.0 * double(threads / tn - 1) * double(kkc);
     if (best_cost < 0 || cost < best_cost) best = tn, best_cost = cost;
   }
   return best;
@@ -114,7 +114,8 @@ int column_groups(int threads, int64_t panels, int64_t pixels, int64_t kkc) {
 /// Floats aligned for the kernels, uninitialised.
 struct AlignedFloats {
   explicit AlignedFloats(size_t n)
-      : data(static_cast<float*>(std::aligned_alloc(64, (std::max<size_t>(n, 1) * sizeof(float) + 63) / 64 * 64))) {
+      : data(static_cast<float*>(
+            std::aligned_alloc(64, (std::max<size_t>(n, 1) * sizeof(float) + 63) / 64 * 64))) {
     if (!data) throw std::bad_alloc();
   }
   ~AlignedFloats() { std::free(data); }
@@ -206,7 +207,8 @@ void weight_gradient_direct(const float* dy, const float* x, float* dw, const Co
       const int64_t block_end = std::min(block + rows_per_block, r1);
       for (int64_t tile = t0; tile < t1; ++tile) {
         // Row tiles innermost: a thread's consecutive tiles read the same input columns.
-        const int64_t rt = tile % row_tiles, ct = tile / row_tiles % col_tiles, g = tile / row_tiles / col_tiles;
+        const int64_t rt = tile % row_tiles, ct = tile / row_tiles % col_tiles,
+                      g = tile / row_tiles / col_tiles;
         const int64_t fy = merged ? g : g / q.kw, fx = merged ? 0 : g % q.kw;
         const int64_t o0 = rt * mr, j0 = ct * nr;
         int64_t batch = 0;
@@ -247,15 +249,15 @@ void weight_gradient_direct(const float* dy, const float* x, float* dw, const Co
     prepare(0);
     return worker(0);
   }
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(std::max(num_threads, threads))  // the whole team
   {
-    const int t = omp_get_thread_num();
-    prepare(t);
+    for_each_worker(threads, prepare);
 #pragma omp barrier
-    worker(t);
+    for_each_worker(threads, worker);
     if (tm > 1) {
 #pragma omp barrier
-      add_partials(dw, partials.data, tm - 1, q.oc * kkc, t, threads);
+      for_each_worker(
+          threads, [&](int t) { add_partials(dw, partials.data, tm - 1, q.oc * kkc, t, threads); });
     }
   }
 }
@@ -281,7 +283,8 @@ void weight_gradient_im2col(const float* dy, const float* x, float* dw, const Co
     const int64_t p0 = ti * pixels / tm, p1 = (ti + 1) * pixels / tm, cols = col1 - col0;
     float* out = ti == 0 ? dw : partials.data + size_t(ti - 1) * size_t(q.oc * kkc);
     // Chunk of pixels per GEMM: its packed columns about 1 MiB, K 64-512.
-    const int64_t chunk = std::clamp<int64_t>((int64_t(256) << 10) / std::max<int64_t>(cols, 1), 64, 512);
+    const int64_t chunk =
+        std::clamp<int64_t>((int64_t(256) << 10) / std::max<int64_t>(cols, 1), 64, 512);
     std::optional<PackedB> packed;
     bool first = true;
     for (int64_t p = p0; p < p1; p += chunk) {
@@ -296,23 +299,27 @@ void weight_gradient_im2col(const float* dy, const float* x, float* dw, const Co
       first = false;
     }
     if (first)  // no pixels: a zero partial
-      for (int64_t o = 0; o < q.oc; ++o) std::fill(out + o * kkc + col0, out + o * kkc + col1, 0.0f);
+      for (int64_t o = 0; o < q.oc; ++o)
+        std::fill(out + o * kkc + col0, out + o * kkc + col1, 0.0f);
     _mm_setcsr(saved_csr);
   };
   if (threads == 1) return worker(0);
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(std::max(num_threads, threads))  // the whole team
   {
-    worker(omp_get_thread_num());
+    for_each_worker(threads, worker);
     if (tm > 1) {
 #pragma omp barrier
-      add_partials(dw, partials.data, tm - 1, q.oc * kkc, omp_get_thread_num(), threads);
+      for_each_worker(
+          threads, [&](int t) { add_partials(dw, partials.data, tm - 1, q.oc * kkc, t, threads); });
     }
   }
 }
 
 }  // namespace
 
-bool conv2d_backward_weight_supported(const Conv2dParams& q) { return conv2d_supported(q); }
+bool conv2d_backward_weight_supported(const Conv2dParams& q) {
+  return conv2d_supported(q);
+}
 
 void conv2d_backward_weight_nhwc_f32(const float* dy, const float* x, float* dw, float* db,
                                      const Conv2dParams& q, int num_threads) {

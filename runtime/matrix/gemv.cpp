@@ -190,7 +190,7 @@ void gemv_range(const GemmProblem& p, int64_t j0, int64_t j1, bool avx512) {
 /// 257 → 205 (190), 1 × 4096²: 1199 → 1164 (1213); with K < N it lost (1 × 768 × 3072: 224 →
 /// 230, 214), so there the columns are split first, into runs of at least kMinRun floats, and
 /// only what is left of the team over K (gemv_grid).
-void gemv_split_k(const GemmProblem& p, const GemvGrid& grid, bool avx512) {
+void gemv_split_k(const GemmProblem& p, const GemvGrid& grid, bool avx512, int num_threads) {
   const int threads = grid.k_parts * grid.n_parts;
   // The calling thread's, reused across calls (a fresh one above the allocator's mmap threshold
   // is an mmap / munmap pair per call, whose TLB shootdown reaches the whole team).
@@ -199,7 +199,7 @@ void gemv_split_k(const GemmProblem& p, const GemvGrid& grid, bool avx512) {
     partial_buffer.resize(size_t(grid.k_parts) * p.n);
   float* const partial = partial_buffer.data();
   const int64_t units = (p.k + kAxpyRows - 1) / kAxpyRows, lines = (p.n + 15) / 16;
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(std::max(num_threads, threads))  // the whole team
   {
     const int team = omp_get_num_threads();
     const unsigned saved_csr = _mm_getcsr();
@@ -277,13 +277,9 @@ void gemv_f32(const GemmProblem& p, int num_threads) {
   };
   if (threads == 1) return worker(0);
   if (const GemvGrid grid = gemv_grid(p, threads); grid.k_parts > 1)
-    return gemv_split_k(p, grid, avx512);
-#pragma omp parallel num_threads(threads)
-  {
-    // A smaller team than asked for: its threads cover the ranges of the missing ones too.
-    const int team = omp_get_num_threads();
-    for (int t = omp_get_thread_num(); t < threads; t += team) worker(t);
-  }
+    return gemv_split_k(p, grid, avx512, num_threads);
+#pragma omp parallel num_threads(std::max(num_threads, threads))  // the whole team
+  for_each_worker(threads, worker);
 }
 
 }  // namespace inductor_cpp::matrix

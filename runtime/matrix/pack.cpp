@@ -236,15 +236,9 @@ void for_panel_ranges(int64_t panels, int64_t floats, int num_threads,
   const int workers = int(
       std::max<int64_t>(1, std::min<int64_t>({num_threads, panels, floats / kMinFloatsPerThread})));
   if (workers == 1 || num_threads <= 1) return pack(0, panels);
-    // The whole team runs the region, `workers` of it packing: a smaller team lets the other
-    // threads go idle, and on the H200 host's VM the next full-team region (the convolution)
-    // then waited for them to wake: 256->512 1×1/2 @7² at batch 16 took 0.68 ms a call on 16
-    // threads after a 4-thread pack, 0.19 ms on 4 threads.
-#pragma omp parallel num_threads(num_threads)
-  // (A smaller team than asked for, inside another parallel region: its threads take the
-  // missing threads' ranges too.)
-  for (int64_t t = omp_get_thread_num(); t < workers; t += omp_get_num_threads())
-    pack(t * panels / workers, (t + 1) * panels / workers);
+#pragma omp parallel num_threads(num_threads)  // the whole team (for_each_worker)
+  for_each_worker(workers,
+                  [&](int64_t t) { pack(t * panels / workers, (t + 1) * panels / workers); });
 }
 
 PackedB::PackedB(int64_t k, int64_t n, int panel_width, const PackedStorage& storage)

@@ -46,14 +46,14 @@ void for_each_tap(const Conv2dParams& q, F&& f) {
           }
 }
 
-/// Random x, w (OIHW; the input gradient reads an OHWI copy), dy; each gradient our library computes against the fp64 sums, with a
-/// tolerance scaled by the sum of the products' magnitudes.
+/// Random x, w (OIHW; the input gradient reads an OHWI copy), dy; each gradient our library
+/// computes against the fp64 sums, with a tolerance scaled by the sum of the products' magnitudes.
 void check_backward(const Case& cc, int threads, std::mt19937& rng) {
   const Conv2dParams q = params_of(cc);
-  SCOPED_TRACE(::testing::Message() << "n" << cc.n << " " << cc.h << "x" << cc.w << "x" << cc.c
-                                    << " -> " << cc.oc << " k" << cc.kh << "x" << cc.kw << " s"
-                                    << cc.stride << " p" << cc.pad << " d" << cc.dilation
-                                    << " threads " << threads);
+  SCOPED_TRACE(::testing::Message()
+               << "n" << cc.n << " " << cc.h << "x" << cc.w << "x" << cc.c << " -> " << cc.oc
+               << " k" << cc.kh << "x" << cc.kw << " s" << cc.stride << " p" << cc.pad << " d"
+               << cc.dilation << " threads " << threads);
   const int64_t oh = q.out_h(), ow = q.out_w(), taps = q.kh * q.kw;
   std::uniform_real_distribution<float> dist(-1, 1);
   std::vector<float> x(q.n * q.h * q.w * q.c), w(q.oc * q.c * taps), dy(q.n * oh * ow * q.oc);
@@ -88,15 +88,15 @@ void check_backward(const Case& cc, int threads, std::mt19937& rng) {
   std::vector<float> dw(w.size() + 16, kCanary), db(q.oc + 16, kCanary);
   conv2d_backward_weight_nhwc_f32(dy.data(), x.data(), dw.data(), db.data(), q, threads);
   std::vector<double> want(w.size(), 0.0), mag(w.size(), 0.0);  // OHWI, as dw is written
-  for_each_tap(q, [&](int64_t img, int64_t oy, int64_t ox, int64_t fy, int64_t fx, int64_t iy,
-                      int64_t ix) {
-    for (int64_t o = 0; o < q.oc; ++o)
-      for (int64_t c = 0; c < q.c; ++c) {
-        const double p = dy_at(img, oy, ox, o) * x[((img * q.h + iy) * q.w + ix) * q.c + c];
-        want[((o * q.kh + fy) * q.kw + fx) * q.c + c] += p;
-        mag[((o * q.kh + fy) * q.kw + fx) * q.c + c] += std::fabs(p);
-      }
-  });
+  for_each_tap(
+      q, [&](int64_t img, int64_t oy, int64_t ox, int64_t fy, int64_t fx, int64_t iy, int64_t ix) {
+        for (int64_t o = 0; o < q.oc; ++o)
+          for (int64_t c = 0; c < q.c; ++c) {
+            const double p = dy_at(img, oy, ox, o) * x[((img * q.h + iy) * q.w + ix) * q.c + c];
+            want[((o * q.kh + fy) * q.kw + fx) * q.c + c] += p;
+            mag[((o * q.kh + fy) * q.kw + fx) * q.c + c] += std::fabs(p);
+          }
+      });
   for (size_t e = 0; e < w.size(); ++e)
     ASSERT_NEAR(dw[e], want[e], 2e-6 * (mag[e] + 4)) << "dw element " << e;
   for (size_t e = w.size(); e < dw.size(); ++e) ASSERT_EQ(dw[e], kCanary) << "wrote past dw";
@@ -158,8 +158,8 @@ TEST_F(ConvBackwardTest, ColumnAndPixelSplits) {
 
 // More pixels per thread than one chunk (at most 512 pixels): later chunks accumulate.
 TEST_F(ConvBackwardTest, ChunksAccumulate) {
-  check_backward({2, 32, 32, 8, 16, 3, 3, 1, 1, 1}, 1, rng);  // 4 chunks of 512 pixels
-  check_backward({2, 32, 33, 8, 16, 3, 3, 2, 1, 1}, 2, rng);  // strided, a short last chunk
+  check_backward({2, 32, 32, 8, 16, 3, 3, 1, 1, 1}, 1, rng);   // 4 chunks of 512 pixels
+  check_backward({2, 32, 33, 8, 16, 3, 3, 2, 1, 1}, 2, rng);   // strided, a short last chunk
   check_backward({1, 24, 24, 64, 32, 3, 3, 1, 1, 1}, 1, rng);  // 576 columns: 455-pixel chunks
 }
 
@@ -169,6 +169,18 @@ TEST_F(ConvBackwardTest, DirectMethodBlocksAndPixelGroups) {
   check_backward({1, 24, 56, 64, 64, 3, 3, 1, 1, 1}, 2, rng);
   check_backward({4, 32, 32, 4, 8, 3, 3, 1, 1, 1}, 4, rng);
   check_backward({4, 32, 32, 4, 8, 3, 3, 2, 1, 1}, 3, rng);
+}
+
+// Called from inside a parallel region (two OpenMP threads each asking for 3 or 4): without
+// nesting every inner region gets a team of one, which must still run all the workers' shares
+// (partial weight gradients, pixel groups, padded rows, packing) rather than skip them.
+TEST_F(ConvBackwardTest, CalledFromInsideAParallelRegion) {
+  std::mt19937 rngs[2] = {std::mt19937(11), std::mt19937(12)};
+#pragma omp parallel for num_threads(2)
+  for (int t = 0; t < 2; ++t) {
+    check_backward({4, 32, 32, 4, 8, 3, 3, 1, 1, 1}, 4, rngs[t]);   // direct, pixel groups
+    check_backward({2, 9, 11, 16, 37, 3, 3, 1, 1, 1}, 3, rngs[t]);  // im2col chunks
+  }
 }
 
 // Input gradients by phases: strided filters larger than 1×1 (each phase its own sub-filter,

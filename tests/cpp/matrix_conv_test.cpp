@@ -196,6 +196,15 @@ TEST_F(ConvTest, StemSevenBySeven) {
   check_conv({1, 32, 32, 3, 16, 7, 2, 3, 1}, Epi::BiasResidualRelu, 2, rng);
 }
 
+// Called from inside a parallel region (two OpenMP threads each asking for 3): without nesting
+// the inner region gets a team of one, which must still compute every worker's tiles.
+TEST_F(ConvTest, CalledFromInsideAParallelRegion) {
+  std::mt19937 rngs[2] = {std::mt19937(21), std::mt19937(22)};
+#pragma omp parallel for num_threads(2)
+  for (int t = 0; t < 2; ++t)
+    check_conv({5, 5, 5, 32, 64, 3, 1, 1, 1}, Epi::BiasResidualRelu, 3, rngs[t]);
+}
+
 TEST_F(ConvTest, GroupsRejected) {
   Conv2dParams q;
   q.h = q.w = 8, q.c = 4, q.oc = 4, q.kh = q.kw = 3, q.groups = 2;
