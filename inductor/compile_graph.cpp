@@ -284,8 +284,11 @@ void log_diagnostics(const CompileContext& ctx, bool built_now, CompiledPlan& ou
 
 void log_fallbacks(CompiledPlan& out) {
   for (const NodeDecision& d : out.decisions) {
-    if (d.generated || d.node < 0 || d.node >= static_cast<int32_t>(out.labels.size())) continue;
-    out.logs.push_back({"fallbacks", out.labels[d.node] + ": runs as an ATen call (" + d.reason + ")"});
+    if (d.node < 0 || d.node >= static_cast<int32_t>(out.labels.size())) continue;
+    if (!d.generated)
+      out.logs.push_back({"fallbacks", out.labels[d.node] + ": runs as an ATen call (" + d.reason + ")"});
+    else if (!d.reason.empty())  // generated, part of it still an ATen call
+      out.logs.push_back({"fallbacks", out.labels[d.node] + ": partly an ATen call (" + d.reason + ")"});
   }
 }
 

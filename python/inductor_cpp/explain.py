@@ -30,7 +30,9 @@ class OpReport:
     op: str  # "aten::sin"
     source: str  # "model.py:3 in forward: return x.sin()" ("" when unknown)
     generated: bool
-    reason: str  # why it falls back ("" when generated)
+    # Why it falls back; for a generated op, what part of it still runs on ATen ("" if none:
+    # a convolution_backward whose input gradient ATen computes while ours does the rest).
+    reason: str
     kernels: list[str] = field(default_factory=list)  # the kernels computing it
 
 
@@ -179,6 +181,9 @@ def _graph_text(g: GraphReport) -> list[str]:
                      + ", ".join(f"%{n} {op}" for n, op in zip(k.nodes, k.ops)))
     for o in g.fallbacks:
         lines.append(f"  fallback {_op_line(o)}: {o.reason}")
+    for o in g.generated:
+        if o.reason:
+            lines.append(f"  partly ATen {_op_line(o)}: {o.reason}")
     folded = [o for o in g.generated if not o.kernels]
     if folded:
         lines.append("  generated without a kernel of their own (views folded into indexing, "

@@ -108,12 +108,16 @@ def test_gradients_of_each_geometry(geometry, bias):
     assert f"stride=[{stride},{stride}], padding=[{padding},{padding}]" in step, step
     outs = [o.strip() for o in step.split("=")[0].split(",")]
     assert outs[1] != "_" and (outs[2] != "_") == bias, step
-    if geometry in STRIDED_FILTERS:  # ours computes dw (db); ATen dx alone
+    decisions = json.loads(backward_graph().debug_info()["decisions"])
+    (decision,) = [d for d in decisions if d["generated"] and d["reason"]] or [None]
+    if geometry in STRIDED_FILTERS:  # ours computes dw (db); ATen dx alone, and says so
         assert outs[0] == "_", step
         (call,) = aten_backward_calls(plan)
         assert "[True, False, False])" in call, call
+        assert decision and "the input gradient runs on ATen" in decision["reason"], decisions
     else:
         assert outs[0] != "_" and not aten_backward_calls(plan), plan
+        assert decision is None, decision
 
 
 def test_input_gradient_only():
