@@ -44,10 +44,10 @@ bool conv2d_supported(const Conv2dParams& q);
 
 /// Packs OIHW weights (torch's default contiguous layout) for the parameters' filter shape.
 PackedConvWeight pack_conv_weight_f32(const float* weight_oihw, const Conv2dParams& q);
-// (Both pack on up to num_threads OpenMP threads when the weight is large: see pack_b_f32.)
 
 /// The same from OHWI weights ([OC][KH][KW][C]: a channels-last weight tensor's memory), which
-/// are B's transpose: one transposing pack, no reordering pass first.
+/// are B's transpose: one transposing pack, no reordering pass first; on up to num_threads
+/// OpenMP threads when the weight is large, into `storage` when given (see pack_b_f32).
 PackedConvWeight pack_conv_weight_ohwi_f32(const float* weight_ohwi, const Conv2dParams& q,
                                            int num_threads = 1,
                                            const PackedStorage& storage = {});
