@@ -52,6 +52,23 @@ void conv_as_gemm(const float* x, const PackedConvWeight& w, float* y, const Con
   gemm_f32_packed(p, w.packed, threads);
 }
 
+/// The wide tile's two-panel kernel (pair_mr pixels × 2·nr channels: per k step 4 weight
+/// loads and 6 broadcasts feed 24 FMAs, each pixel's input loaded once for 64 channels) against
+/// the 14 × 32 tile. H200 host, 16 threads, batch 32, kernel time against oneDNN in alternating
+/// processes (`scripts/debug/conv_tile_probe.py`, two rounds): 3×3 64 @56² 0.97 → 1.01x, 128
+/// @28² 0.98 → 1.00x, where an output row splits into 6- and 5-pixel tiles; 256 @14² 0.99 →
+/// 0.97x and 512 @7² 1.00 → 0.94x, where the row's tiles have 5 and 4 or 4 and 3 pixels
+/// (too few accumulators), so it is used only where the tiles average ≥ 5.5 pixels. It needs
+/// AVX-512 (AVX2 has no registers for it), ≥ 2 panels, and enough tiles that the coarser
+/// column split still shares out over the threads.
+bool two_panel_tiles_pay(const Conv2dParams& q, int threads) {
+  const GemmBlocking& blk = gemm_blocking();
+  if (blk.isa != xbyak::Isa::Avx512 || blk.pair_min_rows == 0 || q.oc < 2 * blk.nr) return false;
+  const int64_t ow = q.out_w(), row_tiles = (ow + blk.pair_mr - 1) / blk.pair_mr;
+  const int64_t pairs = (q.oc + 2 * blk.nr - 1) / (2 * blk.nr);
+  return ow * 10 >= row_tiles * blk.pair_mr * 9 && q.n * q.out_h() * pairs >= 8 * int64_t(threads);
+}
+
 }  // namespace
 
 bool conv2d_supported(const Conv2dParams& q) {
@@ -94,8 +111,15 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
       throw std::invalid_argument("conv2d_nhwc_f32: epilogue op without data");
 
   const GemmBlocking& blk = gemm_blocking();
-  const int mr = blk.mr, nr = blk.nr;
   const int64_t oh = q.out_h(), ow = q.out_w(), hp = q.h + 2 * q.pad_h, wp = q.w + 2 * q.pad_w;
+  // A tile is up to mr pixels of one output row × `group` adjacent weight panels.
+  const int nr = blk.nr;
+  const int group =
+      blk.conv_panels ? blk.conv_panels : (two_panel_tiles_pay(q, num_threads) ? 2 : 1);
+  const int mr = std::min(blk.conv_mr > 0 ? blk.conv_mr
+                          : group == 2    ? blk.pair_mr
+                                          : blk.mr,
+                          xbyak::max_rows(blk.isa, group * nr));
   const bool padded = q.pad_h || q.pad_w;
 
   // Filter rows as batch entries with K = KW·C (contiguous when dilation_w = 1), else every tap.
@@ -109,25 +133,29 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
   const int64_t row_tiles = (ow + mr - 1) / mr;
   const int tile_rows = int((ow + row_tiles - 1) / row_tiles);
   const int64_t full_tiles = ow - (tile_rows - 1) * row_tiles;  // tiles of tile_rows rows
+  const int64_t panels = w.packed.num_panels(), groups = (panels + group - 1) / group;
+  const int full_cols = int(std::min<int64_t>(int64_t(group) * nr, q.oc));
+  const int last_cols = int(q.oc - (groups - 1) * group * nr);
   MicroKernelFn kernels[2][2] = {};
   for (int rt = 0; rt < 2; ++rt)
     for (int ct = 0; ct < 2; ++ct) {
       const int rows = rt ? (full_tiles < row_tiles ? tile_rows - 1 : 0) : tile_rows;
-      const int cols = ct ? int(q.oc % nr) : int(std::min<int64_t>(nr, q.oc));
+      const int cols = ct ? (last_cols != full_cols ? last_cols : 0) : full_cols;
       if (!rows || !cols) continue;
       MicroKernelDesc d;
       d.isa = blk.isa;
       d.mr = rows, d.nr = cols, d.k = k_per_entry;
       d.a_row_stride = q.stride_w * q.c, d.ldb = nr, d.ldc = q.oc;
+      if (cols > nr) d.b_panel_cols = nr;
       d.epilogue = kernel_epilogue(q.epilogue, jit_ops);
       kernels[rt][ct] = xbyak::get_microkernel(d);
     }
 
-  const int64_t rows_total = q.n * oh, panels = w.packed.num_panels();
-  int threads = int(std::max<int64_t>(1, std::min<int64_t>(num_threads, rows_total * panels)));
+  const int64_t rows_total = q.n * oh;
+  int threads = int(std::max<int64_t>(1, std::min<int64_t>(num_threads, rows_total * groups)));
   if (rows_total * ow * q.oc * q.kh * q.kw * q.c < blk.serial_macs) threads = 1;
   int tm = 1, tn = 1;
-  choose_grid(rows_total, panels, threads, tm, tn);
+  choose_grid(rows_total, groups, threads, tm, tn);
   // Output rows per cache block (across images): the new input rows and the output row of
   // each, ~512 KiB. (Sized to one core's L2 less the streaming weight panel instead, 3×3
   // 256->256 @14² and 512->512 @7² at batch 32 ran 7 and 2 rows per block on a 512 KiB L2 and
@@ -181,10 +209,12 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
         for (int64_t img = first_img; img <= last_img; ++img)
           image_base[img - first_img] = x + img * hp * wp * q.c;  // unpadded: hp = H, wp = W
       }
-      for (int64_t pi = tj * panels / tn; pi < (tj + 1) * panels / tn; ++pi) {
-        const int64_t j = pi * nr;
-        const int cols = int(std::min<int64_t>(nr, q.oc - j));
+      for (int64_t gi = tj * groups / tn; gi < (tj + 1) * groups / tn; ++gi) {
+        const int64_t pi = gi * group, j = pi * nr;
+        const int cols = int(std::min<int64_t>(full_cols, q.oc - j));
         const float* panel = w.packed.panel(pi);
+        const int64_t b_panel_stride =
+            cols > nr ? (w.packed.panel(pi + 1) - panel) * int64_t(sizeof(float)) : 0;
         for (int64_t e = 0; e < taps; ++e) b_ptrs[e] = panel + e * k_per_entry * nr;
         for (int64_t r = block; r < block_end; ++r) {
           const int64_t oy = r % oh;
@@ -204,7 +234,8 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
             MicroKernelArgs args;
             args.a = a_ptrs, args.b = b_ptrs, args.batch = taps, args.c = c_ptr;
             args.epilogue_data = epilogue_data;
-            kernels[rows != tile_rows][cols != nr](&args);
+            args.b_panel_stride = b_panel_stride;
+            kernels[rows != tile_rows][cols != full_cols](&args);
             if (jit_ops < q.epilogue.size())
               apply_epilogue_tile(c_ptr, q.oc, rows, cols, pixel, j, q.epilogue, jit_ops,
                                   /*tile_kernel=*/false);
@@ -214,7 +245,8 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
       }
       // A generated tile kernel once over the block's pixels × this thread's channels (as
       // the GEMM driver calls it per block).
-      const int64_t j0 = tj * panels / tn * nr, j1 = std::min(q.oc, (tj + 1) * panels / tn * nr);
+      const int64_t j0 = tj * groups / tn * group * nr,
+                    j1 = std::min(q.oc, (tj + 1) * groups / tn * group * nr);
       apply_tile_kernel(q.epilogue, block * ow, (block_end - block) * ow, j0, j1 - j0);
       block = block_end;
     }

@@ -73,6 +73,13 @@ const GemmBlocking& gemm_blocking() {
         b.pair_mr = int(mr), b.pair_mc = mc / mr * mr, b.pair_kc = kc;
       }
     }
+    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_CONV_TILE")) {
+      long mr = 0, panels = 0;
+      if (std::sscanf(env, "%ld,%ld", &mr, &panels) >= 1) {
+        b.conv_mr = int(mr);
+        b.conv_panels = panels == 0 ? 0 : b.isa == xbyak::Isa::Avx512 && panels == 2 ? 2 : 1;
+      }
+    }
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_SPLIT_K"))
       b.balance_split_k = std::string(env) != "0";
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PACK_A"))

@@ -48,6 +48,12 @@ struct GemmBlocking {
   /// tile's finer rows tipped 1024³ and 4096³ to a 1 × 16 grid (16 threads each packing all of
   /// A: 0.70x / 0.68x); 0.03: 0.99x / 0.87x; 0.06: 1.01x / 0.91x.
   double grid_slack = 0.06;
+  /// Direct convolution's register tile: conv_mr output pixels (0: mr, or pair_mr on two
+  /// panels) × conv_panels adjacent nr-column panels (0: chosen per convolution, conv.cpp
+  /// "two_panel_tiles_pay"; 2: the wide tile's two-panel kernel). Tuning knob
+  /// INDUCTOR_CPP_MATRIX_CONV_TILE="mr[,panels]".
+  int conv_mr = 0;
+  int conv_panels = 0;
   int grid_tm = 0;  ///< Tuning knob: > 0 forces a grid_tm × (threads / grid_tm) thread grid.
   /// Split K over groups of the team when the output tiles do not share out evenly (gemm_driver
   /// "split_k_parts", gemv "gemv_grid"); knob INDUCTOR_CPP_MATRIX_SPLIT_K=0 turns it off.
