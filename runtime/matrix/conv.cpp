@@ -58,9 +58,9 @@ void conv_as_gemm(const float* x, const PackedConvWeight& w, float* y, const Con
 /// processes (`scripts/debug/conv_tile_probe.py`, two rounds): 3×3 64 @56² 0.97 → 1.01x, 128
 /// @28² 0.98 → 1.00x, where an output row splits into 6- and 5-pixel tiles; 256 @14² 0.99 →
 /// 0.97x and 512 @7² 1.00 → 0.94x, where the row's tiles have 5 and 4 or 4 and 3 pixels
-/// (too few accumulators), so it is used only where the tiles average ≥ 5.5 pixels. It needs
-/// AVX-512 (AVX2 has no registers for it), ≥ 2 panels, and enough tiles that the coarser
-/// column split still shares out over the threads.
+/// (too few accumulators), so it is used only where the tiles average ≥ 0.9 · pair_mr pixels.
+/// It needs AVX-512 (AVX2 has no registers for it), ≥ 2 panels, and enough tiles that the
+/// coarser column split still shares out over the threads.
 bool two_panel_tiles_pay(const Conv2dParams& q, int threads) {
   const GemmBlocking& blk = gemm_blocking();
   if (blk.isa != xbyak::Isa::Avx512 || blk.pair_min_rows == 0 || q.oc < 2 * blk.nr) return false;
