@@ -71,6 +71,17 @@ bool two_panel_tiles_pay(const Conv2dParams& q, int threads) {
 
 }  // namespace
 
+Conv2dTile conv2d_tile(const Conv2dParams& q, int num_threads) {
+  const GemmBlocking& blk = gemm_blocking();
+  Conv2dTile t;
+  t.panels = blk.conv_panels ? blk.conv_panels : two_panel_tiles_pay(q, num_threads) ? 2 : 1;
+  t.pixels = std::min(blk.conv_mr > 0 ? blk.conv_mr
+                      : t.panels == 2 ? blk.pair_mr
+                                      : blk.mr,
+                      xbyak::max_rows(blk.isa, t.panels * blk.nr));
+  return t;
+}
+
 bool conv2d_supported(const Conv2dParams& q) {
   return q.groups == 1 && q.n > 0 && q.c > 0 && q.oc > 0 && q.kh > 0 && q.kw > 0 &&
          q.stride_h > 0 && q.stride_w > 0 && q.dilation_h > 0 && q.dilation_w > 0 && q.pad_h >= 0 &&
@@ -113,13 +124,8 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
   const GemmBlocking& blk = gemm_blocking();
   const int64_t oh = q.out_h(), ow = q.out_w(), hp = q.h + 2 * q.pad_h, wp = q.w + 2 * q.pad_w;
   // A tile is up to mr pixels of one output row × `group` adjacent weight panels.
-  const int nr = blk.nr;
-  const int group =
-      blk.conv_panels ? blk.conv_panels : (two_panel_tiles_pay(q, num_threads) ? 2 : 1);
-  const int mr = std::min(blk.conv_mr > 0 ? blk.conv_mr
-                          : group == 2    ? blk.pair_mr
-                                          : blk.mr,
-                          xbyak::max_rows(blk.isa, group * nr));
+  const Conv2dTile tile_shape = conv2d_tile(q, num_threads);
+  const int nr = blk.nr, group = tile_shape.panels, mr = tile_shape.pixels;
   const bool padded = q.pad_h || q.pad_w;
 
   // Filter rows as batch entries with K = KW·C (contiguous when dilation_w = 1), else every tap.

@@ -1,8 +1,9 @@
 /// \file conv.h
 /// \brief 2-D convolution, channels-last (NHWC), float32, on the GEMM micro-kernels.
 ///
-/// Direct method: an output tile is mr consecutive output pixels of one output row × nr output
-/// channels; the micro-kernel batch-reduces over the filter rows kh (each a K = KW·C contiguous
+/// Direct method: an output tile is up to mr consecutive output pixels of one output row × nr
+/// output channels, or on AVX-512 6 pixels × two adjacent nr-channel panels (conv2d_tile); the
+/// micro-kernel batch-reduces over the filter rows kh (each a K = KW·C contiguous
 /// run of the input row when dilation_w = 1, else over all KH·KW taps with K = C). Padding is
 /// handled by zero-padded copies of the input rows each block of output rows reads, made per
 /// call by the thread computing the block (L2-sized). 1×1 / stride 1 / no padding runs as
@@ -49,8 +50,17 @@ PackedConvWeight pack_conv_weight_f32(const float* weight_oihw, const Conv2dPara
 /// are B's transpose: one transposing pack, no reordering pass first; on up to num_threads
 /// OpenMP threads when the weight is large, into `storage` when given (see pack_b_f32).
 PackedConvWeight pack_conv_weight_ohwi_f32(const float* weight_ohwi, const Conv2dParams& q,
-                                           int num_threads = 1,
-                                           const PackedStorage& storage = {});
+                                           int num_threads = 1, const PackedStorage& storage = {});
+
+/// The direct method's register tile: up to `pixels` consecutive output pixels of one output row
+/// × `panels` adjacent weight panels (2 on AVX-512 where an output row splits into near-full
+/// 6-pixel tiles: docs/codegen/matrix.md "Convolution"). 1×1 stride-1 unpadded convolutions run
+/// as one GEMM instead. Knob INDUCTOR_CPP_MATRIX_CONV_TILE="pixels[,panels]" (tuning).
+struct Conv2dTile {
+  int pixels = 0;
+  int panels = 1;
+};
+Conv2dTile conv2d_tile(const Conv2dParams& q, int num_threads);
 
 /// y[N][OH][OW][OC] = epilogue(conv(x[N][H][W][C], w)). Throws std::invalid_argument when
 /// !conv2d_supported(q) or the weights do not match.

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
 #include "codegen/xbyak/cpu_features.h"
 #include "runtime/matrix/conv.h"
+#include "runtime/matrix/gemm_config.h"
 
 namespace inductor_cpp::matrix {
 namespace {
@@ -127,6 +129,35 @@ class ConvTest : public ::testing::Test {
   }
   std::mt19937 rng{5};
 };
+
+/// Which register tile the direct method picks (conv.cpp "two_panel_tiles_pay"): two panels
+/// only on AVX-512, where an output row splits into near-full 6-pixel tiles and the batch has
+/// enough tile rows for the threads.
+TEST_F(ConvTest, TwoPanelTilesWhereRowsSplitIntoNearFullSixPixelTiles) {
+  if (std::getenv("INDUCTOR_CPP_MATRIX_CONV_TILE")) GTEST_SKIP() << "tile forced by the knob";
+  auto tile = [](int64_t n, int64_t c, int64_t oc, int64_t hw, int64_t k, int64_t stride,
+                 int threads) {
+    Conv2dParams q;
+    q.n = n, q.h = hw, q.w = hw, q.c = c, q.oc = oc, q.kh = k, q.kw = k;
+    q.stride_h = q.stride_w = stride, q.pad_h = q.pad_w = k / 2;
+    const Conv2dTile t = conv2d_tile(q, threads);
+    return std::pair<int, int>(t.pixels, t.panels);
+  };
+  using Tile = std::pair<int, int>;
+  if (gemm_blocking().isa != xbyak::Isa::Avx512) {
+    EXPECT_EQ(tile(32, 64, 64, 56, 3, 1, 16), Tile(6, 1));
+    EXPECT_EQ(tile(32, 256, 256, 14, 3, 1, 16), Tile(6, 1));
+    return;
+  }
+  EXPECT_EQ(tile(32, 64, 64, 56, 3, 1, 16), Tile(6, 2));     // 56 = 6 × 6 + 4 × 5
+  EXPECT_EQ(tile(32, 128, 128, 28, 3, 1, 16), Tile(6, 2));   // 28 = 3 × 6 + 2 × 5
+  EXPECT_EQ(tile(32, 3, 64, 224, 7, 2, 16), Tile(6, 2));     // the stem, 112 pixels a row
+  EXPECT_EQ(tile(32, 256, 256, 14, 3, 1, 16), Tile(14, 1));  // 6-pixel tiles: 5 + 5 + 4
+  EXPECT_EQ(tile(32, 512, 512, 7, 3, 1, 16), Tile(14, 1));   // 4 + 3
+  EXPECT_EQ(tile(32, 64, 32, 56, 3, 1, 16), Tile(14, 1));    // one panel
+  EXPECT_EQ(tile(1, 64, 64, 56, 3, 1, 16), Tile(14, 1));     // 56 tile rows for 16 threads
+  EXPECT_EQ(tile(1, 64, 64, 56, 3, 1, 2), Tile(6, 2));
+}
 
 TEST_F(ConvTest, ThreeByThreePaddedWithTails) {
   check_conv({1, 9, 17, 16, 37, 3, 1, 1, 1}, Epi::None, 1, rng);
