@@ -7,7 +7,6 @@
 #include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 
-#include <ATen/ops/empty_strided.h>
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -402,7 +401,7 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   // Dynamic shapes: rows kRowsOfA are A's rows in this call.
   std::vector<int64_t> out_sizes = m.out.sizes;
   if (!batched && !out_sizes.empty() && out_sizes[0] == kRowsOfA) out_sizes[0] = a.size(0);
-  const at::Tensor stored = at::empty_strided(out_sizes, m.out.strides, bm.options);
+  const at::Tensor stored = empty_strided_pooled(out_sizes, m.out.strides, bm.options);
   const at::Tensor c = stored.dim() == rank ? stored : stored.view({a.size(0), b.size(1)});
   const int64_t batch = batched ? c.size(0) : 1;
   const int64_t rows = c.size(rank - 2), cols = c.size(rank - 1), inner = a.size(rank - 1);
@@ -447,7 +446,7 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
                            (!batched || t.stride(0) == c.stride(0) || batch == 1);
         if (!plain) t = t.contiguous();
         if (batched && batch > 1 && t.stride(0) != c.stride(0)) {
-          at::Tensor laid = at::empty_strided(c.sizes(), c.strides(), bm.options);
+          at::Tensor laid = empty_strided_pooled(c.sizes(), c.strides(), bm.options);
           laid.copy_(t);
           t = laid;
         }
@@ -521,7 +520,7 @@ void run_kernel(const BoundKernel& k, std::vector<c10::IValue>& slots, GpuRun& g
                        (k.written[i] && t.storage_offset() != 0))) {
       TORCH_CHECK(t.sizes() == c10::IntArrayRef(want.sizes), "inductor_cpp: a generated kernel expected sizes ",
                   c10::IntArrayRef(want.sizes), " for an argument, got ", t.sizes());
-      at::Tensor copy = at::empty_strided(want.sizes, want.strides, t.options());
+      at::Tensor copy = empty_strided_pooled(want.sizes, want.strides, t.options());
       copy.copy_(t);
       relaid.push_back(copy);
       if (k.written[i]) updated.emplace_back(t, copy);

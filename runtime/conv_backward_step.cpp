@@ -63,7 +63,7 @@ void ConvBackwardStep::run(std::vector<c10::IValue>& slots) const {
     TORCH_CHECK(matrix::conv2d_backward_input_supported(q) && x.sizes() == at::IntArrayRef(m.out.sizes),
                 "inductor_cpp: ", label_, ": input gradient not supported for these parameters");
     const at::Tensor w_ohwi = w.contiguous(at::MemoryFormat::ChannelsLast);
-    at::Tensor dx = at::empty_strided(m.out.sizes, m.out.strides, x.options());
+    at::Tensor dx = empty_strided_pooled(m.out.sizes, m.out.strides, x.options());
     matrix::conv2d_backward_input_nhwc_f32(dy.data_ptr<float>(), w_ohwi.data_ptr<float>(),
                                            dx.data_ptr<float>(), q, threads,
                                            pooled_packed_storage());
@@ -78,14 +78,14 @@ void ConvBackwardStep::run(std::vector<c10::IValue>& slots) const {
               ": bias gradient of ", c10::IntArrayRef(m.grad_bias.sizes), ", expected [", q.oc, "]");
   // The library writes OHWI (channels-last); another layout of the plan gets a copy.
   const bool direct = m.grad_weight.slot >= 0 && is_dense_nhwc(m.grad_weight.sizes, m.grad_weight.strides);
-  at::Tensor dw = direct ? at::empty_strided(m.grad_weight.sizes, m.grad_weight.strides, x.options())
-                         : at::empty_strided(w.sizes(), nhwc_strides(w.sizes()), x.options());
+  at::Tensor dw = direct ? empty_strided_pooled(m.grad_weight.sizes, m.grad_weight.strides, x.options())
+                         : empty_strided_pooled(w.sizes(), nhwc_strides(w.sizes()), x.options());
   at::Tensor db = m.grad_bias.slot >= 0 ? at::empty({q.oc}, x.options()) : at::Tensor();
   matrix::conv2d_backward_weight_nhwc_f32(dy.data_ptr<float>(), x.data_ptr<float>(), dw.data_ptr<float>(),
                                           db.defined() ? db.data_ptr<float>() : nullptr, q, threads);
   if (m.grad_weight.slot >= 0) {
     if (!direct) {
-      at::Tensor laid = at::empty_strided(m.grad_weight.sizes, m.grad_weight.strides, x.options());
+      at::Tensor laid = empty_strided_pooled(m.grad_weight.sizes, m.grad_weight.strides, x.options());
       laid.copy_(dw);
       dw = std::move(laid);
     }

@@ -4,7 +4,6 @@
 #include "runtime/conv_step.h"
 
 #include <ATen/Parallel.h>
-#include <ATen/ops/empty_strided.h>
 #include <c10/util/Exception.h>
 
 #include <cmath>
@@ -39,7 +38,7 @@ std::vector<int64_t> nhwc_strides(at::IntArrayRef sizes) {
 
 at::Tensor as_dense_nhwc(const at::Tensor& t) {
   if (is_dense_nhwc(t.sizes(), t.strides())) return t;
-  at::Tensor copy = at::empty_strided(t.sizes(), nhwc_strides(t.sizes()), t.options());
+  at::Tensor copy = empty_strided_pooled(t.sizes(), nhwc_strides(t.sizes()), t.options());
   copy.copy_(t);
   return copy;
 }
@@ -130,7 +129,7 @@ void ConvStep::run(std::vector<c10::IValue>& slots) const {
   TORCH_CHECK(matrix::conv2d_supported(q), "inductor_cpp: ", label_,
               ": convolution parameters not supported");
 
-  at::Tensor y = at::empty_strided(out_sizes, m.out.strides, x.options());
+  at::Tensor y = empty_strided_pooled(out_sizes, m.out.strides, x.options());
   std::vector<at::Tensor> keep;  // epilogue operands, alive through the call
   // Per-channel scale and shift of each batch_norm op (computed per call: the parameters may
   // change between calls). Reserved up front: the ops point into it.
