@@ -1,7 +1,8 @@
 /// \file
-/// A caching allocator for the large CPU tensors the runtime allocates (kernel outputs and
-/// intermediates): a block of at least kMinPooledBytes, once its tensor is freed, is kept by
-/// its exact (page-rounded) size and handed to the next allocation of that size.
+/// A caching allocator for the large CPU tensors the runtime allocates (generated kernels' and
+/// matrix steps' outputs, intermediates, relayout copies): a block of at least kMinPooledBytes,
+/// once its tensor is freed, is kept by its exact (page-rounded) size and handed to the next
+/// allocation of that size.
 ///
 /// Why: a fresh block of many megabytes comes from mmap, and every page faults (and is zeroed
 /// by the kernel) on first touch: on the 2-core dev machine ~175 ms per GiB, more than a

@@ -2,8 +2,9 @@
 /// TileKernelCall (tile_kernel_call.h).
 #include "runtime/tile_kernel_call.h"
 
-#include <ATen/ops/empty_strided.h>
 #include <c10/util/Exception.h>
+
+#include "runtime/cpu_pool.h"
 
 namespace inductor_cpp::runtime {
 
@@ -23,7 +24,7 @@ matrix::EpilogueOp TileKernelCall::bind(KernelFn fn, const MatmulEpilogue& e, in
     TORCH_CHECK(t.sizes() == c10::IntArrayRef(want.sizes) && t.device().is_cpu(), "inductor_cpp: ", label,
                 ": tile kernel operand of sizes ", t.sizes(), ", expected ", c10::IntArrayRef(want.sizes));
     if (t.strides() != c10::IntArrayRef(want.strides)) {
-      at::Tensor copy = at::empty_strided(want.sizes, want.strides, t.options());
+      at::Tensor copy = empty_strided_pooled(want.sizes, want.strides, t.options());
       copy.copy_(t);
       t = copy;
     }
