@@ -17,6 +17,10 @@ enum class Strict {
 struct CompileOptions {
   Strict strict = Strict::Off;
   bool use_cache = true;
+  /// "freezing": True — parameters are constants (stock Inductor's freezing contract): packed
+  /// weight copies are trusted by version counter, with no per-call content check. Run time
+  /// only: not in the cache key.
+  bool freezing = false;
   /// Options that change what is generated; exactly these enter the cache key.
   nlohmann::json codegen = nlohmann::json::object();
 

@@ -135,7 +135,7 @@ struct BoundMatmul {
   std::string label;
   std::string profile_name;  ///< torch.profiler range name (profile_name_of)
   /// mm/addmm: B packed once while it does not change (runtime/matmul_step.h).
-  std::shared_ptr<PackedBCache> packed_b = std::make_shared<PackedBCache>();
+  std::shared_ptr<PackedBCache> packed_b;
   std::shared_ptr<const ConvStep> conv;  ///< set for "conv2d" (runtime/conv_step.h)
   /// set for "conv2d_backward" (runtime/conv_backward_step.h)
   std::shared_ptr<const ConvBackwardStep> conv_backward;
@@ -287,8 +287,10 @@ bool is_dense_row_major(const BufferAlloc& a) {
   return true;
 }
 
-BoundStep bind_matmul_step(const Step& step, const KernelLibrary* library, const std::vector<std::string>& labels) {
+BoundStep bind_matmul_step(const Step& step, const KernelLibrary* library, const std::vector<std::string>& labels,
+                           bool frozen_weights) {
   BoundMatmul m;
+  m.packed_b = std::make_shared<PackedBCache>(!frozen_weights);
   m.launch = step.matmul;
   for (const MatmulEpilogue& e : m.launch.epilogue) {
     m.kinds.push_back(epilogue_kind(e.kind));
@@ -338,7 +340,7 @@ BoundStep bind_matmul_step(const Step& step, const KernelLibrary* library, const
   if (!computing.empty()) m.label += " computing " + computing;
   m.profile_name =
       profile_name_of("matrix::" + m.launch.op, m.launch.nodes, labels) + matrix_shape_text(m.launch);
-  if (m.launch.is_conv()) m.conv = std::make_shared<const ConvStep>(m.launch, m.kinds, m.label, m.tile_fn);
+  if (m.launch.is_conv()) m.conv = std::make_shared<const ConvStep>(m.launch, m.kinds, m.label, m.tile_fn, frozen_weights);
   BoundStep bound;
   bound.matmul = std::move(m);
   bound.free_after = step.free_after;
@@ -466,10 +468,10 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   if (batched) {
     const int64_t stride_a = batch == 1 ? 0 : ao.keep.stride(0), stride_b = batch == 1 ? 0 : bo.keep.stride(0);
     matrix::bmm_f32(p, batch, stride_a, stride_b, c.stride(0), threads);
-  } else if (matrix::gemv_applies(p)) {  // one row times Wᵀ: dot products along W, no packed copy
+  } else if (matrix::gemm_reads_b_in_place(p, threads)) {  // few rows: B read once, no packed copy
     matrix::gemm_f32(p, threads);
   } else if (auto packed = bm.packed_b->lookup(
-                 b, [&] { return matrix::pack_b_f32(bo.data, inner, cols, bo.ld, bo.trans); })) {
+                 b, threads, [&] { return matrix::pack_b_f32(bo.data, inner, cols, bo.ld, bo.trans); })) {
     matrix::gemm_f32_packed(p, *packed, threads);
   } else {
     matrix::gemm_f32(p, threads);
@@ -705,7 +707,8 @@ struct AtenExecutable::Bound {
 };
 
 AtenExecutable::AtenExecutable(const Plan& plan, std::vector<at::Tensor> constants,
-                               std::vector<std::string> labels, std::shared_ptr<KernelLibrary> library) {
+                               std::vector<std::string> labels, std::shared_ptr<KernelLibrary> library,
+                               bool frozen_weights) {
   auto b = std::make_unique<Bound>();
   if (static_cast<int32_t>(constants.size()) != plan.num_constants)
     throw std::runtime_error("plan expects " + std::to_string(plan.num_constants) +
@@ -721,7 +724,7 @@ AtenExecutable::AtenExecutable(const Plan& plan, std::vector<at::Tensor> constan
   for (const Step& step : plan.steps) {
     try {
       if (step.is_matmul()) {
-        b->steps.push_back(bind_matmul_step(step, b->library.get(), b->labels));
+        b->steps.push_back(bind_matmul_step(step, b->library.get(), b->labels, frozen_weights));
         continue;
       }
       if (step.is_kernel()) {
@@ -752,6 +755,17 @@ AtenExecutable::AtenExecutable(const Plan& plan, std::vector<at::Tensor> constan
 }
 
 AtenExecutable::~AtenExecutable() = default;
+
+AtenExecutable::WeightCacheCounts AtenExecutable::weight_cache_counts() const {
+  WeightCacheCounts counts;
+  for (const BoundStep& step : bound_->steps) {
+    if (!step.matmul) continue;
+    const BoundMatmul& m = *step.matmul;
+    counts.packs += m.conv ? m.conv->cached_packs() : m.packed_b->packs();
+    counts.stale_drops += m.conv ? m.conv->stale_drops() : m.packed_b->stale_drops();
+  }
+  return counts;
+}
 
 std::vector<c10::IValue> AtenExecutable::run(std::vector<c10::IValue> inputs) const {
   const Bound& b = *bound_;

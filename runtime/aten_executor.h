@@ -36,14 +36,26 @@ class AtenExecutable {
   /// `labels[node]` names each graph node in error messages ("aten::mm (model.py:3 in f)").
   /// Throws std::runtime_error if an operator is unknown or an argument cannot be bound.
   /// `library` holds the plan's generated kernels (null when the plan has none); the
-  /// executable keeps it loaded for its own lifetime.
+  /// executable keeps it loaded for its own lifetime. `frozen_weights` (the "freezing" option):
+  /// matrix steps reuse a packed weight while its version counter is unchanged, without
+  /// checking its contents (runtime/matmul_step.h).
   AtenExecutable(const Plan& plan, std::vector<at::Tensor> constants,
-                 std::vector<std::string> labels, std::shared_ptr<KernelLibrary> library = nullptr);
+                 std::vector<std::string> labels, std::shared_ptr<KernelLibrary> library = nullptr,
+                 bool frozen_weights = false);
   ~AtenExecutable();
 
   /// Runs the plan. `inputs` is consumed (the caller's references are released as soon as
   /// no step needs them). A failing step throws StepError with the original error nested.
   std::vector<c10::IValue> run(std::vector<c10::IValue> inputs) const;
+
+  /// The matrix steps' packed-weight caches (runtime/matmul_step.h), summed: how many times a
+  /// weight was packed into a cache, and how many cached copies were dropped because the
+  /// weight's contents changed behind its version counter.
+  struct WeightCacheCounts {
+    int64_t packs = 0;
+    int64_t stale_drops = 0;
+  };
+  WeightCacheCounts weight_cache_counts() const;
 
  private:
   struct Bound;

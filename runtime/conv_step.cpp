@@ -94,11 +94,12 @@ bool is_dense_nhwc(at::IntArrayRef sizes, at::IntArrayRef strides) {
 }
 
 ConvStep::ConvStep(MatmulLaunch launch, std::vector<matrix::EpilogueKind> kinds, std::string label,
-                   KernelFn tile_fn)
+                   KernelFn tile_fn, bool frozen_weights)
     : launch_(std::move(launch)),
       kinds_(std::move(kinds)),
       tile_fn_(tile_fn),
-      label_(std::move(label)) {
+      label_(std::move(label)),
+      packed_(std::make_shared<PackedWeightCache<matrix::PackedConvWeight>>(!frozen_weights)) {
   const BufferAlloc& out = launch_.out;
   if (!launch_.is_conv()) throw std::runtime_error("not a conv2d step: " + launch_.op);
   if (out.dtype != "float32" || out.device != "cpu")
@@ -177,7 +178,7 @@ void ConvStep::run(std::vector<c10::IValue>& slots) const {
                                              static_cast<int>(at::get_num_threads()),
                                              pooled_packed_storage());
   };
-  std::shared_ptr<const matrix::PackedConvWeight> packed = packed_->lookup(w, pack);
+  std::shared_ptr<const matrix::PackedConvWeight> packed = packed_->lookup(w, static_cast<int>(at::get_num_threads()), pack);
   std::optional<matrix::PackedConvWeight> per_call;
   if (!packed) per_call.emplace(pack());
   const matrix::PackedConvWeight& weights = packed ? *packed : *per_call;

@@ -62,22 +62,24 @@ class ConvStep {
   /// Checks the launch (op "conv2d", 4-D channels-last float32 CPU output); `kinds` are its
   /// epilogue kinds, `label` names it in errors, `tile_fn` is the function of a last "kernel"
   /// op (runtime/tile_kernel_call.h), if any.
+  /// `frozen_weights`: trust the weight's version counter alone (the "freezing" option).
   ConvStep(MatmulLaunch launch, std::vector<matrix::EpilogueKind> kinds, std::string label,
-           KernelFn tile_fn = nullptr);
+           KernelFn tile_fn = nullptr, bool frozen_weights = false);
 
   /// Allocates the output, runs the convolution with its epilogue, stores it in its slot.
   void run(std::vector<c10::IValue>& slots) const;
 
   /// How many times the weight was packed into the cache (tests and diagnostics).
   int64_t cached_packs() const { return packed_->packs(); }
+  /// How many cached copies were dropped for writes behind the version counter.
+  int64_t stale_drops() const { return packed_->stale_drops(); }
 
  private:
   MatmulLaunch launch_;
   std::vector<matrix::EpilogueKind> kinds_;
   KernelFn tile_fn_ = nullptr;
   std::string label_;
-  std::shared_ptr<PackedWeightCache<matrix::PackedConvWeight>> packed_ =
-      std::make_shared<PackedWeightCache<matrix::PackedConvWeight>>();
+  std::shared_ptr<PackedWeightCache<matrix::PackedConvWeight>> packed_;
 };
 
 }  // namespace inductor_cpp::runtime

@@ -7,13 +7,16 @@
 /// B is identified by its storage (a weak reference: the StorageImpl object cannot be reused by
 /// another tensor while we hold it), data pointer, sizes, strides and autograd version counter.
 /// In-place updates (optimizer steps, `w.add_(1)` under no_grad) bump the version, so the next
-/// call repacks. Not seen: writes that bypass the version counter (`w.data.add_(1)`,
-/// writes through numpy or data_ptr) — the same hazard autograd's saved tensors have.
+/// call repacks. Writes that bypass the version counter (`w.data.add_(1)`, an EMA through
+/// `.data`, writes through numpy or data_ptr) are caught by the weight's content fingerprint
+/// (runtime/weight_fingerprint.h), checked on every call that would reuse the packed copy: one
+/// read of the weight, at memory speed, instead of a pack.
 ///
 /// Caching starts only after the same B (same identity and version) was seen on two consecutive
 /// calls: an intermediate produced in the same run changes every call and keeps being packed per
-/// call, with no extra copy. Memory: one packed copy of B per matmul step (about B's size,
-/// padded to whole column panels), freed when B changes or the executable is destroyed.
+/// call, with no extra copy and no fingerprint. Memory: one packed copy of B per matmul step
+/// (about B's size, padded to whole column panels), freed when B changes or the executable is
+/// destroyed.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -22,9 +25,11 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "runtime/matrix/gemm.h"
+#include "runtime/weight_fingerprint.h"
 
 namespace inductor_cpp::runtime {
 
@@ -48,21 +53,33 @@ struct PackedBKey {
 template <typename Packed>
 class PackedWeightCache {
  public:
-  /// The packed copy of `w` to use (made by `pack()` when not yet cached), or nullptr when the
-  /// caller should pack per call (w not yet seen unchanged on two consecutive calls, or not
-  /// cacheable). `pack` is called with the cache's mutex held.
+  /// `check_contents` false: trust the version counter alone (the "freezing" option: weights
+  /// are constants, as in stock Inductor's freezing), skipping the per-call fingerprint.
+  explicit PackedWeightCache(bool check_contents = true) : check_contents_(check_contents) {}
+
+  /// The packed copy of `w` to use (made by `pack()` when not yet cached, or when w's contents
+  /// changed behind its version counter), or nullptr when the caller should pack per call (w
+  /// not yet seen unchanged on two consecutive calls, or not cacheable). `threads`: the team
+  /// that reads w for its fingerprint. `pack` is called with the cache's mutex held.
   template <typename PackFn>
-  std::shared_ptr<const Packed> lookup(const at::Tensor& w, PackFn&& pack) {
+  std::shared_ptr<const Packed> lookup(const at::Tensor& w, int threads, PackFn&& pack) {
     PackedBKey key = PackedBKey::of(w);
     std::lock_guard<std::mutex> lock(mutex_);
     const bool unchanged = key.same_as(last_seen_);
     last_seen_ = std::move(key);
-    if (!unchanged) {
-      packed_.reset();  // w changed (or is an intermediate): drop the stale copy, pack per call
+    std::optional<WeightFingerprint> contents;
+    if (unchanged) contents = check_contents_ ? weight_fingerprint(w, threads) : WeightFingerprint();
+    if (!contents) {
+      packed_.reset();  // w changed (or is an intermediate, or not one span): pack per call
       return nullptr;
+    }
+    if (packed_ && *contents != fingerprint_) {
+      packed_.reset();  // written behind the version counter (w.data, numpy): repack
+      ++stale_;
     }
     if (!packed_) {
       packed_ = std::make_shared<const Packed>(pack());
+      fingerprint_ = std::move(*contents);
       ++packs_;
     }
     return packed_;
@@ -74,11 +91,21 @@ class PackedWeightCache {
     return packs_;
   }
 
+  /// How many cached copies were dropped because the weight's contents changed while its
+  /// version counter did not (for tests and diagnostics).
+  int64_t stale_drops() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stale_;
+  }
+
  private:
+  const bool check_contents_;
   mutable std::mutex mutex_;
   PackedBKey last_seen_;  ///< the weight's key on the previous call
   std::shared_ptr<const Packed> packed_;
+  WeightFingerprint fingerprint_;  ///< the packed copy's source contents
   int64_t packs_ = 0;
+  int64_t stale_ = 0;
 };
 
 /// mm/addmm's B (see the file comment).

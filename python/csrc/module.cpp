@@ -180,7 +180,7 @@ class ProgressLine {
 /// A compiled graph as Python sees it.
 class CompiledGraph {
  public:
-  CompiledGraph(inductor::CompiledPlan compiled, std::vector<at::Tensor> constants)
+  CompiledGraph(inductor::CompiledPlan compiled, std::vector<at::Tensor> constants, bool frozen_weights)
       : key_(compiled.key),
         cache_outcome_(compiled.cache_outcome),
         plan_json_(runtime::plan_to_json(compiled.plan).dump()),
@@ -197,7 +197,7 @@ class CompiledGraph {
         logs_(std::move(compiled.logs)),
         debug_(debug_info_of(compiled)),
         executable_(compiled.plan, std::move(constants), std::move(compiled.labels),
-                    compiled.library) {}
+                    compiled.library, frozen_weights) {}
 
   /// The boxed calling convention of AOT autograd: a list of inputs, which we empty so that
   /// inputs die as soon as the plan is done with them (a tuple is accepted and left alone).
@@ -228,6 +228,9 @@ class CompiledGraph {
     d["aten_calls"] = aten_steps_;
     d["calls"] = calls_.load();
     d["cache"] = cache_outcome_;
+    const runtime::AtenExecutable::WeightCacheCounts weights = executable_.weight_cache_counts();
+    d["weight_packs"] = weights.packs;  // weights packed into a matrix step's cross-call cache
+    d["weight_stale_drops"] = weights.stale_drops;  // of those, dropped for writes behind .data
     return d;
   }
 
@@ -358,7 +361,7 @@ std::unique_ptr<CompiledGraph> compile(const std::string& description,
     }
     compiled = inductor::compile_graph(parsed, ctx);
   }
-  return std::make_unique<CompiledGraph>(std::move(compiled), std::move(constants));
+  return std::make_unique<CompiledGraph>(std::move(compiled), std::move(constants), ctx.options.freezing);
 }
 
 }  // namespace

@@ -22,9 +22,17 @@ KNOWN: dict[str, tuple[str | None, str]] = {
     "cache": ("INDUCTOR_CPP_CACHE", "False: neither read nor write the on-disk cache"),
     "matrix_kernels": (
         "INDUCTOR_CPP_MATRIX_KERNELS",
-        "True: float32 CPU mm/addmm/bmm and channels-last conv2d run on our xbyak kernels with "
-        "a following activation/residual chain fused (off by default: not yet faster than "
-        "MKL/oneDNN for every shape; see `python -m inductor_cpp.bench matrix`)",
+        "False: float32 CPU mm/addmm/bmm and channels-last conv2d stay ATen calls (MKL/oneDNN) "
+        "with generated kernels around them (default True: they run on our xbyak GEMM / "
+        "convolution kernels with the following activation/residual chain fused; see "
+        "docs/codegen/matrix.md and `python -m inductor_cpp.bench matrix`)",
+    ),
+    "freezing": (
+        "INDUCTOR_CPP_FREEZING",
+        "True: treat parameters as constants, as stock Inductor's freezing does: a matrix step "
+        "reuses its packed copy of a weight while the weight's version counter is unchanged, "
+        "without re-reading the weight each call to check its contents (faster for small "
+        "batches; writes through .data or numpy are then not seen). Default False",
     ),
     "matrix_tile_epilogues": (
         "INDUCTOR_CPP_MATRIX_TILE_EPILOGUES",
@@ -85,15 +93,17 @@ class Options:
     mode: str | None = None
     strict: bool | str = False
     cache: bool = True
+    freezing: bool = False  # run time only (packed-weight checks): not in the cache key
     debug_dir: str | None = None
     layout_optimization: bool = True  # a graph rewrite in Python: the graph's hash covers it
     shape_specializations: int = 8  # Python-side (specialize.py): each static graph has its key
     extra: dict[str, Any] = field(default_factory=dict)
 
     def for_compiler(self) -> dict[str, Any]:
-        """What the C++ compiler receives; everything but strict/cache enters the cache key
+        """What the C++ compiler receives; everything but strict/cache/freezing enters the cache key
         (diagnostic options such as debug_dir are not sent at all)."""
-        return {"strict": self.strict, "cache": self.cache, "mode": self.mode or "default", **self.extra}
+        return {"strict": self.strict, "cache": self.cache, "freezing": self.freezing,
+                "mode": self.mode or "default", **self.extra}
 
 
 def _gpu_tuning_text(value: Any) -> str:
@@ -131,10 +141,13 @@ def resolve(mode: str | None = None, options: dict[str, Any] | None = None) -> O
     cache = values.get("cache", True)
     if not isinstance(cache, bool):
         raise ValueError(f'inductor_cpp: option "cache" must be True or False, not {cache!r}')
+    freezing = values.get("freezing", False)
+    if not isinstance(freezing, bool):
+        raise ValueError(f'inductor_cpp: option "freezing" must be True or False, not {freezing!r}')
     debug_dir = values.get("debug_dir")
     if debug_dir is not None and not isinstance(debug_dir, (str, os.PathLike)):
         raise ValueError(f'inductor_cpp: option "debug_dir" must be a path, not {debug_dir!r}')
-    matrix_kernels = values.get("matrix_kernels", False)
+    matrix_kernels = values.get("matrix_kernels", True)
     if not isinstance(matrix_kernels, bool):
         raise ValueError(f'inductor_cpp: option "matrix_kernels" must be True or False, not {matrix_kernels!r}')
     tile_epilogues = values.get("matrix_tile_epilogues", True)
@@ -151,14 +164,15 @@ def resolve(mode: str | None = None, options: dict[str, Any] | None = None) -> O
         raise ValueError('inductor_cpp: option "shape_specializations" must be a whole number '
                          f">= 0, not {shape_specializations!r}")
     gpu_tuning = _gpu_tuning_text(values.get("gpu_tuning", ""))
-    # Code generation options enter the cache key; only non-default values are sent, so default
-    # keys stay what they were.
+    # Code generation options enter the cache key. matrix_kernels is sent when on (the compiler's
+    # own default is off, for callers that build options by hand); other options only when not
+    # at their default, so default keys stay what they were.
     extra: dict[str, Any] = {"matrix_kernels": True} if matrix_kernels else {}
     if matrix_kernels and not tile_epilogues:
         extra["matrix_tile_epilogues"] = False
     if gpu_tuning:
         extra["gpu_tuning"] = gpu_tuning
-    return Options(mode=mode, strict=strict, cache=cache,
+    return Options(mode=mode, strict=strict, cache=cache, freezing=freezing,
                    debug_dir=os.fspath(debug_dir) if debug_dir else None,
                    layout_optimization=layout_optimization,
                    shape_specializations=shape_specializations, extra=extra)

@@ -41,6 +41,10 @@ void gemm_f32(const GemmProblem& p, int num_threads) {
   run_gemm_f32(p, nullptr, num_threads);
 }
 
+bool gemm_reads_b_in_place(const GemmProblem& p, int num_threads) {
+  return gemv_applies(p) || gemm_plan_reads_b_in_place(p, num_threads);
+}
+
 void gemm_f32_packed(const GemmProblem& p, const PackedB& packed, int num_threads) {
   if (packed.k() != p.k || packed.n() != p.n)
     throw std::invalid_argument("gemm: PackedB shape mismatch");

@@ -130,6 +130,11 @@ bool caller_flushes_denormals();
 /// problems run as matrix-vector products (gemv.h).
 void gemm_f32(const GemmProblem& p, int num_threads);
 
+/// Whether gemm_f32 reads op(B) in place, so that a pre-packed copy of B would go unused: one-
+/// and few-row products (gemv.h) and a plain B under few row tiles per thread. Callers that keep
+/// packed weights (runtime/matmul_step.h) then keep none.
+bool gemm_reads_b_in_place(const GemmProblem& p, int num_threads);
+
 /// Same with a pre-packed B (p.b, p.ldb, p.trans_b ignored; packed.k()/n() must match).
 void gemm_f32_packed(const GemmProblem& p, const PackedB& packed, int num_threads);
 

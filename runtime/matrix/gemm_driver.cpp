@@ -602,6 +602,12 @@ void check_gemm_problem(const GemmProblem& p) {
   if (!cpu.avx512 && !cpu.avx2) throw std::runtime_error("gemm: needs AVX2+FMA or AVX-512");
 }
 
+bool gemm_plan_reads_b_in_place(const GemmProblem& p, int num_threads) {
+  if (p.m == 0 || p.n == 0) return false;
+  if (num_threads > 1 && nested_region_is_serial()) num_threads = 1;
+  return make_plan(p, nullptr, num_threads).b_source == BSource::Plain;
+}
+
 int gemm_split_k_parts(const GemmProblem& p, const PackedB* packed, int num_threads) {
   if (p.m == 0 || p.n == 0) return 1;
   if (num_threads > 1 && nested_region_is_serial()) num_threads = 1;

@@ -28,6 +28,10 @@ void check_gemm_problem(const GemmProblem& p);
 /// cannot nest, it runs on the calling thread.
 void run_gemm_f32(const GemmProblem& p, const PackedB* packed, int num_threads);
 
+/// Whether run_gemm_f32 (without a packed B) reads op(B) in place: a plain B under few row tiles
+/// per thread, where packing would not pay off.
+bool gemm_plan_reads_b_in_place(const GemmProblem& p, int num_threads);
+
 /// How many K ranges run_gemm_f32 splits p into on num_threads threads (1: none): long-K
 /// problems whose output tiles do not share out evenly over the team, unless a part would pack
 /// B per call for its whole group (for tests and diagnostics; gemm_driver.cpp

@@ -1,5 +1,6 @@
 /// \file gemv.cpp
-/// \brief One-row GEMMs (see gemv.h). y = x · Wᵀ: dot products along W's rows, four rows per
+/// \brief One- and few-row GEMMs (see gemv.h). Few rows × Wᵀ: dot_block, W in blocks of four rows
+/// run over every group of A rows while in L1. One row: y = x · Wᵀ: dot products along W's rows, four rows per
 /// pass, two accumulators per row (32 floats of K per step on AVX-512, 16 on AVX2), masked K
 /// tails. y = x · B: B's rows streamed in order, eight per pass, into the thread's slice of y
 /// (in L1), vector by vector (four per pass: 1 × 768² 18 µs, eight: 16 µs, as the tile path);
@@ -31,6 +32,11 @@ namespace {
 #define AVX2_FN __attribute__((target("avx2,fma")))
 
 constexpr int kRows = 4;      ///< W rows per pass (4 streams per thread).
+/// Most A rows for which Wᵀ is read in place (dot_block) rather than packed. Dev machine (AVX2),
+/// 2 threads, in place against B packed beforehand (so not counting the pack): 8 × 768² 149
+/// against 234 µs, 8 × 4096² 5.0 against 8.2 ms, 16 × 768² 277 / 258 µs, 32 × 768² 551 / 529,
+/// 32 × 4096² 16.5 / 16.5 ms, 64 × 768² 1102 / 999 (the packed kernels win from here).
+constexpr int64_t kFewRows = 32;
 constexpr int kAxpyRows = 8;  ///< B rows per pass over y (y read and written once per 8 rows).
 constexpr int64_t kSerialFloats = 32 * 1024;  ///< Smaller W: one thread.
 constexpr int64_t kMinRowsPerThread = 4 * kRows;
@@ -109,6 +115,83 @@ AVX2_FN void dot_rows_avx2(const float* w, int64_t ldw, const float* x, int64_t 
   for (int r = 0; r < rows; ++r) out[r] = horizontal_sum(_mm256_add_ps(acc[r][0], acc[r][1]));
 }
 
+/// Few rows times Wᵀ (1 < M ≤ kFewRows): out[i][r] = A[i, :k] · W[r, :k] for MR rows of A and R
+/// (≤ kRows) rows of W, one accumulator each, both counts compile-time so the accumulators stay
+/// in registers: on AVX2 3 × 4 accumulators + 3 A vectors + the W vector being used fill the
+/// 16 ymm registers (loading all 4 W vectors first needs 17: spills, 3x slower); on AVX-512
+/// 4 × 4 of 32 zmm. The caller walks W in blocks of kRows rows and runs every group of A rows
+/// over one block while it is in L1, so W is read from memory once, as in the one-row case.
+/// One 8-float step of dot_block_avx2 (masked: the last, partial one).
+template <int MR, int R, bool kMasked>
+AVX2_FN inline void dot_block_step_avx2(const float* w, int64_t ldw, const float* a, int64_t lda,
+                                        __m256i mask, __m256 (&acc)[MR][R]) {
+  __m256 av[MR];
+  for (int i = 0; i < MR; ++i)
+    av[i] = kMasked ? _mm256_maskload_ps(a + i * lda, mask) : _mm256_loadu_ps(a + i * lda);
+  for (int r = 0; r < R; ++r) {
+    const __m256 wv = kMasked ? _mm256_maskload_ps(w + r * ldw, mask) : _mm256_loadu_ps(w + r * ldw);
+    for (int i = 0; i < MR; ++i) acc[i][r] = _mm256_fmadd_ps(wv, av[i], acc[i][r]);
+  }
+}
+
+template <int MR, int R>
+AVX2_FN void dot_block_avx2(const float* w, int64_t ldw, const float* a, int64_t lda, int64_t k,
+                            float (*out)[kRows]) {
+  __m256 acc[MR][R];
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < R; ++r) acc[i][r] = _mm256_setzero_ps();
+  int64_t kk = 0;
+  for (; kk + 8 <= k; kk += 8)
+    dot_block_step_avx2<MR, R, false>(w + kk, ldw, a + kk, lda, _mm256_setzero_si256(), acc);
+  if (kk < k) {  // masked loads only here (slow on AMD Zen)
+    alignas(32) int32_t lanes[8];
+    for (int l = 0; l < 8; ++l) lanes[l] = l < k - kk ? -1 : 0;
+    const __m256i mask = _mm256_load_si256(reinterpret_cast<const __m256i*>(lanes));
+    dot_block_step_avx2<MR, R, true>(w + kk, ldw, a + kk, lda, mask, acc);
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < R; ++r) out[i][r] = horizontal_sum(acc[i][r]);
+}
+
+template <int MR, int R>
+AVX512_FN void dot_block_avx512(const float* w, int64_t ldw, const float* a, int64_t lda, int64_t k,
+                                float (*out)[kRows]) {
+  __m512 acc[MR][R];
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < R; ++r) acc[i][r] = _mm512_setzero_ps();
+  for (int64_t kk = 0; kk < k; kk += 16) {
+    const int64_t left = k - kk;
+    const __mmask16 mask = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+    __m512 av[MR];
+    for (int i = 0; i < MR; ++i) av[i] = _mm512_maskz_loadu_ps(mask, a + i * lda + kk);
+    for (int r = 0; r < R; ++r) {
+      const __m512 wv = _mm512_maskz_loadu_ps(mask, w + r * ldw + kk);
+      for (int i = 0; i < MR; ++i) acc[i][r] = _mm512_fmadd_ps(wv, av[i], acc[i][r]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < R; ++r) out[i][r] = _mm512_reduce_add_ps(acc[i][r]);
+}
+
+/// dot_block for runtime counts: a_rows ≤ MR rows of A (the last group may be short), rows ≤
+/// kRows rows of W (the last block of a thread's range may be short).
+template <int MR, int R = kRows>
+void dot_block(bool avx512, const float* w, int64_t ldw, const float* a, int64_t lda, int64_t k,
+               int a_rows, int rows, float (*out)[kRows]) {
+  if constexpr (MR > 1) {
+    if (a_rows < MR) return dot_block<MR - 1, R>(avx512, w, ldw, a, lda, k, a_rows, rows, out);
+  }
+  if constexpr (R > 1) {
+    if (rows < R) return dot_block<MR, R - 1>(avx512, w, ldw, a, lda, k, a_rows, rows, out);
+  }
+  if (avx512)
+    dot_block_avx512<MR, R>(w, ldw, a, lda, k, out);
+  else
+    dot_block_avx2<MR, R>(w, ldw, a, lda, k, out);
+}
+
+constexpr int kBlockRowsAvx2 = 3, kBlockRowsAvx512 = 4;
+
 /// acc[0, n) = Σ_k x[k] · B[k, 0:n), rows of B in order (each element summed in k order, as
 /// the tile kernels do), kAxpyRows rows per pass over acc.
 AVX512_FN void rows_axpy_avx512(const float* b, int64_t ldb, const float* x, int64_t k, int64_t n,
@@ -156,6 +239,24 @@ AVX2_FN void rows_axpy_avx2(const float* b, int64_t ldb, const float* x, int64_t
 
 /// Outputs [j0, j1): the products, alpha and accumulate, then the whole epilogue.
 void gemv_range(const GemmProblem& p, int64_t j0, int64_t j1, bool avx512) {
+  if (p.m > 1) {  // few rows × Wᵀ (gemv_applies)
+    const int group = avx512 ? kBlockRowsAvx512 : kBlockRowsAvx2;
+    for (int64_t j = j0; j < j1; j += kRows) {
+      const int rows = int(std::min<int64_t>(kRows, j1 - j));
+      for (int64_t i0 = 0; i0 < p.m; i0 += group) {
+        const int a_rows = int(std::min<int64_t>(group, p.m - i0));
+        float dots[kBlockRowsAvx512][kRows];
+        dot_block<kBlockRowsAvx512>(avx512, p.b + j * p.ldb, p.ldb, p.a + i0 * p.lda, p.lda, p.k, a_rows,
+                                    rows, dots);
+        for (int i = 0; i < a_rows; ++i) {
+          float* c = p.c + (i0 + i) * p.ldc + j;
+          for (int r = 0; r < rows; ++r) c[r] = p.alpha * dots[i][r] + (p.accumulate ? c[r] : 0.0f);
+        }
+      }
+    }
+    if (!p.epilogue.empty()) apply_epilogue_tile(p.c + j0, p.ldc, p.m, j1 - j0, 0, j0, p.epilogue, 0);
+    return;
+  }
   if (p.trans_b) {
     for (int64_t j = j0; j < j1; j += kRows) {
       const int rows = int(std::min<int64_t>(kRows, j1 - j));
@@ -238,8 +339,9 @@ void gemv_split_k(const GemmProblem& p, const GemvGrid& grid, bool avx512, int n
 }  // namespace
 
 bool gemv_applies(const GemmProblem& p) {
-  return p.m == 1 && p.b && p.k > 0 && p.n > 0 && p.ldb >= (p.trans_b ? p.k : p.n) &&
-         (!p.trans_a || p.lda == 1);
+  if (!p.b || p.k <= 0 || p.n <= 0 || p.ldb < (p.trans_b ? p.k : p.n)) return false;
+  if (p.m == 1) return !p.trans_a || p.lda == 1;
+  return p.m > 1 && p.m <= kFewRows && p.trans_b && !p.trans_a;
 }
 
 int gemv_threads(const GemmProblem& p, int num_threads) {

@@ -1,5 +1,9 @@
 /// \file gemv.h
-/// \brief One-row GEMMs as matrix-vector products, B read in place once, with no packing:
+/// \brief One-row GEMMs as matrix-vector products, and few-row ones (2-32 rows) times Bᵀ, B read in
+/// place once, with no packing:
+///   * few rows × Bᵀ (nn.Linear on a small batch): W walked in blocks of four rows, each block
+///     run over every group of 3 (AVX2) or 4 (AVX-512) A rows while it is in L1 (one dot
+///     product per output, as below);
 ///   * B transposed (nn.Linear's weight W [N, K], y = x · Wᵀ): each output is a dot product
 ///     along a contiguous row of W, four rows of W at a time;
 ///   * B plain (y = x · B, torch.mm of one row): B's rows are streamed in order, eight at a
@@ -22,7 +26,8 @@
 
 namespace inductor_cpp::matrix {
 
-/// Whether gemv_f32 computes p: one row (m = 1) with A's row contiguous.
+/// Whether gemv_f32 computes p: one row (m = 1) with A's row contiguous, or 2-32 rows of a plain
+/// (row-major) A times a transposed B.
 bool gemv_applies(const GemmProblem& p);
 
 /// How gemv_f32 lays out its team over a plain B: k_parts groups over B's rows (K) × n_parts over

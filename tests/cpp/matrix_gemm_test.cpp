@@ -16,6 +16,7 @@
 #include <memory>
 #include <random>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "codegen/xbyak/cpu_features.h"
@@ -453,6 +454,47 @@ TEST_F(GemmTest, OneRowRunsAsAMatrixVectorProduct) {
               << threads << " threads";
         }
       }
+}
+
+TEST_F(GemmTest, FewRowsTimesWTransposedReadWInPlace) {
+  // 1 < M ≤ 32 with Bᵀ (nn.Linear on a small batch, gemv.h): W read in place in blocks of 4 rows,
+  // each block run over every group of A rows (3 on AVX2, 4 on AVX-512, the last one partial).
+  // K around the 8/16-float steps and their masked tails, N around the 4-row blocks, padded
+  // leading dimensions, alpha, accumulate and epilogues, 1–3 threads; every output is one dot
+  // product computed by one thread, so the result does not depend on the thread count.
+  // M = 33, a transposed A or a plain B go to the tile kernels.
+  for (int64_t m : {2, 3, 4, 5, 7, 8, 17, 32})
+    for (int64_t k : {1, 7, 8, 9, 16, 33, 300})
+      for (int64_t n : {1, 3, 4, 5, 17, 130}) {
+        Fixture f(m, n, k, false, true, rng, 1 + (m + k) % 3);
+        f.p.alpha = k % 2 ? 1.0f : -0.5f;
+        f.p.accumulate = (n + k) % 2 == 1;
+        f.p.epilogue = {f.op(EpilogueKind::BiasCol), f.op(EpilogueKind::BiasRow), f.op(EpilogueKind::Gelu),
+                        f.op(EpilogueKind::AddResidual)};
+        SCOPED_TRACE("m " + std::to_string(m) + ", k " + std::to_string(k) + ", n " + std::to_string(n));
+        ASSERT_TRUE(gemv_applies(f.p) && gemm_reads_b_in_place(f.p, 2));
+        const std::vector<float> c_before = f.c_frame;
+        gemm_f32(f.p, 1);
+        f.check();
+        if (HasFatalFailure()) return;
+        const std::vector<float> one_thread = f.c_frame;
+        for (int threads : {2, 3}) {
+          f.c_frame = c_before;
+          f.p.c = f.c_frame.data() + f.frame_ld;
+          gemm_f32(f.p, threads);
+          ASSERT_EQ(std::memcmp(one_thread.data(), f.c_frame.data(), one_thread.size() * 4), 0)
+              << threads << " threads";
+        }
+      }
+  for (auto [m, ta, tb] : {std::tuple{33, false, true}, std::tuple{4, true, true}, std::tuple{4, false, false}}) {
+    Fixture f(m, 40, 50, ta, tb, rng);
+    EXPECT_FALSE(gemv_applies(f.p)) << "m " << m << ", trans_a " << ta << ", trans_b " << tb;
+    // A plain B under one row tile is read in place by the tile kernels too; Bᵀ is packed.
+    EXPECT_EQ(gemm_reads_b_in_place(f.p, 2), !tb) << "m " << m << ", trans_b " << tb;
+    gemm_f32(f.p, 2);
+    f.check();
+  }
+  EXPECT_FALSE(gemm_reads_b_in_place(Fixture(512, 64, 64, false, false, rng).p, 2));  // many row tiles: packed
 }
 
 TEST_F(GemmTest, CalledFromInsideAParallelRegion) {

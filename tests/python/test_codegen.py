@@ -12,10 +12,11 @@ import inductor_cpp
 from conftest import assert_same, compile_cpp, test_graphs
 
 
-def compiled_graph_counters(fn, *args):
-    """Runs fn compiled and eagerly; returns (result, counters of the one graph it made)."""
+def compiled_graph_counters(fn, *args, **options):
+    """Runs fn compiled (with `options`) and eagerly; returns the counters of the one graph it
+    made."""
     expected = fn(*args)
-    actual = compile_cpp(fn)(*args)
+    actual = compile_cpp(fn, options=options)(*args)
     assert_same(actual, expected, rtol=1e-4, atol=1e-5)
     graphs = test_graphs()
     assert len(graphs) == 1, f"expected one graph, got {len(graphs)}"
@@ -199,8 +200,18 @@ def test_mixed_extern_and_generated_ops():
     def f(x, w):
         return torch.relu(x @ w + 1).sum(-1)
 
-    c = compiled_graph_counters(f, x, w)
+    c = compiled_graph_counters(f, x, w, matrix_kernels=False)  # the matmul an ATen call
     assert c["aten_calls"] == 1 and c["kernels"] >= 1, c
+
+
+def test_matmul_absorbs_its_pointwise_consumers_by_default():
+    x, w = torch.randn(32, 64), torch.randn(64, 48)
+
+    def f(x, w):
+        return torch.relu(x @ w + 1).sum(-1)
+
+    c = compiled_graph_counters(f, x, w)  # our GEMM with + 1 and relu in its epilogue
+    assert c["aten_calls"] == 0 and c["matrix_kernels"] == 1 and c["kernels"] == 1, c
 
 
 def test_failed_kernel_compile_falls_back_to_aten(monkeypatch, caplog):

@@ -175,22 +175,34 @@ def test_weight_updated_in_place_is_repacked():
         assert_same(compiled(x, w), fn(x, w), rtol=RTOL, atol=ATOL)
 
 
-def test_cached_weight_ignores_writes_that_bypass_the_version_counter():
-    """The packed-weight cache's documented hazard (runtime/matmul_step.h); proves it is used."""
+def weight_cache_counts() -> tuple[int, int]:
+    c = the_graph().counters()
+    return c["weight_packs"], c["weight_stale_drops"]
+
+
+def test_cached_weight_sees_writes_that_bypass_the_version_counter():
+    """`.data` and numpy writes leave the version counter alone; the packed copy's content
+    fingerprint (runtime/weight_fingerprint.h) catches them. The counters prove the cache is in
+    use (one pack for three calls)."""
     x, w = channels_last(2, 8, 11, 11), torch.randn(16, 8, 3, 3)
     fn = lambda x, w: F.conv2d(x, w, padding=1)
     compiled = compile_cpp(fn)
     with torch.no_grad():
         for _ in range(3):
-            stale = compiled(x, w)
+            assert_same(compiled(x, w), fn(x, w), rtol=RTOL, atol=ATOL)
+        assert weight_cache_counts() == (1, 0)
         w.data.add_(1)
-        assert torch.equal(compiled(x, w), stale)
+        assert_same(compiled(x, w), fn(x, w), rtol=RTOL, atol=ATOL)
+        w.numpy()[15, 7, 2, 2] = 5.0  # a single float, the last one
+        assert_same(compiled(x, w), fn(x, w), rtol=RTOL, atol=ATOL)
+        assert_same(compiled(x, w), fn(x, w), rtol=RTOL, atol=ATOL)
+    assert weight_cache_counts() == (3, 2)
 
 
 def test_weight_behind_a_layout_copy_is_read_in_place():
     """The channels-last FX pass copies each weight to channels-last before its convolution;
     the conv step packs the source instead (the copy is dropped), so the packed weight is
-    cached across calls (a write through .data is not seen: the cache is in use)."""
+    cached across calls."""
     x, w = channels_last(2, 8, 11, 11), torch.randn(16, 8, 3, 3)
     fn = lambda x, w: F.conv2d(x, w.contiguous(memory_format=NHWC), padding=1)
     compiled = compile_cpp(fn, layout_optimization=False)
@@ -198,8 +210,7 @@ def test_weight_behind_a_layout_copy_is_read_in_place():
         for _ in range(3):
             out = compiled(x, w)
         check_against_references(out, fn, x, w)
-        w.data.add_(1)
-        assert torch.equal(compiled(x, w), out)
+        assert weight_cache_counts() == (1, 0)
     graph = the_graph()
     assert graph.counters()["kernels"] == 0, graph.plan_text
     step = conv_steps(graph.plan_text)[0]  # reads both graph inputs (%s0, %s1) directly
@@ -256,11 +267,21 @@ def test_float64_stays_aten():
     assert not conv_steps(the_graph().plan_text)
 
 
-def test_matrix_kernels_are_off_by_default():
+def test_matrix_kernels_are_on_by_default():
     x, w = channels_last(2, 8, 11, 11), torch.randn(16, 8, 3, 3)
     fn = lambda x, w: F.conv2d(x, w, padding=1)
     with torch.no_grad():
         assert_same(torch.compile(fn, backend="inductor_cpp")(x, w), fn(x, w), rtol=RTOL, atol=ATOL)
+    graph = the_graph()
+    assert conv_steps(graph.plan_text) and "aten::convolution" not in graph.plan_text, graph.plan_text
+
+
+def test_matrix_kernels_off_leaves_convolutions_to_aten():
+    x, w = channels_last(2, 8, 11, 11), torch.randn(16, 8, 3, 3)
+    fn = lambda x, w: F.conv2d(x, w, padding=1)
+    with torch.no_grad():
+        compiled = torch.compile(fn, backend="inductor_cpp", options={"matrix_kernels": False})
+        assert_same(compiled(x, w), fn(x, w), rtol=RTOL, atol=ATOL)
     graph = the_graph()
     assert not conv_steps(graph.plan_text) and "aten::convolution" in graph.plan_text
     assert graph.counters()["aten_calls"] == 1

@@ -1,7 +1,7 @@
-"""With options={"matrix_kernels": True}, float32 CPU matrix multiplies in compiled graphs run
+"""With matrix_kernels on (the default), float32 CPU matrix multiplies in compiled graphs run
 on our GEMM library (MatmulLaunch plan steps, runtime/matrix/gemm.h), with a following
-activation or residual add folded into the GEMM epilogue; other dtypes stay ATen calls. Off by
-default. mm/addmm keep B packed across calls while its version is unchanged
+activation or residual add folded into the GEMM epilogue; other dtypes stay ATen calls.
+mm/addmm keep B packed across calls while its version and contents are unchanged
 (runtime/matmul_step.h). Compared against eager with a GEMM tolerance (the summation order
 differs from MKL's)."""
 
@@ -22,11 +22,18 @@ def compile_cpp(fn):
     return torch.compile(fn, backend="inductor_cpp", options={"matrix_kernels": True})
 
 
-def test_matrix_kernels_are_off_by_default():
+def test_matrix_kernels_are_on_by_default():
     x, w = torch.randn(8, 16), torch.randn(16, 4)
     torch.compile(torch.mm, backend="inductor_cpp")(x, w)
     (graph,) = test_graphs()
-    assert "matrix::" not in graph.plan_text and "aten::mm" in graph.plan_text
+    assert "matrix::mm" in graph.plan_text and "aten::mm" not in graph.plan_text, graph.plan_text
+
+
+def test_matrix_kernels_off_leaves_matmuls_to_aten():
+    x, w = torch.randn(8, 16), torch.randn(16, 4)
+    torch.compile(torch.mm, backend="inductor_cpp", options={"matrix_kernels": False})(x, w)
+    (graph,) = test_graphs()
+    assert "matrix::" not in graph.plan_text and "aten::mm" in graph.plan_text, graph.plan_text
 
 
 def run_one_graph(fn, *args):
@@ -255,10 +262,11 @@ def test_long_k_few_tiles_on_many_threads():
 
 
 def warm_linear():
-    """A Linear compiled with matrix kernels, called 3 times (its packed weight is cached)."""
+    """A Linear compiled with matrix kernels, called 3 times (its packed weight is cached: 48
+    rows, more than the few-row path that reads the weight in place, gemv.h)."""
     lin = torch.nn.Linear(64, 48)
     compiled = compile_cpp(lin)
-    x = torch.randn(20, 64)
+    x = torch.randn(48, 64)
     with torch.no_grad():
         for _ in range(3):
             compiled(x)
@@ -275,18 +283,62 @@ def test_in_place_weight_update_forces_a_repack():
         assert_same(compiled(x), lin(x), rtol=RTOL, atol=ATOL)
 
 
-def test_writes_that_bypass_the_version_counter_are_not_seen():
-    """Documents the cache's one hazard (as for autograd's saved tensors): `.data` writes do not
-    bump the parameter's version, so the cached packed copy is kept. Proves the cache is used."""
+def weight_cache_counts() -> tuple[int, int]:
+    (graph,) = test_graphs()
+    c = graph.counters()
+    return c["weight_packs"], c["weight_stale_drops"]
+
+
+def test_cached_weight_is_reused_while_unchanged():
     lin, compiled, x = warm_linear()
     with torch.no_grad():
-        stale = lin(x)
+        for _ in range(3):
+            assert_same(compiled(x), lin(x), rtol=RTOL, atol=ATOL)
+    assert weight_cache_counts() == (1, 0)  # packed into the cache once, on the second call
+
+
+def test_writes_that_bypass_the_version_counter_are_seen():
+    """`.data` writes (an EMA, weight surgery) and writes through numpy leave the version counter
+    alone; the packed copy's content fingerprint (runtime/weight_fingerprint.h) catches them."""
+    lin, compiled, x = warm_linear()
+    with torch.no_grad():
         lin.weight.data.add_(1)
-        assert_same(compiled(x), stale, rtol=RTOL, atol=ATOL)
+        assert_same(compiled(x), lin(x), rtol=RTOL, atol=ATOL)
+        assert weight_cache_counts() == (2, 1)
+        lin.weight.data[17, 5] += 0.25  # a single float: a CRC always sees it
+        assert_same(compiled(x), lin(x), rtol=RTOL, atol=ATOL)
+        lin.weight.detach().numpy()[47, 63] = -3.0  # the last element, through numpy
+        assert_same(compiled(x), lin(x), rtol=RTOL, atol=ATOL)
+        assert_same(compiled(x), lin(x), rtol=RTOL, atol=ATOL)
+    assert weight_cache_counts() == (4, 3)
+
+
+def test_freezing_trusts_the_version_counter():
+    """options={"freezing": True} (stock Inductor's contract: parameters are constants): no
+    per-call content check, so a `.data` write is not seen, while a versioned in-place update
+    still is."""
+    lin = torch.nn.Linear(64, 48)
+    compiled = torch.compile(lin, backend="inductor_cpp", options={"freezing": True})
+    x = torch.randn(48, 64)
+    with torch.no_grad():
+        for _ in range(3):
+            stale = compiled(x)
+        lin.weight.data.add_(1)
+        assert torch.equal(compiled(x), stale)
+        lin.weight.add_(1)  # bumps the version counter: packed per call, then cached again
+        for _ in range(2):
+            assert_same(compiled(x), lin(x), rtol=RTOL, atol=ATOL)
+    assert weight_cache_counts() == (2, 0)
+
+
+def test_freezing_must_be_a_bool():
+    with pytest.raises(Exception, match='"freezing" must be True or False'):
+        torch.compile(torch.mm, backend="inductor_cpp", options={"freezing": "yes"})(
+            torch.randn(2, 2), torch.randn(2, 2))
 
 
 def test_new_weight_tensor_is_detected():
-    x, w = torch.randn(20, 64), torch.randn(64, 48)
+    x, w = torch.randn(48, 64), torch.randn(64, 48)
     compiled = compile_cpp(torch.mm)
     for _ in range(3):
         compiled(x, w)
@@ -296,10 +348,24 @@ def test_new_weight_tensor_is_detected():
         assert_same(compiled(x, w), x @ w, rtol=RTOL, atol=ATOL)
 
 
+def test_few_rows_read_the_weight_in_place():
+    """Up to 32 rows times Wᵀ (a Linear on a small batch) read W in place (gemv.h): nothing is
+    packed or cached, and a `.data` write is seen."""
+    lin = torch.nn.Linear(64, 48)
+    compiled = compile_cpp(lin)
+    x = torch.randn(20, 64)
+    with torch.no_grad():
+        for _ in range(3):
+            assert_same(compiled(x), lin(x), rtol=RTOL, atol=ATOL)
+        lin.weight.data.add_(1)
+        assert_same(compiled(x), lin(x), rtol=RTOL, atol=ATOL)
+    assert weight_cache_counts() == (0, 0)
+
+
 def test_intermediate_b_is_packed_per_call():
     fn = lambda x, w: x @ (w * 2)
     compiled = compile_cpp(fn)
-    x, w = torch.randn(20, 64), torch.randn(64, 48)
+    x, w = torch.randn(48, 64), torch.randn(64, 48)
     for i in range(4):
         w2 = w + i
         assert_same(compiled(x, w2), fn(x, w2), rtol=RTOL, atol=ATOL)
@@ -310,7 +376,7 @@ def test_concurrent_calls_share_the_packed_weight():
 
     lin = torch.nn.Linear(64, 48)
     compiled = compile_cpp(lin)
-    xs = [torch.randn(20, 64) for _ in range(4)]
+    xs = [torch.randn(48, 64) for _ in range(4)]
     with torch.no_grad():
         compiled(xs[0])
         expected = [lin(x) for x in xs]
