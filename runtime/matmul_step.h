@@ -85,6 +85,9 @@ class PackedWeightCache {
     return packed_;
   }
 
+  /// False under the "freezing" option (the version counter alone is trusted).
+  bool checks_contents() const { return check_contents_; }
+
   /// How many times the weight was packed into the cache (for tests and diagnostics).
   int64_t packs() const {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/matrix/gemm_config.h"
+
 namespace inductor_cpp::runtime {
 namespace {
 
@@ -74,10 +76,20 @@ std::optional<WeightFingerprint> weight_fingerprint(const at::Tensor& w, int thr
   const int64_t chunks = (bytes + kChunkBytes - 1) / kChunkBytes;
   WeightFingerprint lanes(static_cast<size_t>(4 * chunks + 1));
   lanes.back() = static_cast<uint64_t>(bytes);
-  const int team = static_cast<int>(std::clamp<int64_t>(bytes / kBytesPerThread, 1, std::max(threads, 1)));
-#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
-  for (int64_t c = 0; c < chunks; ++c)
-    hash_chunk(base + c * kChunkBytes, std::min(kChunkBytes, bytes - c * kChunkBytes), lanes.data() + 4 * c);
+  const int workers = static_cast<int>(std::clamp<int64_t>(bytes / kBytesPerThread, 1, std::max(threads, 1)));
+  const auto worker = [&](int t) {
+    for (int64_t c = chunks * t / workers; c < chunks * (t + 1) / workers; ++c)
+      hash_chunk(base + c * kChunkBytes, std::min(kChunkBytes, bytes - c * kChunkBytes), lanes.data() + 4 * c);
+  };
+  if (workers == 1) {
+    worker(0);
+  } else {
+    // The whole team, idle workers skipping (gemm_config.h for_each_worker): with a smaller team
+    // the other threads go idle and the GEMM's full-team region right after this waits for them
+    // (H100 host, 16 threads: compiled relu(addmm) 1024³ 3.16 ms against the library's 2.01).
+#pragma omp parallel num_threads(std::max(threads, workers))
+    matrix::for_each_worker(workers, worker);
+  }
   return lanes;
 }
 

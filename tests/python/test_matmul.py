@@ -362,6 +362,18 @@ def test_few_rows_read_the_weight_in_place():
     assert weight_cache_counts() == (0, 0)
 
 
+@pytest.mark.parametrize("freezing", [False, True])
+def test_plain_weight_under_few_rows(freezing):
+    """x @ w with w [K, N] (GPT-2's Conv1D layout) on 4 rows: read in place by default (no copy
+    to check), packed and cached under freezing (faster than reading it in place at 16
+    threads)."""
+    x, w = torch.randn(4, 64), torch.randn(64, 48)
+    compiled = torch.compile(torch.mm, backend="inductor_cpp", options={"freezing": freezing})
+    for _ in range(3):
+        assert_same(compiled(x, w), x @ w, rtol=RTOL, atol=ATOL)
+    assert weight_cache_counts() == ((1, 0) if freezing else (0, 0))
+
+
 def test_intermediate_b_is_packed_per_call():
     fn = lambda x, w: x @ (w * 2)
     compiled = compile_cpp(fn)
