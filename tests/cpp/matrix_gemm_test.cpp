@@ -407,6 +407,32 @@ TEST_F(GemmTest, SharedRingSurvivesThreadSkew) {
     }
 }
 
+/// Runs f's problem on 1 thread (checked against the reference), then on 2 and 3 threads, each
+/// result bit-identical to the one-thread one; where `varies(threads)` (a sum split over
+/// threads) it is checked against the reference instead and must repeat bit-identically.
+template <typename Varies>
+void check_thread_counts(Fixture& f, Varies&& varies) {
+  const std::vector<float> c_before = f.c_frame;
+  gemm_f32(f.p, 1);
+  f.check();
+  if (::testing::Test::HasFatalFailure()) return;
+  const std::vector<float> one_thread = f.c_frame;
+  for (int threads : {2, 3}) {
+    const bool split = varies(threads);
+    f.c_frame = c_before;
+    f.p.c = f.c_frame.data() + f.frame_ld;
+    gemm_f32(f.p, threads);
+    const std::vector<float> first = f.c_frame;
+    if (split) {
+      f.check();
+      f.c_frame = c_before;
+      gemm_f32(f.p, threads);
+    }
+    ASSERT_EQ(std::memcmp((split ? first : one_thread).data(), f.c_frame.data(), one_thread.size() * 4), 0)
+        << threads << " threads";
+  }
+}
+
 TEST_F(GemmTest, OneRowRunsAsAMatrixVectorProduct) {
   // M = 1 (gemv.h): with Bᵀ (nn.Linear on one row) dot products along B's rows, with a plain B
   // B's rows streamed into y. K around the 16/32-float steps and their masked tails and the
@@ -432,27 +458,8 @@ TEST_F(GemmTest, OneRowRunsAsAMatrixVectorProduct) {
         SCOPED_TRACE("k " + std::to_string(k) + ", n " + std::to_string(n) + ", trans_b " +
                      std::to_string(trans_b));
         ASSERT_TRUE(gemv_applies(f.p));
-        const std::vector<float> c_before = f.c_frame;
-        gemm_f32(f.p, 1);
-        f.check();
+        check_thread_counts(f, [&](int threads) { return gemv_grid(f.p, gemv_threads(f.p, threads)).k_parts > 1; });
         if (HasFatalFailure()) return;
-        const std::vector<float> one_thread = f.c_frame;
-        for (int threads : {2, 3}) {
-          const bool split_k = gemv_grid(f.p, gemv_threads(f.p, threads)).k_parts > 1;
-          f.c_frame = c_before;
-          f.p.c = f.c_frame.data() + f.frame_ld;
-          gemm_f32(f.p, threads);
-          const std::vector<float> first = f.c_frame;
-          if (split_k) {
-            f.check();
-            f.c_frame = c_before;
-            gemm_f32(f.p, threads);
-          }
-          ASSERT_EQ(std::memcmp((split_k ? first : one_thread).data(), f.c_frame.data(),
-                                one_thread.size() * 4),
-                    0)
-              << threads << " threads";
-        }
       }
 }
 
@@ -473,18 +480,8 @@ TEST_F(GemmTest, FewRowsTimesWTransposedReadWInPlace) {
                         f.op(EpilogueKind::AddResidual)};
         SCOPED_TRACE("m " + std::to_string(m) + ", k " + std::to_string(k) + ", n " + std::to_string(n));
         ASSERT_TRUE(gemv_applies(f.p) && gemm_reads_b_in_place(f.p, 2));
-        const std::vector<float> c_before = f.c_frame;
-        gemm_f32(f.p, 1);
-        f.check();
+        check_thread_counts(f, [](int) { return false; });
         if (HasFatalFailure()) return;
-        const std::vector<float> one_thread = f.c_frame;
-        for (int threads : {2, 3}) {
-          f.c_frame = c_before;
-          f.p.c = f.c_frame.data() + f.frame_ld;
-          gemm_f32(f.p, threads);
-          ASSERT_EQ(std::memcmp(one_thread.data(), f.c_frame.data(), one_thread.size() * 4), 0)
-              << threads << " threads";
-        }
       }
   for (auto [m, ta, tb] : {std::tuple{33, false, true}, std::tuple{4, true, true}, std::tuple{4, false, false}}) {
     Fixture f(m, 40, 50, ta, tb, rng);
