@@ -603,7 +603,8 @@ void check_gemm_problem(const GemmProblem& p) {
 }
 
 bool gemm_plan_reads_b_in_place(const GemmProblem& p, int num_threads) {
-  if (p.m == 0 || p.n == 0) return false;
+  // A transposed B is always packed (make_plan): answer without planning (callers ask per call).
+  if (p.m == 0 || p.n == 0 || p.trans_b) return false;
   if (num_threads > 1 && nested_region_is_serial()) num_threads = 1;
   return make_plan(p, nullptr, num_threads).b_source == BSource::Plain;
 }
