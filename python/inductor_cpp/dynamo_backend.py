@@ -135,7 +135,11 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind
     graph with symbolic sizes gets its plan of ATen calls plus, per concrete shape, a static
     compile (specialize.py)."""
     if opts.shape_specializations > 0 and specialize.has_symbolic_sizes(example_inputs):
-        pristine = copy.deepcopy(gm)  # the layout pass below rewrites gm in place
+        # The layout pass below rewrites gm's graph in place: keep a copy of the graph. Its
+        # tensor attributes (constants such as torch.tensor([...]) in user code) are shared,
+        # not deep-copied: a deepcopy copies weights, and fails under the fake mode AOT
+        # autograd compiles in ("set the storage of a tensor on device meta").
+        pristine = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph), gm.__class__.__name__)
         fallback = _compile_one_graph(gm, example_inputs, kind, opts)
         static = lambda g, example: _compile_one_graph(g, example, kind, opts)  # noqa: E731
         return specialize.ShapeSpecializedGraph(pristine, kind, opts.shape_specializations,

@@ -59,6 +59,26 @@ def test_zero_specializations_keep_every_shape_on_the_symbolic_plan():
     assert not generated and len(aten_only) == 1 and aten_only[0].counters()["calls"] == 2
 
 
+def scale_by_constant(x):
+    return x * torch.tensor([1.0, 2.0, 3.0]) + 1
+
+
+@pytest.mark.parametrize("inference", [False, True])
+def test_graph_with_a_tensor_constant_takes_new_shapes(inference):
+    """A tensor made in user code (torch.tensor([...]): a tensor attribute of the ATen graph, as
+    in torchvision's swin_t) in a graph with symbolic sizes. Copying that graph module for the
+    per-shape compiles deep-copied the constant under AOT autograd's fake mode, which raised, so
+    the second batch size failed to compile."""
+    compiled = torch.compile(scale_by_constant, backend="inductor_cpp")
+    with torch.inference_mode(inference):
+        for rows in (2, 3, 4):
+            x = torch.randn(rows, 3)
+            assert_same(compiled(x), scale_by_constant(x))
+    # 2 rows (static), then the symbolic graph (its plan unused) and one static graph each for 3
+    # and 4 rows.
+    assert sorted(g.counters()["calls"] for g in test_graphs()) == [0, 1, 1, 1]
+
+
 def test_training_with_dynamic_batch_matches_eager():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16),
