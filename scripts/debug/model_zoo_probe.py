@@ -5,7 +5,8 @@ Usage: python scripts/debug/model_zoo_probe.py [--threads N] [--image S] [--trai
 For each model (small input, 10 classes, dropout and stochastic depth at 0): eval under
 inference_mode, contiguous and channels-last, at batch 2 and then 3 (Dynamo's second graph is
 symbolic in the batch); with --train, the first training step's gradients against a float64
-reference (compiled error at most 3x eager float32's, + 1e-5 of the gradient's scale). Prints a
+reference at batch 4 and --train-image (compiled error at most 3x the larger of two eager
+float32 runs in different layouts, + 1e-5 of the gradient's scale). Prints a
 line per check and the counters' fallbacks; exit code 1 when any check fails.
 """
 
@@ -45,6 +46,21 @@ def build(name: str) -> nn.Module:
     return model
 
 
+def calibrate_batchnorm(model: nn.Module, image: int) -> None:
+    """Running statistics from two batches: with the initial ones (mean 0, variance 1) the
+    activations of deep nets (googlenet, shufflenet) vanish and the logits are the last bias."""
+    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # a cumulative average
+    model.train()
+    with torch.no_grad():
+        for _ in range(2):
+            model(torch.randn(4, 3, image, image))
+    for m in norms:
+        m.momentum = 0.1
+
+
 def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
     return ((a.double() - b.double()).abs().max() / b.double().abs().max().clamp_min(1e-12)).item()
 
@@ -73,14 +89,18 @@ def check_eval(name: str, model: nn.Module, image: int, channels_last: bool) -> 
 
 
 def check_train(name: str, model: nn.Module, image: int, channels_last: bool) -> list[str]:
-    x = torch.randn(2, 3, image, image)
-    target = torch.randint(0, 10, (2,))
+    """First-step gradients of batch 4 against float64. Deep ReLU nets turn rounding into
+    discontinuities (a pre-activation near 0 flips sign, BatchNorm over few samples amplifies
+    it), so the float32 noise level is the larger of two eager runs in different layouts
+    (different kernels), and ours may be 3x that."""
+    x = torch.randn(4, 3, image, image)
+    target = torch.randint(0, 10, (4,))
     grads = {}
-    for label, backend, dtype in (("eager", None, torch.float32), ("ours", "inductor_cpp", torch.float32),
-                                  ("ref", None, torch.float64)):
+    for label, backend, dtype in (("eager", None, torch.float32), ("eager_other_layout", None, torch.float32),
+                                  ("ours", "inductor_cpp", torch.float32), ("ref", None, torch.float64)):
         m = copy.deepcopy(model).to(dtype).train()
         xx = x.to(dtype)
-        if channels_last:
+        if channels_last != (label == "eager_other_layout"):
             m, xx = m.to(memory_format=torch.channels_last), xx.to(memory_format=torch.channels_last)
         fwd = m if backend is None else torch.compile(m, backend=backend)
         nn.functional.cross_entropy(fwd(xx), target).backward()
@@ -89,7 +109,7 @@ def check_train(name: str, model: nn.Module, image: int, channels_last: bool) ->
     worst = (0.0, "")
     for n, ref in grads["ref"].items():
         scale = ref.abs().max().item() or 1.0
-        e = (grads["eager"][n] - ref).abs().max().item() / scale
+        e = max((grads[k][n] - ref).abs().max().item() / scale for k in ("eager", "eager_other_layout"))
         o = (grads["ours"][n] - ref).abs().max().item() / scale
         if o > 3 * e + 1e-5:
             fails.append(f"{name} train cl={channels_last} grad {n}: ours {o:.2e} eager {e:.2e}")
@@ -105,6 +125,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--image", type=int, default=64)
     ap.add_argument("--train", action="store_true")
+    ap.add_argument("--train-image", type=int, default=128)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     fails = []
@@ -113,11 +134,12 @@ def main() -> int:
         torch.manual_seed(0)
         try:
             model = build(name)
+            calibrate_batchnorm(model, args.image)
             before = dict(inductor_cpp.counters())
             for cl in (False, True):
                 fails += check_eval(name, model, args.image, cl)
                 if args.train:
-                    fails += check_train(name, model, args.image, cl)
+                    fails += check_train(name, model, args.train_image, cl)
             after = inductor_cpp.counters()
             delta = {k: v - before.get(k, 0) for k, v in after.items()
                      if isinstance(v, (int, float)) and v != before.get(k, 0) and "fallback" in k}
