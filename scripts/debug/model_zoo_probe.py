@@ -2,7 +2,7 @@
 
 Usage: python scripts/debug/model_zoo_probe.py [--threads N] [--image S] [--train] [NAME ...]
 
-For each model (small input, 10 classes, dropout and stochastic depth at 0): eval under
+For each model (inductor_cpp.bench.zoo_models: small input, 10 classes, no dropout): eval under
 inference_mode, contiguous and channels-last, at batch 2 and then 3 (Dynamo's second graph is
 symbolic in the batch); with --train, the first training step's gradients against a float64
 reference at batch 4 and --train-image (compiled error at most 3x the larger of two eager
@@ -20,45 +20,13 @@ import traceback
 
 import torch
 import torch.nn as nn
-import torchvision
 
 import inductor_cpp
+from inductor_cpp.bench.zoo_models import build_zoo_model
 
 DEFAULT = ["resnet50", "mobilenet_v3_small", "efficientnet_b0", "densenet121", "squeezenet1_1",
            "shufflenet_v2_x0_5", "regnet_y_400mf", "convnext_tiny", "mnasnet0_5", "vgg11_bn",
            "resnext50_32x4d", "swin_t", "vit_b_32", "alexnet", "googlenet"]
-
-
-def build(name: str) -> nn.Module:
-    kwargs = {"num_classes": 10, "weights": None}
-    if name == "googlenet":
-        kwargs.update(aux_logits=False, init_weights=True)
-    if name.startswith("vit"):
-        kwargs["image_size"] = 64
-    model = torchvision.models.get_model(name, **kwargs)
-    for m in model.modules():
-        if isinstance(m, nn.Dropout) or type(m).__name__ == "StochasticDepth":
-            m.p = 0.0
-    with torch.no_grad():  # ViT zero-initializes its head: the outputs would all be 0
-        for p in model.parameters():
-            if p.dim() >= 2 and not p.any():
-                p.normal_(0, 0.02)
-    return model
-
-
-def calibrate_batchnorm(model: nn.Module, image: int) -> None:
-    """Running statistics from two batches: with the initial ones (mean 0, variance 1) the
-    activations of deep nets (googlenet, shufflenet) vanish and the logits are the last bias."""
-    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
-    for m in norms:
-        m.reset_running_stats()
-        m.momentum = None  # a cumulative average
-    model.train()
-    with torch.no_grad():
-        for _ in range(2):
-            model(torch.randn(4, 3, image, image))
-    for m in norms:
-        m.momentum = 0.1
 
 
 def rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -133,8 +101,7 @@ def main() -> int:
         print(name, flush=True)
         torch.manual_seed(0)
         try:
-            model = build(name)
-            calibrate_batchnorm(model, args.image)
+            model = build_zoo_model(name, args.image)
             before = dict(inductor_cpp.counters())
             for cl in (False, True):
                 fails += check_eval(name, model, args.image, cl)

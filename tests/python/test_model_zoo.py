@@ -19,15 +19,13 @@ and resnet18; the rest are marked slow (INDUCTOR_CPP_FULL=1, README).
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 import torch
 import torch.nn as nn
-import torchvision
 
 import inductor_cpp
 import inductor_cpp.dynamo_backend as dynamo_backend
+from inductor_cpp.bench.zoo_models import build_zoo_model
 
 # Largest |ours - eager| / max|eager| allowed per output: float32 summation-order differences
 # through ~50 layers reach 1e-4 (resnet50's last block, measured); a wrong kernel is O(1).
@@ -44,35 +42,6 @@ MODELS = [
 ]
 
 
-def build(name: str, image: int) -> nn.Module:
-    """10 classes, no dropout or stochastic depth (random streams differ), no all-zero weights
-    (ViT's head: its outputs would all be 0), BatchNorm statistics of real batches (with the
-    initial ones deep nets' activations vanish and the logits are the last bias)."""
-    kwargs = {"num_classes": 10, "weights": None}
-    if name == "googlenet":
-        kwargs.update(aux_logits=False, init_weights=True)
-    if name.startswith("vit"):
-        kwargs["image_size"] = image
-    model = torchvision.models.get_model(name, **kwargs)
-    norms = []
-    for m in model.modules():
-        if isinstance(m, nn.Dropout) or type(m).__name__ == "StochasticDepth":
-            m.p = 0.0
-        if isinstance(m, nn.modules.batchnorm._BatchNorm):
-            m.momentum = None  # a cumulative average over the calibration batches
-            norms.append(m)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() >= 2 and not p.any():
-                p.normal_(0, 0.02)
-        model.train()
-        for _ in range(2):
-            model(torch.randn(4, 3, image, image))
-    for m in norms:
-        m.momentum = 0.1
-    return model
-
-
 def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
     scale = expected.double().abs().max().item()
     return (actual.double() - expected.double()).abs().max().item() / max(scale, 1e-12)
@@ -80,7 +49,7 @@ def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
 
 @pytest.mark.parametrize("name", MODELS)
 def test_inference_matches_eager(name):
-    model = build(name, 64).eval()
+    model = build_zoo_model(name, 64).eval()
     for channels_last in (False, True):
         m = model.to(memory_format=torch.channels_last) if channels_last else model
         compiled = torch.compile(m, backend="inductor_cpp")
@@ -123,7 +92,7 @@ def test_training_graphs_match_their_aten_graphs(name, monkeypatch):
 
     compile_graph = dynamo_backend.compile_aten_graph
     monkeypatch.setattr(dynamo_backend, "compile_aten_graph", compile_and_check)
-    model = build(name, 96).train()
+    model = build_zoo_model(name, 96).train()
     x = torch.randn(4, 3, 96, 96)
     loss = nn.functional.cross_entropy(torch.compile(model, backend="inductor_cpp")(x),
                                        torch.randint(0, 10, (4,)))
