@@ -27,6 +27,8 @@ import inductor_cpp
 import inductor_cpp.dynamo_backend as dynamo_backend
 from inductor_cpp.bench.zoo_models import build_zoo_model
 
+from conftest import test_graphs
+
 # Largest |ours - eager| / max|eager| allowed per output: float32 summation-order differences
 # through ~50 layers reach 1e-4 (resnet50's last block, measured); a wrong kernel is O(1).
 TOLERANCE = 1e-3
@@ -64,8 +66,9 @@ def test_inference_matches_eager(name):
     assert inductor_cpp.counters()["eager_graph_fallbacks"] == 0
 
 
+@pytest.mark.parametrize("channels_last", [False, True], ids=["contiguous", "channels_last"])
 @pytest.mark.parametrize("name", MODELS)
-def test_training_graphs_match_their_aten_graphs(name, monkeypatch):
+def test_training_graphs_match_their_aten_graphs(name, channels_last, monkeypatch):
     checked = []  # (graph kind, output node, relative error) of every float output
 
     def compile_and_check(gm, example_inputs, kind, opts):
@@ -94,6 +97,8 @@ def test_training_graphs_match_their_aten_graphs(name, monkeypatch):
     monkeypatch.setattr(dynamo_backend, "compile_aten_graph", compile_and_check)
     model = build_zoo_model(name, 96).train()
     x = torch.randn(4, 3, 96, 96)
+    if channels_last:
+        model, x = model.to(memory_format=torch.channels_last), x.to(memory_format=torch.channels_last)
     loss = nn.functional.cross_entropy(torch.compile(model, backend="inductor_cpp")(x),
                                        torch.randint(0, 10, (4,)))
     loss.backward()
@@ -103,3 +108,7 @@ def test_training_graphs_match_their_aten_graphs(name, monkeypatch):
     assert worst[2] < TOLERANCE, worst
     assert all(p.grad is not None for p in model.parameters())
     assert inductor_cpp.counters()["eager_graph_fallbacks"] == 0
+    # Our matrix kernels ran the convolutions / matmuls of the forward and of the backward.
+    graphs = test_graphs()
+    assert len(graphs) >= 2 and all(g.counters()["matrix_kernels"] > 0 for g in graphs), \
+        [g.counters() for g in graphs]
