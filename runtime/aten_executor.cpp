@@ -468,11 +468,11 @@ void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   if (batched) {
     const int64_t stride_a = batch == 1 ? 0 : ao.keep.stride(0), stride_b = batch == 1 ? 0 : bo.keep.stride(0);
     matrix::bmm_f32(p, batch, stride_a, stride_b, c.stride(0), threads);
-  } else if (matrix::gemv_applies(p) ||
-             (bm.packed_b->checks_contents() && matrix::gemm_reads_b_in_place(p, threads))) {
-    // One or few rows times Wᵀ, or a plain B under few row tiles: B read once, in place, no
-    // copy to keep or check. With freezing a plain B is still cached: the packed copy is
-    // faster than reading it in place (16 threads: mm 8 × 4096² 0.67 against 0.92 ms).
+  } else if (matrix::in_place_beats_packed_copy(p, threads, !bm.packed_b->checks_contents())) {
+    // One or few rows times Wᵀ, or a plain B under few row tiles, where reading B once in place
+    // beats the packed copy and its fingerprint (gemm.h): no copy to keep or check. With
+    // freezing a plain B is still cached: the packed copy is faster than reading it in place
+    // (16 threads: mm 8 × 4096² 0.67 against 0.92 ms).
     matrix::gemm_f32(p, threads);
   } else if (auto packed = bm.packed_b->lookup(
                  b, threads, [&] { return matrix::pack_b_f32(bo.data, inner, cols, bo.ld, bo.trans); })) {

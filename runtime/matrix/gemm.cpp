@@ -45,6 +45,17 @@ bool gemm_reads_b_in_place(const GemmProblem& p, int num_threads) {
   return gemv_applies(p) || gemm_plan_reads_b_in_place(p, num_threads);
 }
 
+bool in_place_beats_packed_copy(const GemmProblem& p, int num_threads, bool frozen) {
+  if (!gemv_applies(p)) return !frozen && gemm_plan_reads_b_in_place(p, num_threads);
+  const GemmBlocking& blocking = gemm_blocking();
+  if (p.m == 1 || blocking.isa != xbyak::Isa::Avx512) return true;
+  if (frozen) return false;  // few rows × Wᵀ, against a packed copy with no fingerprint
+  const int64_t b_bytes = p.k * p.n * int64_t(sizeof(float));
+  const int64_t rows = b_bytes < (int64_t(4) << 20) ? 2 * blocking.few_rows_over_packed
+                                                    : blocking.few_rows_over_packed;
+  return p.m <= rows || b_bytes >= (int64_t(32) << 20);
+}
+
 void gemm_f32_packed(const GemmProblem& p, const PackedB& packed, int num_threads) {
   if (packed.k() != p.k || packed.n() != p.n)
     throw std::invalid_argument("gemm: PackedB shape mismatch");

@@ -58,6 +58,11 @@ struct GemmBlocking {
   /// Split K over groups of the team when the output tiles do not share out evenly (gemm_driver
   /// "split_k_parts", gemv "gemv_grid"); knob INDUCTOR_CPP_MATRIX_SPLIT_K=0 turns it off.
   bool balance_split_k = true;
+  /// Most A rows for which gemv.h reads Wᵀ in place (dot products) rather than the GEMM reading
+  /// it packed; on AVX-512, most rows for which it still does so when a packed copy is kept
+  /// (in_place_beats_packed_copy, gemm.h). Knob INDUCTOR_CPP_MATRIX_FEW_ROWS="few_rows[,over_packed]".
+  int64_t few_rows = 32;
+  int64_t few_rows_over_packed = 8;
 };
 
 /// Splits threads into a tm × tn grid (tm·tn = threads) minimising the largest per-thread tile

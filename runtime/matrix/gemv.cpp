@@ -36,7 +36,7 @@ constexpr int kRows = 4;      ///< W rows per pass (4 streams per thread).
 /// 2 threads, in place against B packed beforehand (so not counting the pack): 8 × 768² 149
 /// against 234 µs, 8 × 4096² 5.0 against 8.2 ms, 16 × 768² 277 / 258 µs, 32 × 768² 551 / 529,
 /// 32 × 4096² 16.5 / 16.5 ms, 64 × 768² 1102 / 999 (the packed kernels win from here).
-constexpr int64_t kFewRows = 32;
+// (the limit is GemmBlocking::few_rows)
 constexpr int kAxpyRows = 8;  ///< B rows per pass over y (y read and written once per 8 rows).
 constexpr int64_t kSerialFloats = 32 * 1024;  ///< Smaller W: one thread.
 constexpr int64_t kMinRowsPerThread = 4 * kRows;
@@ -341,7 +341,7 @@ void gemv_split_k(const GemmProblem& p, const GemvGrid& grid, bool avx512, int n
 bool gemv_applies(const GemmProblem& p) {
   if (!p.b || p.k <= 0 || p.n <= 0 || p.ldb < (p.trans_b ? p.k : p.n)) return false;
   if (p.m == 1) return !p.trans_a || p.lda == 1;
-  return p.m > 1 && p.m <= kFewRows && p.trans_b && !p.trans_a;
+  return p.m > 1 && p.m <= gemm_blocking().few_rows && p.trans_b && !p.trans_a;
 }
 
 int gemv_threads(const GemmProblem& p, int num_threads) {
