@@ -142,9 +142,10 @@ bool gemm_reads_b_in_place(const GemmProblem& p, int num_threads);
 /// times Wᵀ (gemv.h): one row, and every row count on AVX2 (AMD Zen 1, 2 threads: as fast as
 /// packed up to 32 rows). On AVX-512, where the packed kernels run 2-32 rows 1.1-2.5x faster
 /// than the dot products (a Xeon, 2 threads, docs/codegen/matrix.md "Few rows on AVX-512"):
-/// never when frozen; with a fingerprint, up to GemmBlocking::few_rows_over_packed rows (twice
-/// that for a W under 4 MiB) and for a W of 32 MiB or more, whose fingerprint is a whole pass
-/// over memory.
+/// never when frozen; with a fingerprint, when W is under 1 MiB per thread (the fingerprint's
+/// own region costs more than it saves: 16 threads), up to GemmBlocking::few_rows_over_packed
+/// rows (twice that for a W under 4 MiB), and for a W of 32 MiB or more, whose fingerprint is a
+/// whole pass over memory.
 bool in_place_beats_packed_copy(const GemmProblem& p, int num_threads, bool frozen);
 
 /// Same with a pre-packed B (p.b, p.ldb, p.trans_b ignored; packed.k()/n() must match).
