@@ -27,7 +27,7 @@ using WeightFingerprint = std::vector<uint64_t>;
 
 /// The fingerprint of the bytes `w` covers, or nullopt when `w` does not cover one dense span
 /// (overlapping or gapped strides; then the caller must not cache a copy of it).
-/// `threads`: the OpenMP team to split the chunks over (one thread under 1 MiB).
+/// `threads`: the OpenMP team to split the chunks over (one thread under 256 KiB).
 std::optional<WeightFingerprint> weight_fingerprint(const at::Tensor& w, int threads);
 
 }  // namespace inductor_cpp::runtime

@@ -46,8 +46,8 @@ def rounds(cases, count, budget_s=0.02):
 def addmm(threads, n):
     """Where the compiled relu(addmm) spends its time beyond the library call: Dynamo + AOT's
     wrappers (compiled vs graph), our runtime around the GEMM (graph vs library with B packed
-    per call, as the graph does for a B that is an input), B's packing (library per call vs
-    pre-packed)."""
+    per call), B's packing (library per call vs pre-packed), the packed-B cache's per-call
+    fingerprint of B (compiled vs compiled with freezing, which trusts the version counter)."""
     bias, a, b = torch.randn(n), torch.randn(n, n), torch.randn(n, n)
     opts = {"matrix_kernels": True}
 
@@ -66,11 +66,15 @@ def addmm(threads, n):
                            options=opts)
     cf_aot(bias, a, b)
     del os.environ["INDUCTOR_CPP_DIRECT_INFERENCE"]
+    cf_frozen = torch.compile(lambda bias, a, b: f(bias, a, b), backend="inductor_cpp",
+                              options={**opts, "freezing": True})
+    cf_frozen(bias, a, b)
     packed = _C.matrix.pack_b_f32(b)
     cases = {
         "eager relu(addmm)": lambda: f(bias, a, b),
         "compiled (direct call)": lambda: cf(bias, a, b),
         "compiled (AOT wrappers)": lambda: cf_aot(bias, a, b),
+        "compiled, freezing": lambda: cf_frozen(bias, a, b),
         "graph called directly": lambda: graph([bias, a, b]),
         "library, B per call": lambda: _C.matrix.gemm_f32(a, b, threads, bias, True, None),
         "library, B pre-packed": lambda: _C.matrix.gemm_f32(a, b, threads, bias, True, packed),
