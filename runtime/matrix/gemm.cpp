@@ -6,7 +6,6 @@
 
 #include <xmmintrin.h>
 
-#include <algorithm>
 #include <stdexcept>
 
 #include "runtime/matrix/epilogue.h"
@@ -48,16 +47,7 @@ bool gemm_reads_b_in_place(const GemmProblem& p, int num_threads) {
 
 bool in_place_beats_packed_copy(const GemmProblem& p, int num_threads, bool frozen) {
   if (!gemv_applies(p)) return !frozen && gemm_plan_reads_b_in_place(p, num_threads);
-  const GemmBlocking& blocking = gemm_blocking();
-  if (p.m == 1 || blocking.isa != xbyak::Isa::Avx512) return true;
-  if (frozen) return false;  // few rows × Wᵀ, against a packed copy with no fingerprint
-  const int64_t b_bytes = p.k * p.n * int64_t(sizeof(float));
-  // A thread's share of the fingerprint under 1 MiB: its region costs more than it saves (H200
-  // host, 16 threads: 12-24 × 768² 62-83 µs in place against 90-184 packed).
-  if (b_bytes < (int64_t(std::max(num_threads, 1)) << 20)) return true;
-  const int64_t rows = b_bytes < (int64_t(4) << 20) ? 2 * blocking.few_rows_over_packed
-                                                    : blocking.few_rows_over_packed;
-  return p.m <= rows || b_bytes >= (int64_t(32) << 20);
+  return !frozen || p.m == 1 || gemm_blocking().isa != xbyak::Isa::Avx512;
 }
 
 void gemm_f32_packed(const GemmProblem& p, const PackedB& packed, int num_threads) {

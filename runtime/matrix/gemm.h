@@ -138,14 +138,11 @@ bool gemm_reads_b_in_place(const GemmProblem& p, int num_threads);
 /// Whether a caller that keeps a packed copy of B across calls (a compiled graph's matmul step,
 /// runtime/matmul_step.h) should still run p on gemm_f32 reading B in place (gemm_reads_b_in_place)
 /// rather than on its packed copy, which costs one read of B per call for the content
-/// fingerprint unless `frozen`. A plain B under few row tiles: whenever not frozen. Few rows
-/// times Wᵀ (gemv.h): one row, and every row count on AVX2 (AMD Zen 1, 2 threads: as fast as
-/// packed up to 32 rows). On AVX-512, where the packed kernels run 2-32 rows 1.1-2.5x faster
-/// than the dot products (a Xeon, 2 threads, docs/codegen/matrix.md "Few rows on AVX-512"):
-/// never when frozen; with a fingerprint, when W is under 1 MiB per thread (the fingerprint's
-/// own region costs more than it saves: 16 threads), up to GemmBlocking::few_rows_over_packed
-/// rows (twice that for a W under 4 MiB), and for a W of 32 MiB or more, whose fingerprint is a
-/// whole pass over memory.
+/// fingerprint unless `frozen`. A plain B under few row tiles: whenever not frozen. One row, or
+/// few rows times Wᵀ (gemv.h): always, except a frozen copy on AVX-512 from two rows on, where
+/// the packed kernels run 1.0-1.35x faster than the dot products and nothing checks the copy
+/// (with a fingerprint, in place was as fast or faster: docs/codegen/matrix.md "Few rows on
+/// AVX-512").
 bool in_place_beats_packed_copy(const GemmProblem& p, int num_threads, bool frozen);
 
 /// Same with a pre-packed B (p.b, p.ldb, p.trans_b ignored; packed.k()/n() must match).

@@ -82,11 +82,7 @@ const GemmBlocking& gemm_blocking() {
     }
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_SPLIT_K"))
       b.balance_split_k = std::string(env) != "0";
-    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_FEW_ROWS")) {
-      long few = b.few_rows, over_packed = b.few_rows_over_packed;
-      if (std::sscanf(env, "%ld,%ld", &few, &over_packed) >= 1)
-        b.few_rows = few, b.few_rows_over_packed = over_packed;
-    }
+    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_FEW_ROWS")) b.few_rows = std::atol(env);
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PACK_A"))
       b.pack_a_always = std::string(env) == "always";
     return b;

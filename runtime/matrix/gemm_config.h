@@ -59,10 +59,12 @@ struct GemmBlocking {
   /// "split_k_parts", gemv "gemv_grid"); knob INDUCTOR_CPP_MATRIX_SPLIT_K=0 turns it off.
   bool balance_split_k = true;
   /// Most A rows for which gemv.h reads Wᵀ in place (dot products) rather than the GEMM reading
-  /// it packed; on AVX-512, most rows for which it still does so when a packed copy is kept
-  /// (in_place_beats_packed_copy, gemm.h). Knob INDUCTOR_CPP_MATRIX_FEW_ROWS="few_rows[,over_packed]".
+  /// it packed. AMD Zen 1 (AVX2), 2 threads, in place against B packed beforehand: 8 × 768² 149
+  /// against 234 µs, 16 × 768² 277 / 258, 32 × 768² 551 / 529, 64 × 768² 1102 / 999 (the packed
+  /// kernels win from there); a Xeon (AVX-512), 2 threads: 32 × 768² 228 / 171, 32 × 4096²
+  /// 6.4 / 5.9 ms (docs/codegen/matrix.md "Few rows on AVX-512"). Knob
+  /// INDUCTOR_CPP_MATRIX_FEW_ROWS=n (1: products of two or more rows all go to the tile kernels).
   int64_t few_rows = 32;
-  int64_t few_rows_over_packed = 8;
 };
 
 /// Splits threads into a tm × tn grid (tm·tn = threads) minimising the largest per-thread tile

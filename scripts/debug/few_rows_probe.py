@@ -1,11 +1,12 @@
 """Compiled few-row products (nn.Linear: x · Wᵀ, and torch.mm with a reused plain B) under two or
-more settings of the few-row rule (INDUCTOR_CPP_MATRIX_FEW_ROWS="few_rows[,over_packed]",
-runtime/matrix/gemm.h `in_place_beats_packed_copy`), each setting in its own process, the
-settings alternating over rounds; µs per call (best of 7 batches per process), the median over
-rounds per setting, eager alongside. docs/codegen/matrix.md "Few rows on AVX-512".
+more settings of INDUCTOR_CPP_MATRIX_FEW_ROWS (the most rows for which Wᵀ is read in place;
+1: the packed copy from two rows, checked by its fingerprint per call; runtime/matrix/gemm.h
+`in_place_beats_packed_copy`), each setting in its own process, the settings alternating over
+rounds; µs per call (best of 7 batches per process), the median over rounds per setting, eager
+alongside. docs/codegen/matrix.md "Few rows on AVX-512".
 
 Usage: python scripts/debug/few_rows_probe.py [threads=2] [rounds=3] [rows=8,16,32]
-       [shapes=768x768,3072x768,768x3072,4096x4096 (N x K)] [settings=32,32;32,8]
+       [shapes=768x768,3072x768,768x3072,4096x4096 (N x K)] [settings=32;1 (';'-separated)]
 """
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def main() -> None:
     rounds = int(args[1]) if len(args) > 1 else 3
     rows = args[2] if len(args) > 2 else "8,16,32"
     shapes = args[3] if len(args) > 3 else "768x768,3072x768,768x3072,4096x4096"
-    settings = (args[4] if len(args) > 4 else "32,32;32,8").split(";")
+    settings = (args[4] if len(args) > 4 else "32;1").split(";")
     samples: dict[tuple[str, str, str], list[float]] = {}
     for r in range(rounds):
         for setting in settings:
