@@ -23,7 +23,11 @@ def run_one_graph(fn, *args, **options):
     """fn compiled and eagerly, compared; (plan text, counters) of its one graph."""
     expected = fn(*args)
     actual = compile_cpp(fn, **options)(*args)
-    assert_same(actual, expected, rtol=RTOL, atol=ATOL)
+    # Absolute error relative to the output's scale: a K = 600 product summed in MKL's order and
+    # in ours differs by ~2e-5 where its terms are ~25 (seen on an AVX-512 Xeon).
+    outputs = expected if isinstance(expected, (tuple, list)) else (expected,)
+    scale = max(1.0, *(float(t.abs().max()) for t in outputs))
+    assert_same(actual, expected, rtol=RTOL, atol=ATOL * scale)
     (graph,) = test_graphs()
     return graph.plan_text, graph.counters()
 
