@@ -203,16 +203,24 @@ constexpr int kBlockRowsAvx2 = 3, kBlockRowsAvx512 = 4;
 /// the tile kernels do), kAxpyRows rows per pass over acc.
 AVX512_FN void rows_axpy_avx512(const float* b, int64_t ldb, const float* x, int64_t k, int64_t n,
                                 float* acc) {
+  // Plain loads and stores for whole vectors, masks for the tail only (as dot_block_avx512).
+  const __mmask16 tail = __mmask16((1u << (n % 16)) - 1);
   for (int64_t k0 = 0; k0 < k; k0 += kAxpyRows) {
     const int rows = int(std::min<int64_t>(kAxpyRows, k - k0));
     __m512 xs[kAxpyRows];
     for (int r = 0; r < rows; ++r) xs[r] = _mm512_set1_ps(x[k0 + r]);
-    for (int64_t j = 0; j < n; j += 16) {
-      const __mmask16 mask = n - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
-      __m512 v = k0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, acc + j);
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+      __m512 v = k0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + j);
       for (int r = 0; r < rows; ++r)
-        v = _mm512_fmadd_ps(xs[r], _mm512_maskz_loadu_ps(mask, b + (k0 + r) * ldb + j), v);
-      _mm512_mask_storeu_ps(acc + j, mask, v);
+        v = _mm512_fmadd_ps(xs[r], _mm512_loadu_ps(b + (k0 + r) * ldb + j), v);
+      _mm512_storeu_ps(acc + j, v);
+    }
+    if (j < n) {
+      __m512 v = k0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(tail, acc + j);
+      for (int r = 0; r < rows; ++r)
+        v = _mm512_fmadd_ps(xs[r], _mm512_maskz_loadu_ps(tail, b + (k0 + r) * ldb + j), v);
+      _mm512_mask_storeu_ps(acc + j, tail, v);
     }
   }
 }
