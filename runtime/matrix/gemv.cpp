@@ -110,7 +110,7 @@ AVX2_FN void dot_rows_avx2(const float* w, int64_t ldw, const float* x, int64_t 
   for (int r = 0; r < rows; ++r) out[r] = horizontal_sum(_mm256_add_ps(acc[r][0], acc[r][1]));
 }
 
-/// Few rows times Wᵀ (1 < M ≤ kFewRows): out[i][r] = A[i, :k] · W[r, :k] for MR rows of A and R
+/// Few rows times Wᵀ (1 < M ≤ GemmBlocking::few_rows): out[i][r] = A[i, :k] · W[r, :k] for MR rows of A and R
 /// (≤ kRows) rows of W, one accumulator each, both counts compile-time so the accumulators stay
 /// in registers: on AVX2 3 × 4 accumulators + 3 A vectors + the W vector being used fill the
 /// 16 ymm registers (loading all 4 W vectors first needs 17: spills, 3x slower); on AVX-512
