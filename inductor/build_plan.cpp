@@ -16,6 +16,7 @@
 #include "inductor/plan_matmul.h"
 #include "ir/ir_text.h"
 #include "ir/passes/input_writeback.h"
+#include "runtime/matrix/gemm_bf16.h"
 
 namespace inductor_cpp::inductor {
 
@@ -341,7 +342,8 @@ PlanBuild build_plan(const ir::Graph& input_graph, const CodegenSettings& settin
     if (s.kind == ir::ScheduledStep::Kind::Extern && !gpu && settings.matrix_kernels) {
       std::string why_not;
       auto m = match_matmul(g, result.scheduled, i, into_inputs, slot_of_buffer,
-                            settings.tile_epilogues ? &result.fused : nullptr);
+                            settings.tile_epilogues ? &result.fused : nullptr,
+                            settings.frozen_weights && matrix::gemm_bf16_uses_amx());
       if (!m)
         m = match_conv(g, result.scheduled, i, into_inputs, slot_of_buffer, why_not,
                        settings.tile_epilogues ? &result.fused : nullptr);

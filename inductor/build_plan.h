@@ -38,6 +38,9 @@ struct CodegenSettings {
   /// express runs per output tile inside the GEMM (plan_tile_epilogue.h); the option
   /// "matrix_tile_epilogues" (default on).
   bool tile_epilogues = true;
+  /// With matrix_kernels: the option "freezing" (weights are constants). Then, on a CPU with
+  /// usable AMX, bf16 mm / addmm run on our AMX GEMM with B kept packed (plan_matmul.h).
+  bool frozen_weights = false;
   /// GPU graphs: the option "gpu_tuning" (schedule limits, emitter switches).
   GpuTuning gpu_tuning;
 };

@@ -125,6 +125,7 @@ CodegenSettings codegen_settings(const CompileOptions& options, bool keep_ir_tex
   settings.pipeline.keep_ir_text = keep_ir_text;
   settings.matrix_kernels = options.codegen.value("matrix_kernels", false);
   settings.tile_epilogues = options.codegen.value("matrix_tile_epilogues", true);
+  settings.frozen_weights = options.freezing;
   settings.gpu_tuning = parse_gpu_tuning(options.codegen.value("gpu_tuning", std::string()));
   return settings;
 }

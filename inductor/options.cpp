@@ -28,6 +28,7 @@ CompileOptions CompileOptions::from_json(const nlohmann::json& j) {
     } else if (name == "freezing") {
       o.freezing = v.is_boolean() ? v.get<bool>()
                                   : throw std::invalid_argument("option 'freezing' must be a bool");
+      if (o.freezing) o.codegen[name] = true;  // bf16 matmuls are planned on AMX only then
     } else if (name == "gpu_tuning") {
       if (!v.is_string()) throw std::invalid_argument("option 'gpu_tuning' must be a string");
       parse_gpu_tuning(v.get<std::string>());  // names and values checked now, not at a build

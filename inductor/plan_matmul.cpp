@@ -3,9 +3,12 @@
 /// activation / residual kernels their epilogue absorbs (plan_matmul.h).
 #include "inductor/plan_matmul.h"
 
+#include <algorithm>
+
 #include "inductor/lower/lower_graph.h"
 #include "inductor/plan_epilogue.h"
 #include "inductor/plan_tile_epilogue.h"
+#include "runtime/matrix/gemm_bf16.h"
 
 namespace inductor_cpp::inductor {
 
@@ -20,9 +23,21 @@ std::optional<int64_t> static_dim(const ir::Dim& d) {
   return std::nullopt;
 }
 
-bool is_f32_cpu_2d(const ir::TensorMeta* m) {
-  return m && m->dtype == "float32" && m->device == "cpu" && m->sizes.size() == 2 &&
+/// The dtypes our GEMMs take: float32, and bfloat16 for mm / addmm when the caller allows it
+/// (match_matmul's bf16_on_amx).
+bool is_matrix_dtype(const std::string& dtype, bool bmm, bool bf16_on_amx) {
+  return dtype == "float32" || (dtype == "bfloat16" && !bmm && bf16_on_amx);
+}
+
+bool is_cpu_2d(const ir::TensorMeta* m, const std::string& dtype) {
+  return m && m->dtype == dtype && m->device == "cpu" && m->sizes.size() == 2 &&
          m->strides.size() == 2;
+}
+
+/// is_f32_cpu for `dtype`: a CPU tensor of that rank and dtype, no size zero.
+bool is_cpu(const std::optional<StaticMeta>& m, size_t rank, const std::string& dtype) {
+  return m && m->dtype == dtype && m->device == "cpu" && m->sizes.size() == rank &&
+         std::all_of(m->sizes.begin(), m->sizes.end(), [](int64_t s) { return s > 0; });
 }
 
 /// The launch of mm / addmm / bmm node `n` before anything is absorbed: operands, alpha, and
@@ -31,7 +46,7 @@ bool is_f32_cpu_2d(const ir::TensorMeta* m) {
 /// not the literal 1, its alpha not a literal, or its bias none of those.
 std::optional<MatmulMatch> start_launch(
     const ir::Graph& g, int64_t n, const std::string& op, const Arg& a, const Arg& b,
-    std::optional<int64_t> rows, int64_t cols,
+    std::optional<int64_t> rows, int64_t cols, const std::string& dtype,
     const std::function<int32_t(const std::string&)>& slot_of_buffer) {
   const ir::Node& node = g.nodes.at(static_cast<size_t>(n));
   MatmulMatch match;
@@ -43,11 +58,12 @@ std::optional<MatmulMatch> start_launch(
   launch.nodes = {static_cast<int32_t>(n)};
   if (op != "addmm") return match;
   const auto beta = number_or(node, 3, "beta", 1), alpha = number_or(node, 4, "alpha", 1);
-  if (!beta || *beta != 1 || !alpha) return std::nullopt;
+  // The bf16 GEMM has no alpha: addmm with alpha != 1 stays ATen there.
+  if (!beta || *beta != 1 || !alpha || (dtype != "float32" && *alpha != 1)) return std::nullopt;
   launch.alpha = static_cast<float>(*alpha);
   const Arg& bias = node.args[0];
   const auto bias_meta = meta_of(g, bias);
-  if (!is_tensor_ref(bias) || !bias_meta || bias_meta->dtype != "float32" ||
+  if (!is_tensor_ref(bias) || !bias_meta || bias_meta->dtype != dtype ||
       bias_meta->device != "cpu")
     return std::nullopt;
   const std::vector<int64_t>& bs = bias_meta->sizes;
@@ -71,7 +87,7 @@ std::optional<MatmulMatch> start_launch(
 /// nothing is absorbed (the chain's sizes are symbolic too).
 std::optional<MatmulMatch> match_dynamic_rows(
     const ir::Graph& g, int64_t n, bool addmm,
-    const std::function<int32_t(const std::string&)>& slot_of_buffer) {
+    const std::function<int32_t(const std::string&)>& slot_of_buffer, bool bf16_on_amx) {
   const ir::Node& node = g.nodes.at(static_cast<size_t>(n));
   const size_t first = addmm ? 1 : 0;
   const Arg& a = node.args[first];
@@ -79,7 +95,9 @@ std::optional<MatmulMatch> match_dynamic_rows(
   const ir::TensorMeta* a_meta = tensor_meta_of(g, a);
   const ir::TensorMeta* out_meta = tensor_meta_of(g, Arg::value(n, 0));
   const auto b_meta = meta_of(g, b);
-  if (!is_f32_cpu_2d(a_meta) || !is_f32_cpu_2d(out_meta) || !is_f32_cpu(b_meta, 2))
+  const std::string dtype = a_meta ? a_meta->dtype : "";
+  if (!is_matrix_dtype(dtype, false, bf16_on_amx) || !is_cpu_2d(a_meta, dtype) || !is_cpu_2d(out_meta, dtype) ||
+      !is_cpu(b_meta, 2, dtype))
     return std::nullopt;
   const int64_t k = b_meta->sizes[0], cols = b_meta->sizes[1];
   const auto a_k = static_dim(a_meta->sizes[1]), out_cols = static_dim(out_meta->sizes[1]);
@@ -88,12 +106,13 @@ std::optional<MatmulMatch> match_dynamic_rows(
   if (!a_k || *a_k != k || !out_cols || *out_cols != cols || !row_stride || *row_stride != cols ||
       !col_stride || *col_stride != 1)
     return std::nullopt;
-  auto match = start_launch(g, n, addmm ? "addmm" : "mm", a, b, std::nullopt, cols, slot_of_buffer);
+  auto match =
+      start_launch(g, n, addmm ? "addmm" : "mm", a, b, std::nullopt, cols, dtype, slot_of_buffer);
   if (!match) return std::nullopt;
   match->step.matmul.out = runtime::BufferAlloc{slot_of_buffer(buffer_name_of(Arg::value(n, 0))),
                                                 {runtime::kRowsOfA, cols},
                                                 {cols, 1},
-                                                "float32",
+                                                dtype,
                                                 "cpu",
                                                 -1};
   return match;
@@ -104,7 +123,8 @@ std::optional<MatmulMatch> match_dynamic_rows(
 std::optional<MatmulMatch> match_matmul(
     const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
     const std::set<std::string>& into_inputs,
-    const std::function<int32_t(const std::string&)>& slot_of_buffer, const ir::LoopProgram* fused) {
+    const std::function<int32_t(const std::string&)>& slot_of_buffer, const ir::LoopProgram* fused,
+    bool bf16_on_amx) {
   const ir::ScheduledStep& s = program.steps.at(step_index);
   if (s.kind != ir::ScheduledStep::Kind::Extern || s.call.view || s.call.graph_node < 0)
     return std::nullopt;
@@ -121,8 +141,10 @@ std::optional<MatmulMatch> match_matmul(
   const size_t rank = bmm ? 3 : 2;
   const auto out_meta = meta_of(g, Arg::value(n, 0));
   const auto a_meta = meta_of(g, a), b_meta = meta_of(g, b);
-  if (!bmm && (!out_meta || !a_meta)) return match_dynamic_rows(g, n, addmm, slot_of_buffer);
-  if (!is_f32_cpu(out_meta, rank) || !is_f32_cpu(a_meta, rank) || !is_f32_cpu(b_meta, rank))
+  if (!bmm && (!out_meta || !a_meta)) return match_dynamic_rows(g, n, addmm, slot_of_buffer, bf16_on_amx);
+  const std::string dtype = out_meta ? out_meta->dtype : "";
+  if (!is_matrix_dtype(dtype, bmm, bf16_on_amx) || !is_cpu(out_meta, rank, dtype) ||
+      !is_cpu(a_meta, rank, dtype) || !is_cpu(b_meta, rank, dtype))
     return std::nullopt;
   if (!is_row_major(*out_meta)) return std::nullopt;
   const int64_t m = out_meta->sizes[rank - 2], cols = out_meta->sizes[rank - 1];
@@ -133,11 +155,17 @@ std::optional<MatmulMatch> match_matmul(
     return std::nullopt;
 
   auto started =
-      start_launch(g, n, op.substr(6) /* after "aten::" */, a, b, m, cols, slot_of_buffer);
+      start_launch(g, n, op.substr(6) /* after "aten::" */, a, b, m, cols, dtype, slot_of_buffer);
   if (!started) return std::nullopt;
   MatmulMatch match = std::move(*started);
   runtime::MatmulLaunch& launch = match.step.matmul;
   const std::string out = buffer_name_of(Arg::value(n, 0));
+  if (dtype != "float32") {  // bf16: the bias only; the kernels after it stay kernels
+    if (m > matrix::kBf16AmxMaxRows) return std::nullopt;  // ATen's GEMM is the faster there
+    launch.out = runtime::BufferAlloc{slot_of_buffer(out), out_meta->sizes, out_meta->strides,
+                                      dtype, "cpu", -1};
+    return match;
+  }
   auto absorbed =
       absorbable(g, program, step_index, n, *out_meta, is_row_major, into_inputs, slot_of_buffer,
                  /*batch_norm=*/false, /*materialized=*/nullptr, /*allow_reshapes=*/!bmm);

@@ -1,6 +1,6 @@
 /// \file
 /// Plan building for matrix multiplies: an ATen `mm` / `addmm` / `bmm` extern step over static
-/// float32 CPU tensors becomes a runtime::MatmulLaunch (our GEMM library, runtime/matrix/gemm.h)
+/// float32 CPU tensors (or a bf16 mm / addmm, see match_matmul) becomes a runtime::MatmulLaunch (our GEMM library, runtime/matrix/gemm.h)
 /// instead of an ATen call, and the one pointwise kernel that only applies activations
 /// (relu, gelu, gelu-tanh, silu, clamp, hardtanh) or adds residuals to its result is folded
 /// into the GEMM epilogue (plan_epilogue.h). Conservative: anything unusual stays ATen / stays
@@ -38,11 +38,15 @@ struct MatmulMatch {
 /// or nothing when it is not a matmul we run. `slot_of_buffer` maps buffer names to plan
 /// slots; `into_inputs` are buffers stored into graph inputs (never absorbed). With `fused`
 /// (the loop program `program` was scheduled from), a following kernel that is not a chain of
-/// epilogue ops may still be absorbed as a tile kernel (mm / addmm).
+/// epilogue ops may still be absorbed as a tile kernel (mm / addmm). `bf16_on_amx`: a 2-D
+/// bfloat16 mm / addmm (alpha 1) also becomes a step, run by runtime/matmul_bf16_step.h with
+/// nothing absorbed; the caller sets it with frozen weights on a CPU with usable AMX (with the
+/// per-call content check of a packed weight, ATen's bf16 GEMM is the faster:
+/// docs/codegen/matrix.md "bf16 on AMX").
 std::optional<MatmulMatch> match_matmul(
     const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
     const std::set<std::string>& into_inputs,
     const std::function<int32_t(const std::string&)>& slot_of_buffer,
-    const ir::LoopProgram* fused = nullptr);
+    const ir::LoopProgram* fused = nullptr, bool bf16_on_amx = false);
 
 }  // namespace inductor_cpp::inductor

@@ -18,6 +18,7 @@
 #include "runtime/conv_step.h"
 #include "runtime/cpu_pool.h"
 #include "runtime/cuda/gpu_step.h"
+#include "runtime/matmul_bf16_step.h"
 #include "runtime/matmul_step.h"
 #include "runtime/matrix/gemm.h"
 #include "runtime/matrix/gemv.h"
@@ -139,6 +140,8 @@ struct BoundMatmul {
   std::shared_ptr<const ConvStep> conv;  ///< set for "conv2d" (runtime/conv_step.h)
   /// set for "conv2d_backward" (runtime/conv_backward_step.h)
   std::shared_ptr<const ConvBackwardStep> conv_backward;
+  /// set for a bfloat16 mm / addmm (runtime/matmul_bf16_step.h)
+  std::shared_ptr<const MatmulBf16Step> bf16;
   KernelFn tile_fn = nullptr;  ///< the "kernel" epilogue op's function (the last op), if any
 };
 
@@ -309,20 +312,27 @@ BoundStep bind_matmul_step(const Step& step, const KernelLibrary* library, const
       throw std::runtime_error("matmul epilogue '" + e.kind + "': batch_norm params on conv2d only");
   }
   const BufferAlloc& out = m.launch.out;
-  if (m.launch.is_conv_backward()) {  // its own checks (several outputs, none required)
+  // Steps with their own checks: the convolution backward (several outputs, none required)
+  // and bf16 mm / addmm (runtime/matmul_bf16_step.h).
+  const bool bf16 = out.dtype == "bfloat16" && out.device == "cpu" && !m.launch.is_conv();
+  if (m.launch.is_conv_backward() || bf16) {
     m.label = "matrix::" + m.launch.op + (step.node >= 0 && step.node < static_cast<int32_t>(labels.size())
                                               ? " computing " + labels[step.node]
                                               : "");
     m.profile_name =
         profile_name_of("matrix::" + m.launch.op, m.launch.nodes, labels) + matrix_shape_text(m.launch);
-    m.conv_backward = std::make_shared<const ConvBackwardStep>(m.launch, m.label);
+    if (bf16)
+      m.bf16 = std::make_shared<const MatmulBf16Step>(m.launch, m.label, frozen_weights);
+    else
+      m.conv_backward = std::make_shared<const ConvBackwardStep>(m.launch, m.label);
     BoundStep bound;
     bound.matmul = std::move(m);
     bound.free_after = step.free_after;
     bound.node = step.node;
     return bound;
   }
-  if (out.dtype != "float32" || out.device != "cpu") throw std::runtime_error("matmul output must be float32 on the CPU");
+  if (out.dtype != "float32" || out.device != "cpu")
+    throw std::runtime_error("matmul output must be float32 (or bfloat16 for mm / addmm) on the CPU");
   const size_t rank = m.launch.op == "bmm" ? 3 : 2;
   // mm/addmm whose absorbed chain ends in a reshape (addmm → view → gelu) write the chain's
   // dense row-major tensor, of any rank: run_matmul hands the GEMM its 2-D view.
@@ -392,6 +402,7 @@ at::Tensor checked_f32(const c10::IValue& v, const char* what) {
 void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   if (bm.conv) return bm.conv->run(slots);
   if (bm.conv_backward) return bm.conv_backward->run(slots);
+  if (bm.bf16) return bm.bf16->run(slots);
   const MatmulLaunch& m = bm.launch;
   const bool batched = m.op == "bmm";
   at::Tensor a = checked_f32(slots[m.a], "input");

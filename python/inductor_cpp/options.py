@@ -32,7 +32,8 @@ KNOWN: dict[str, tuple[str | None, str]] = {
         "True: treat parameters as constants, as stock Inductor's freezing does: a matrix step "
         "reuses its packed copy of a weight while the weight's version counter is unchanged, "
         "without re-reading the weight each call to check its contents (faster for small "
-        "batches; writes through .data or numpy are then not seen). Default False",
+        "batches; writes through .data or numpy are then not seen); on a CPU with AMX, bf16 "
+        "mm/addmm (Linear) also run on our AMX GEMM. Default False",
     ),
     "matrix_tile_epilogues": (
         "INDUCTOR_CPP_MATRIX_TILE_EPILOGUES",
@@ -93,15 +94,15 @@ class Options:
     mode: str | None = None
     strict: bool | str = False
     cache: bool = True
-    freezing: bool = False  # run time only (packed-weight checks): not in the cache key
+    freezing: bool = False  # packed-weight checks; True also enters the cache key (bf16 on AMX)
     debug_dir: str | None = None
     layout_optimization: bool = True  # a graph rewrite in Python: the graph's hash covers it
     shape_specializations: int = 8  # Python-side (specialize.py): each static graph has its key
     extra: dict[str, Any] = field(default_factory=dict)
 
     def for_compiler(self) -> dict[str, Any]:
-        """What the C++ compiler receives; everything but strict/cache/freezing enters the cache key
-        (diagnostic options such as debug_dir are not sent at all)."""
+        """What the C++ compiler receives; everything but strict, cache and a False freezing
+        enters the cache key (diagnostic options such as debug_dir are not sent at all)."""
         return {"strict": self.strict, "cache": self.cache, "freezing": self.freezing,
                 "mode": self.mode or "default", **self.extra}
 

@@ -1,6 +1,6 @@
 /// \file gemm_bf16.cpp
-/// \brief bf16 GEMM driver: AMX tiles (VNNI-packed B, padded A copies, 32×32 C blocks, K blocks
-/// up to 2048, N blocks of 128 per thread) or the fp32 fallback (see gemm_bf16.h).
+/// \brief bf16 GEMM driver: AMX tiles (VNNI-packed B, padded 32-row A strips, 32×32 C blocks, K
+/// blocks up to 4096, N blocks of 1 MiB of B per thread) or the fp32 fallback (see gemm_bf16.h).
 #include "runtime/matrix/gemm_bf16.h"
 
 #include <immintrin.h>
@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
 #include "codegen/xbyak/amx_kernel.h"
@@ -19,7 +20,10 @@
 namespace inductor_cpp::matrix {
 namespace {
 
-constexpr int64_t kTile = 32, kKc = 2048, kNc = 128;
+/// kKc: K per kernel call. 4096 (A strip 256 KiB, next to the 1 MiB B block in a 2 MiB L2)
+/// keeps BERT's K = 3072 in one block: no fp32 C round trip (2048 measured 0.94x oneDNN on
+/// 512 × 768 × 3072 against 1.04x; docs/codegen/matrix.md "bf16 on AMX").
+constexpr int64_t kTile = 32, kKc = 4096;
 
 int64_t round_up(int64_t x, int64_t to) {
   return (x + to - 1) / to * to;
@@ -32,9 +36,27 @@ uint16_t b_at(const GemmBf16Problem& p, int64_t kk, int64_t j) {
   return p.trans_b ? p.b[j * p.ldb + kk] : p.b[kk * p.ldb + j];
 }
 
+/// cast_tile with VCVTNE2PS2BF16 (32 values an instruction): round to nearest even like
+/// f32_to_bf16, except that fp32 denormals become zero (as in oneDNN's bf16 matmul outputs).
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) void cast_tile_avx512_bf16(
+    const float* c, int64_t ldc, int64_t rows, int64_t cols, uint16_t* dst, int64_t ld_dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* src = c + r * ldc;
+    uint16_t* out = dst + r * ld_dst;
+    for (int64_t j = 0; j < cols; j += 32) {
+      const int64_t left = std::min<int64_t>(32, cols - j);
+      const __mmask32 mask = left == 32 ? ~__mmask32(0) : __mmask32((1ull << left) - 1);
+      const __m512 lo = _mm512_maskz_loadu_ps(__mmask16(mask), src + j);
+      const __m512 hi = _mm512_maskz_loadu_ps(__mmask16(mask >> 16), src + j + 16);
+      _mm512_mask_storeu_epi16(out + j, mask, __m512i(_mm512_cvtne2ps_pbh(hi, lo)));
+    }
+  }
+}
+
 /// The cast stage: dst (bf16, ld_dst) = round(c) for a rows × cols tile.
 void cast_tile(const float* c, int64_t ldc, int64_t rows, int64_t cols, uint16_t* dst,
                int64_t ld_dst) {
+  if (xbyak::cpu_features().avx512_bf16) return cast_tile_avx512_bf16(c, ldc, rows, cols, dst, ld_dst);
   for (int64_t r = 0; r < rows; ++r) convert_f32_to_bf16(c + r * ldc, dst + r * ld_dst, cols);
 }
 
@@ -82,19 +104,24 @@ void pack_b_vnni(const GemmBf16Problem& p, int64_t n0, int64_t n1, int64_t kpad,
   }
 }
 
-/// op(A) rows [m0, m1) padded to a multiple of 32 rows and kpad columns, leading dim lda_pad.
-void copy_a_padded(const GemmBf16Problem& p, int64_t m0, int64_t m1, int64_t kpad, int64_t lda_pad,
-                   uint16_t* dst) {
-  const int64_t rows = round_up(m1 - m0, kTile);
-  for (int64_t r = 0; r < rows; ++r) {
-    uint16_t* out = dst + r * lda_pad;
-    const int64_t i = m0 + r;
-    if (i < m1 && !p.trans_a) {
-      std::memcpy(out, p.a + i * p.lda, p.k * 2);
-    } else {
-      for (int64_t kk = 0; kk < p.k; ++kk) out[kk] = i < m1 ? a_at(p, i, kk) : 0;
+/// op(A) rows [i0, i0 + 32) × columns [k0, k0 + kc) into a 32-row strip with leading dim
+/// lda_strip, rows past m and columns past k zero (the tile kernel reads whole 32 × 32 blocks).
+void copy_a_strip(const GemmBf16Problem& p, int64_t i0, int64_t k0, int64_t kc, int64_t lda_strip,
+                  uint16_t* dst) {
+  const int64_t cols = std::clamp<int64_t>(p.k - k0, 0, kc);
+  for (int64_t r = 0; r < kTile; ++r) {
+    uint16_t* out = dst + r * lda_strip;
+    const int64_t i = i0 + r;
+    if (i >= p.m) {
+      std::fill(out, out + kc, 0);
+      continue;
     }
-    std::fill(out + p.k, out + kpad, 0);
+    if (!p.trans_a) {
+      std::memcpy(out, p.a + i * p.lda + k0, cols * 2);
+    } else {
+      for (int64_t kk = 0; kk < cols; ++kk) out[kk] = a_at(p, i, k0 + kk);
+    }
+    std::fill(out + cols, out + kc, 0);
   }
 }
 
@@ -108,13 +135,15 @@ int64_t padded_k(int64_t k) {
   return round_up(std::max<int64_t>(k, 1), kTile);
 }
 
+/// B block bytes (kc rows × nc columns) kept in L2 while the row strips of the thread pass over
+/// it; 1 MiB leaves the other half of a 2 MiB L2 to the A strip and C.
+constexpr int64_t kBBlockBytes = int64_t(1) << 20;
+
 /// prepacked: all of B in VNNI panels (pack_b_bf16), or null to pack this thread's columns.
 void run_amx_block(const GemmBf16Problem& p, const uint16_t* prepacked, int64_t m0, int64_t m1,
                    int64_t n0, int64_t n1) {
   thread_local std::vector<uint16_t> a_buf, b_buf;
-  const int64_t kpad = padded_k(p.k), lda_pad = kpad + 32;
-  uint16_t* a = grow(a_buf, size_t(round_up(m1 - m0, kTile) * lda_pad));
-  copy_a_padded(p, m0, m1, kpad, lda_pad, a);
+  const int64_t kpad = padded_k(p.k);
   const uint16_t* b = nullptr;
   if (prepacked) {
     b = prepacked + n0 / kTile * 2 * kpad * 16;  // n0 is a multiple of 32: a panel start
@@ -123,27 +152,42 @@ void run_amx_block(const GemmBf16Problem& p, const uint16_t* prepacked, int64_t 
     pack_b_vnni(p, n0, n1, kpad, packed);
     b = packed;
   }
-  float scratch[kTile * kTile];
+  alignas(64) float scratch[kTile * kTile];
+  // No C (a bf16-only result, one K block): every tile is computed in `scratch`, finished there
+  // and cast straight to c_bf16.
+  const bool tiles_only = p.c == nullptr;
   xbyak::amx_configure_tiles();
   const int64_t group_bytes = kpad * 16 * 2;
-  // Loop order: each kernel call runs a whole K block (up to 2048) so C is loaded/stored once
+  // Loop order: each kernel call runs a whole K block (up to kKc) so C is loaded/stored once
   // per block (C rows are often a power of two apart: a strip of C would thrash L1/L2 sets).
-  // The A slice (32 × kc) is reused across the nc/32 panels of one N block, the B block
-  // (kc × nc) across all row blocks; both stay in L2.
+  // The B block (kc × nc, kBBlockBytes) stays in L2 across the thread's row strips; each A
+  // strip (32 × kc) is copied (zero-padded, its rows kc + 32 apart: no set conflicts) right
+  // before the nc/32 panels that reuse it, so A is read once per B block and never written
+  // out whole (a copy of all of A per thread cost more than the product on the encoder).
   for (int64_t k0 = 0; k0 < kpad; k0 += kKc) {
-    const int64_t kc = std::min(kKc, kpad - k0);
+    const int64_t kc = std::min(kKc, kpad - k0), lda_strip = kc + 32;
+    uint16_t* a = grow(a_buf, size_t(kTile * lda_strip));
+    const int64_t nc = std::max<int64_t>(kTile, kBBlockBytes / (kc * 2) / kTile * kTile);
     const bool accumulate = k0 > 0 || p.accumulate, last = k0 + kc >= kpad;
-    const auto full = xbyak::get_amx_bf16_kernel(lda_pad, p.ldc, accumulate);
-    const auto tail = xbyak::get_amx_bf16_kernel(lda_pad, kTile, true);
-    for (int64_t nc0 = n0; nc0 < n1; nc0 += kNc)
-      for (int64_t i = m0; i < m1; i += kTile)
-        for (int64_t j = nc0; j < std::min(n1, nc0 + kNc); j += kTile) {
+    const auto full = tiles_only ? nullptr : xbyak::get_amx_bf16_kernel(lda_strip, p.ldc, accumulate);
+    const auto tail = xbyak::get_amx_bf16_kernel(lda_strip, kTile, !tiles_only);
+    for (int64_t nc0 = n0; nc0 < n1; nc0 += nc)
+      for (int64_t i = m0; i < m1; i += kTile) {
+        copy_a_strip(p, i, k0, kc, lda_strip, a);
+        for (int64_t j = nc0; j < std::min(n1, nc0 + nc); j += kTile) {
           const int64_t rows = std::min(kTile, m1 - i), cols = std::min(kTile, n1 - j);
           xbyak::AmxKernelArgs args;
-          args.a = a + (i - m0) * lda_pad + k0;
+          args.a = a;
           args.b = b + (j - n0) / kTile * 2 * kpad * 16 + k0 * 16;
           args.b_group_stride = group_bytes;
           args.k = kc;
+          if (tiles_only) {
+            args.c = scratch;
+            tail(&args);
+            apply_epilogue_tile(scratch, kTile, rows, cols, i, j, p.epilogue, 0);
+            cast_tile(scratch, kTile, rows, cols, p.c_bf16 + i * p.ldc_bf16 + j, p.ldc_bf16);
+            continue;
+          }
           float* c = p.c + i * p.ldc + j;
           if (rows == kTile && cols == kTile) {
             args.c = c;
@@ -162,11 +206,28 @@ void run_amx_block(const GemmBf16Problem& p, const uint16_t* prepacked, int64_t 
           apply_epilogue_tile(c, p.ldc, rows, cols, i, j, p.epilogue, 0);
           if (p.c_bf16) cast_tile(c, p.ldc, rows, cols, p.c_bf16 + i * p.ldc_bf16 + j, p.ldc_bf16);
         }
+      }
   }
   xbyak::amx_release_tiles();
 }
 
-void run_amx(const GemmBf16Problem& p, const uint16_t* prepacked, int num_threads) {
+void run_amx(const GemmBf16Problem& p_in, const uint16_t* prepacked, int num_threads) {
+  // A bf16-only result over several K blocks needs an fp32 C to carry the sums between them.
+  // Not zeroed (the first K block overwrites it) and kept per calling thread, so that a layer
+  // called in a loop does not fault fresh pages in on every call.
+  thread_local std::unique_ptr<float[]> c_sums;
+  thread_local size_t c_sums_size = 0;
+  GemmBf16Problem with_c;
+  const bool needs_c = p_in.c == nullptr && padded_k(p_in.k) > kKc;
+  if (needs_c) {
+    with_c = p_in;
+    if (c_sums_size < size_t(p_in.m * p_in.n)) {
+      c_sums_size = size_t(p_in.m * p_in.n);
+      c_sums.reset(new float[c_sums_size]);
+    }
+    with_c.c = c_sums.get(), with_c.ldc = p_in.n;
+  }
+  const GemmBf16Problem& p = needs_c ? with_c : p_in;
   const int64_t tiles_m = (p.m + kTile - 1) / kTile, tiles_n = (p.n + kTile - 1) / kTile;
   int threads = int(std::max<int64_t>(1, std::min<int64_t>(num_threads, tiles_m * tiles_n)));
   if (p.m * p.n * p.k < gemm_blocking().serial_macs) threads = 1;
@@ -198,10 +259,13 @@ std::vector<float> widen(const uint16_t* src, int64_t rows, int64_t cols, int64_
 /// Up-converts A (and B unless packed_b is given) to fp32 and runs gemm_f32(_packed).
 void run_fp32_fallback(const GemmBf16Problem& p, const PackedB* packed_b, int num_threads) {
   const std::vector<float> a = widen(p.a, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, p.lda);
+  std::vector<float> c_local;  // a bf16-only result: the fp32 C before the cast
+  if (!p.c) c_local.resize(size_t(p.m * p.n));
   GemmProblem q;
   q.m = p.m, q.n = p.n, q.k = p.k;
   q.a = a.data(), q.lda = p.lda, q.trans_a = p.trans_a;
-  q.c = p.c, q.ldc = p.ldc, q.accumulate = p.accumulate, q.epilogue = p.epilogue;
+  q.c = p.c ? p.c : c_local.data(), q.ldc = p.c ? p.ldc : p.n;
+  q.accumulate = p.accumulate, q.epilogue = p.epilogue;
   q.flush_denormals = p.flush_denormals;
   if (packed_b) {
     gemm_f32_packed(q, *packed_b, num_threads);
@@ -210,11 +274,11 @@ void run_fp32_fallback(const GemmBf16Problem& p, const PackedB* packed_b, int nu
     q.b = b.data(), q.ldb = p.ldb, q.trans_b = p.trans_b;
     gemm_f32(q, num_threads);
   }
-  if (p.c_bf16) cast_tile(p.c, p.ldc, p.m, p.n, p.c_bf16, p.ldc_bf16);
+  if (p.c_bf16) cast_tile(q.c, q.ldc, p.m, p.n, p.c_bf16, p.ldc_bf16);
 }
 
 void check_problem(const GemmBf16Problem& p, bool needs_b) {
-  if (p.m < 0 || p.n < 0 || p.k < 0 || !p.c || p.ldc < p.n)
+  if (p.m < 0 || p.n < 0 || p.k < 0 || (p.c ? p.ldc < p.n : !p.c_bf16 || p.accumulate))
     throw std::invalid_argument("gemm_bf16: bad C / sizes");
   if (p.c_bf16 && p.ldc_bf16 < p.n) throw std::invalid_argument("gemm_bf16: bad ldc_bf16");
   if (p.k > 0 && (!p.a || p.lda < (p.trans_a ? p.m : p.k)))
@@ -271,7 +335,33 @@ uint16_t f32_to_bf16(float f) {
   return uint16_t(bits >> 16);
 }
 
+namespace {
+
+/// 16 floats to bf16 as f32_to_bf16 does (round to nearest even, NaN stays a quiet NaN); `mask`
+/// selects the lanes read and written.
+__attribute__((target("avx512f"))) void convert_16_avx512(const float* src, uint16_t* dst,
+                                                        __mmask16 mask) {
+  const __m512i bits = _mm512_castps_si512(_mm512_maskz_loadu_ps(mask, src));
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  const __m512i rounded =
+      _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+  const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  _mm512_mask_cvtepi32_storeu_epi16(dst, mask, _mm512_mask_blend_epi32(nan, rounded, quiet));
+}
+
+__attribute__((target("avx512f"))) void convert_avx512(const float* src, uint16_t* dst,
+                                                     int64_t count) {
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16) convert_16_avx512(src + i, dst + i, 0xffff);
+  if (i < count) convert_16_avx512(src + i, dst + i, __mmask16((1u << (count - i)) - 1));
+}
+
+}  // namespace
+
 void convert_f32_to_bf16(const float* src, uint16_t* dst, int64_t count) {
+  if (xbyak::cpu_features().avx512) return convert_avx512(src, dst, count);
   for (int64_t i = 0; i < count; ++i) dst[i] = f32_to_bf16(src[i]);
 }
 

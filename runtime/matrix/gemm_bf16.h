@@ -27,20 +27,28 @@ struct GemmBf16Problem {
   const uint16_t* b = nullptr;  ///< k×n (n×k when trans_b), bf16.
   int64_t ldb = 0;
   bool trans_b = false;
-  float* c = nullptr;  ///< m×n, fp32.
+  float* c = nullptr;  ///< m×n, fp32; may be null when c_bf16 is set (and not accumulate).
   int64_t ldc = 0;
   bool accumulate = false;
   std::vector<EpilogueOp> epilogue;
   bool flush_denormals = false;
   bool allow_amx = true;  ///< false forces the fp32 fallback (tests, numerics comparisons).
   /// Optional cast stage: also write the final C (after the epilogue) rounded to bf16 here
-  /// (m×n, leading dimension ldc_bf16; round to nearest even). C itself is still written.
+  /// (m×n, leading dimension ldc_bf16; round to nearest even). C itself is still written when
+  /// given; without it only the bf16 result is (each tile finished and cast while in cache).
   uint16_t* c_bf16 = nullptr;
   int64_t ldc_bf16 = 0;
 };
 
 /// True when gemm_bf16 runs on AMX tiles on this machine.
 bool gemm_bf16_uses_amx();
+
+/// Compiled bf16 matmuls with a packed weight run on gemm_bf16 up to this many rows of C, and
+/// on ATen's (oneDNN's) bf16 GEMM above (runtime/matmul_bf16_step.h). Dev Xeon, 2 threads,
+/// B pre-packed, against at::mm, per-round pairs: 128 rows 1.5-1.7x, 256 rows 1.04-1.14x,
+/// 512-1024 rows 0.94-1.08x while the host was busy, and oneDNN about 1.25x faster than ours
+/// at 1024 rows while it was not (docs/codegen/matrix.md "bf16 on AMX").
+inline constexpr int64_t kBf16AmxMaxRows = 256;
 
 void gemm_bf16(const GemmBf16Problem& p, int num_threads);
 

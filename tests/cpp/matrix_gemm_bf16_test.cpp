@@ -6,7 +6,9 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "codegen/xbyak/cpu_features.h"
@@ -108,6 +110,69 @@ TEST(GemmBf16Test, CastStageWritesRoundedOutput) {
         ASSERT_EQ(out[i * (n + 2) + j], f32_to_bf16(c[i * n + j])) << i << "," << j;
       ASSERT_EQ(out[i * (n + 2) + n], 0xdead) << "cast wrote past n";
     }
+  }
+}
+
+// Without C (a bf16-only result, as compiled bf16 matmuls ask for) the output is the one the
+// fp32 C would have given through the cast stage, bit for bit: one K block (tiles finished in
+// cache) and several (K > 4096: the fp32 sums carried in a C of the driver's own), row and
+// column tails, a padded output leading dimension, B pre-packed or not.
+TEST(GemmBf16Test, BfloatOnlyOutputMatchesTheCastOfC) {
+  if (!xbyak::cpu_features().avx2) GTEST_SKIP();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (bool amx : {true, false}) {
+    for (const std::array<int64_t, 3>& mnk : {std::array<int64_t, 3>{37, 45, 40},
+                                              std::array<int64_t, 3>{64, 96, 4200},
+                                              std::array<int64_t, 3>{1, 33, 70}}) {
+      const auto [m, n, k] = mnk;
+      SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k << " amx=" << amx);
+      std::vector<uint16_t> a(m * k), b(k * n), want(m * (n + 3), 0xdead), got(want);
+      for (auto& x : a) x = f32_to_bf16(dist(rng));
+      for (auto& x : b) x = f32_to_bf16(dist(rng));
+      std::vector<float> c(m * n), bias(m);
+      for (auto& x : bias) x = dist(rng);
+      GemmBf16Problem p;
+      p.m = m, p.n = n, p.k = k, p.a = a.data(), p.lda = k, p.b = b.data(), p.ldb = n;
+      p.c = c.data(), p.ldc = n, p.allow_amx = amx, p.c_bf16 = want.data(), p.ldc_bf16 = n + 3;
+      p.epilogue = {{EpilogueKind::BiasRow, bias.data()}, {EpilogueKind::Relu}};
+      gemm_bf16(p, 2);
+      p.c = nullptr, p.c_bf16 = got.data();
+      gemm_bf16(p, 2);
+      ASSERT_EQ(got, want);
+      std::fill(got.begin(), got.end(), 0xdead);
+      gemm_bf16_packed(p, pack_b_bf16(b.data(), k, n, n, false, amx), 2);
+      ASSERT_EQ(got, want);
+    }
+  }
+}
+
+TEST(GemmBf16Test, OutputWithoutCMustNotAccumulate) {
+  std::vector<uint16_t> a(4, 0), b(4, 0), out(4);
+  GemmBf16Problem p;
+  p.m = p.n = p.k = 2, p.a = a.data(), p.lda = 2, p.b = b.data(), p.ldb = 2;
+  p.c_bf16 = out.data(), p.ldc_bf16 = 2, p.accumulate = true;
+  EXPECT_THROW(gemm_bf16(p, 1), std::invalid_argument);
+  p.c_bf16 = nullptr, p.accumulate = false;
+  EXPECT_THROW(gemm_bf16(p, 1), std::invalid_argument);
+}
+
+TEST(Bf16ConversionTest, VectorConversionMatchesScalar) {
+  std::vector<float> src = {0.0f, -0.0f, 1.0f, 1.00390625f, 1.01171875f, -3.99609375f, 65504.0f,
+                            3.0e38f, -3.4e38f, INFINITY, -INFINITY, std::nanf(""), 1e-30f, 5e-39f};
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<uint32_t> bits;
+  for (int i = 0; i < 1000; ++i) {
+    const uint32_t v = bits(rng);
+    float f;
+    std::memcpy(&f, &v, 4);
+    src.push_back(f);
+  }
+  for (size_t count : {src.size(), size_t(15), size_t(1)}) {
+    std::vector<uint16_t> out(count + 1, 0xbeef);
+    convert_f32_to_bf16(src.data(), out.data(), int64_t(count));
+    for (size_t i = 0; i < count; ++i) ASSERT_EQ(out[i], f32_to_bf16(src[i])) << i << " " << src[i];
+    ASSERT_EQ(out[count], 0xbeef);
   }
 }
 

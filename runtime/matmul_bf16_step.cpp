@@ -1,0 +1,133 @@
+/// \file
+/// MatmulBf16Step: a bf16 mm / addmm on the AMX GEMM, B kept packed (see the header).
+#include "runtime/matmul_bf16_step.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <stdexcept>
+#include <utility>
+
+#include "runtime/cpu_pool.h"
+
+namespace inductor_cpp::runtime {
+namespace {
+
+at::Tensor checked_bf16(const c10::IValue& v, const std::string& label, const char* what) {
+  TORCH_CHECK(v.isTensor(), "inductor_cpp: ", label, ": ", what, " is not a tensor");
+  at::Tensor t = v.toTensor();
+  TORCH_CHECK(t.scalar_type() == at::kBFloat16 && t.device().is_cpu() && t.dim() == 2, "inductor_cpp: ", label,
+              ": ", what, " must be a 2-D bfloat16 CPU tensor, got ", t.scalar_type(), " ", t.sizes(), " on ",
+              t.device());
+  return t;
+}
+
+/// A bf16 matrix operand as gemm_bf16 reads it: row-major or its transpose, else a copy.
+struct Bf16Operand {
+  const uint16_t* data = nullptr;
+  int64_t ld = 0;
+  bool trans = false;
+  at::Tensor keep;
+};
+
+Bf16Operand bf16_operand(at::Tensor t) {
+  const int64_t rows = t.size(0), cols = t.size(1), rs = t.stride(0), cs = t.stride(1);
+  Bf16Operand o;
+  if ((cs == 1 || cols == 1) && (rows == 1 || rs >= cols)) {
+    o.ld = rows == 1 ? cols : rs;
+  } else if ((rs == 1 || rows == 1) && (cols == 1 || cs >= rows)) {
+    o.ld = cols == 1 ? rows : cs;
+    o.trans = true;
+  } else {
+    t = t.contiguous();
+    o.ld = cols;
+  }
+  o.keep = t;
+  o.data = reinterpret_cast<const uint16_t*>(t.data_ptr());
+  return o;
+}
+
+matrix::EpilogueKind bias_kind(const std::string& kind) {
+  if (kind == "bias_col") return matrix::EpilogueKind::BiasCol;
+  if (kind == "bias_row") return matrix::EpilogueKind::BiasRow;
+  if (kind == "residual") return matrix::EpilogueKind::AddResidual;
+  throw std::runtime_error("bf16 matmul epilogue '" + kind + "': only addmm's bias is supported");
+}
+
+}  // namespace
+
+MatmulBf16Step::MatmulBf16Step(const MatmulLaunch& launch, std::string label, bool frozen_weights)
+    : launch_(launch),
+      label_(std::move(label)),
+      packed_b_(std::make_shared<PackedWeightCache<matrix::PackedBBf16>>(!frozen_weights)) {
+  if (launch_.op != "mm" && launch_.op != "addmm")
+    throw std::runtime_error("bf16 matmul: mm or addmm, got " + launch_.op);
+  if (launch_.epilogue.size() > 1 || (launch_.op == "addmm") != (launch_.epilogue.size() == 1))
+    throw std::runtime_error("bf16 matmul: addmm's bias is the only epilogue op");
+  for (const MatmulEpilogue& e : launch_.epilogue) {
+    bias_kind(e.kind);
+    if (e.slot < 0) throw std::runtime_error("bf16 matmul: the bias has no data slot");
+  }
+  if (launch_.alpha != 1.0f) throw std::runtime_error("bf16 matmul: alpha must be 1");
+}
+
+void MatmulBf16Step::run(std::vector<c10::IValue>& slots) const {
+  const at::Tensor a = checked_bf16(slots[launch_.a], label_, "input");
+  const at::Tensor b = checked_bf16(slots[launch_.b], label_, "mat2");
+  std::vector<int64_t> out_sizes = launch_.out.sizes;
+  if (!out_sizes.empty() && out_sizes[0] == kRowsOfA) out_sizes[0] = a.size(0);
+  at::Tensor c = empty_strided_pooled(out_sizes, launch_.out.strides,
+                                            at::TensorOptions().dtype(at::kBFloat16).device(c10::kCPU));
+  TORCH_CHECK(c.dim() == 2 && a.size(0) == c.size(0) && b.size(1) == c.size(1) && a.size(1) == b.size(0),
+              "inductor_cpp: ", label_, ": operand sizes ", a.sizes(), " and ", b.sizes(), " do not give ",
+              c.sizes());
+  slots[launch_.out.slot] = c;
+  if (c.numel() == 0) return;
+  const c10::IValue* bias = launch_.epilogue.empty() ? nullptr : &slots[launch_.epilogue[0].slot];
+  const int threads = static_cast<int>(at::get_num_threads());
+  // ATen's GEMM: more rows than ours is the faster on (dynamic rows; kBf16AmxMaxRows), or B
+  // not (yet) cached (one use of a packed copy does not pay for the packing).
+  std::shared_ptr<const matrix::PackedBBf16> packed;
+  if (c.size(0) <= matrix::kBf16AmxMaxRows) {
+    const Bf16Operand bo = bf16_operand(b);
+    packed = packed_b_->lookup(b, threads, [&] {
+      return matrix::pack_b_bf16(bo.data, b.size(0), b.size(1), bo.ld, bo.trans);
+    });
+  }
+  if (!packed) {
+    if (bias)
+      at::addmm_out(c, bias->toTensor(), a, b);
+    else
+      at::mm_out(c, a, b);
+    return;
+  }
+  const Bf16Operand ao = bf16_operand(a);
+  matrix::GemmBf16Problem p;
+  p.m = c.size(0), p.n = c.size(1), p.k = a.size(1);
+  p.a = ao.data, p.lda = ao.ld, p.trans_a = ao.trans;
+  p.c_bf16 = reinterpret_cast<uint16_t*>(c.data_ptr());
+  p.ldc_bf16 = p.m == 1 ? p.n : c.stride(0);
+  p.flush_denormals = matrix::caller_flushes_denormals();
+  at::Tensor bias_f32;  // the bias in fp32, as the epilogue reads it
+  if (bias) {
+    const MatmulEpilogue& e = launch_.epilogue[0];
+    const matrix::EpilogueKind kind = bias_kind(e.kind);
+    TORCH_CHECK(bias->isTensor(), "inductor_cpp: ", label_, ": the bias is not a tensor");
+    const at::Tensor t = bias->toTensor();
+    bias_f32 = kind == matrix::EpilogueKind::AddResidual
+                   ? t.to(at::kFloat).expand(c.sizes()).contiguous()
+                   : t.to(at::kFloat).reshape({-1}).contiguous();
+    TORCH_CHECK(bias_f32.numel() == (kind == matrix::EpilogueKind::BiasCol   ? p.n
+                                     : kind == matrix::EpilogueKind::BiasRow ? p.m
+                                                                             : p.m * p.n),
+                "inductor_cpp: ", label_, ": bias of sizes ", t.sizes(), " for an output of sizes ", c.sizes());
+    matrix::EpilogueOp op;
+    op.kind = kind;
+    op.data = bias_f32.data_ptr<float>();
+    op.ld = p.n;
+    p.epilogue.push_back(op);
+  }
+  matrix::gemm_bf16_packed(p, *packed, threads);
+}
+
+}  // namespace inductor_cpp::runtime
