@@ -46,6 +46,7 @@ class Case:
     reps: tuple[int, int]  # (timed rounds, warm-up rounds) by default
     peak: str = "fma"  # which measured peak "% peak" refers to
     ours_off: bool = False  # also run inductor_cpp with matrix_kernels off
+    freezing: bool = False  # compile stock and ours with options={"freezing": True}
     skipped: str | None = None
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     flops: float | None = None
@@ -226,6 +227,24 @@ def _amx(n: int, threads: int) -> Callable[[], Workload]:
     return make
 
 
+def _bf16_linear(m: int, n: int, k: int) -> Callable[[], Workload]:
+    """nn.Linear in bfloat16 (a bf16 model's layer): frozen, ours runs it on AMX up to 256 rows."""
+    def make() -> Workload:
+        module = torch.nn.Linear(k, n).bfloat16().eval()
+        return Workload(module, (torch.randn(m, k).bfloat16(),), 2.0 * m * n * k, k,
+                        compare_as_float=True)
+    return make
+
+
+def _bf16_encoder(batch: int, seq: int) -> Callable[[], Workload]:
+    """The encoder of the models group (d 768, 4 layers) in bfloat16."""
+    def make() -> Workload:
+        work = _encoder(batch, seq, 768, 12, 3072, 4)()
+        return Workload(work.fn.bfloat16(), tuple(x.bfloat16() for x in work.inputs), work.flops,
+                        None, compare_as_float=True)
+    return make
+
+
 def _resnet18(batch: int, image: int) -> Callable[[], Workload]:
     def make() -> Workload:
         import torchvision
@@ -319,9 +338,19 @@ def build_cases(args: argparse.Namespace, amx_usable: bool, amx_why: str) -> lis
         cases.append(Case("conv_bwd", name,
                           _conv_backward(batch, c, hw, oc, kernel, stride, pad, grad, t), (7, 1)))
     n = 64 if smoke else 2048
-    amx = Case("amx", f"bf16 mm {n}^3", _amx(n, t), (10, 2), peak="amx")
-    amx.skipped = None if amx_usable else f"no usable AMX bf16 on this CPU ({amx_why})"
-    cases.append(amx)
+    amx_cases = [Case("amx", f"bf16 mm {n}^3", _amx(n, t), (10, 2), peak="amx")]
+    # Frozen bf16 models (stock and ours with freezing): ours runs Linear layers of up to 256
+    # rows on AMX (runtime/matmul_bf16_step.h), over that and the stock's on oneDNN.
+    for m, n_out, k in [(8, 24, 40)] if smoke else [(32, 768, 768), (128, 3072, 768),
+                                                    (256, 768, 3072)]:
+        amx_cases.append(Case("amx", f"bf16 Linear {m}x{n_out}x{k} frozen",
+                              _bf16_linear(m, n_out, k), (15, 3), peak="amx", freezing=True))
+    for batch, seq in [] if smoke else [(1, 32), (1, 128)]:
+        amx_cases.append(Case("amx", f"bf16 encoder 4L d768 b{batch}x{seq} frozen",
+                              _bf16_encoder(batch, seq), (9, 2), peak="amx", freezing=True))
+    for amx in amx_cases:
+        amx.skipped = None if amx_usable else f"no usable AMX bf16 on this CPU ({amx_why})"
+    cases.extend(amx_cases)
     if smoke:
         cases.append(Case("models", "resnet18 b1 32^2", _resnet18(1, 32), (2, 1), ours_off=True))
         cases.append(Case("models", "encoder 1L d32 b2x8", _encoder(2, 8, 32, 2, 64, 1), (2, 1),
