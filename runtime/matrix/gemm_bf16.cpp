@@ -81,15 +81,58 @@ void interleave_rows(const uint16_t* r0, const uint16_t* r1, uint16_t* out) {
   for (int jj = 0; jj < 16; ++jj) out[2 * jj] = r0[jj], out[2 * jj + 1] = r1[jj];
 }
 
+/// One VNNI group block from a transposed B (a Linear weight W = Bᵀ, [n, k] row-major): 16
+/// rows of W (columns j of B) × 32 k. Each W row's 64 bytes are 16 (k even, k odd) pairs, i.e.
+/// 16 dwords, and the group wants them column-major: out row kp (64 bytes) = dword kp of each
+/// of the 16 rows. A 16 × 16 dword transpose: unpack 32- and 64-bit within 128-bit lanes,
+/// then two rounds of lane shuffles (64 shuffles for 1 KiB).
+__attribute__((target("avx512f"))) void transpose_group_avx512(const uint16_t* w, int64_t ldw,
+                                                             uint16_t* out) {
+  __m512i r[16], t[16], u[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(w + i * ldw);
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int q = 0; q < 16; q += 4) {  // u[q + c], lane L: column 4L + c of rows q .. q + 3
+    u[q] = _mm512_unpacklo_epi64(t[q], t[q + 2]);
+    u[q + 1] = _mm512_unpackhi_epi64(t[q], t[q + 2]);
+    u[q + 2] = _mm512_unpacklo_epi64(t[q + 1], t[q + 3]);
+    u[q + 3] = _mm512_unpackhi_epi64(t[q + 1], t[q + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512i x_lo = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44);
+    const __m512i x_hi = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee);
+    const __m512i y_lo = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
+    const __m512i y_hi = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
+    _mm512_storeu_si512(out + (0 + c) * 32, _mm512_shuffle_i32x4(x_lo, y_lo, 0x88));
+    _mm512_storeu_si512(out + (4 + c) * 32, _mm512_shuffle_i32x4(x_lo, y_lo, 0xdd));
+    _mm512_storeu_si512(out + (8 + c) * 32, _mm512_shuffle_i32x4(x_hi, y_hi, 0x88));
+    _mm512_storeu_si512(out + (12 + c) * 32, _mm512_shuffle_i32x4(x_hi, y_hi, 0xdd));
+  }
+}
+
 /// Panels of 32 columns [n0, n1), each two VNNI groups of (kpad/2) × 16 × 2 bf16, zero-padded.
-/// k pairs outer, column groups inner: B is read along its rows (contiguous, prefetchable).
+/// k pairs outer, column groups inner: B is read along its rows (contiguous, prefetchable). A
+/// transposed B (a Linear weight) goes 16 columns × 32 k at a time through
+/// transpose_group_avx512, the edges through the element loop below.
 void pack_b_vnni(const GemmBf16Problem& p, int64_t n0, int64_t n1, int64_t kpad, uint16_t* dst) {
   const int64_t group = kpad * 16;  // elements per 16-column group
+  int64_t kp_done = 0;  // k pairs packed by the transposing fast path (all groups but tails)
+  if (p.trans_b && xbyak::cpu_features().avx512) {
+    kp_done = p.k / 32 * 16;
+    for (int64_t jg = n0; jg + 16 <= n1; jg += 16) {
+      uint16_t* out = dst + (jg - n0) / 16 * group;
+      for (int64_t kp = 0; kp < kp_done; kp += 16)
+        transpose_group_avx512(p.b + jg * p.ldb + 2 * kp, p.ldb, out + kp * 32);
+    }
+  }
   for (int64_t kp = 0; kp < kpad / 2; ++kp) {
     const int64_t k_even = 2 * kp, k_odd = 2 * kp + 1;
     for (int64_t jg = n0; jg < n0 + round_up(n1 - n0, kTile); jg += 16) {
       const int64_t g = (jg - n0) / 16;  // groups are laid out panel by panel, two per panel
       uint16_t* out = dst + g * group + kp * 32;
+      if (kp < kp_done && jg + 16 <= n1) continue;  // transposed above
       if (!p.trans_b && jg + 16 <= n1 && k_odd < p.k) {  // fast path: interleave two rows
         const uint16_t* r0 = p.b + k_even * p.ldb + jg;
         interleave_rows(r0, r0 + p.ldb, out);

@@ -147,6 +147,40 @@ TEST(GemmBf16Test, BfloatOnlyOutputMatchesTheCastOfC) {
   }
 }
 
+// A transposed B (a Linear weight) is packed 16 columns × 32 k at a time by an AVX-512
+// transpose, the column and k tails element by element: the packed copy must give the result of
+// the plain B with the same values, bit for bit, for full blocks, tails and a padded ldb. (VNNI
+// packing is AMX's; the fp32 fallback sums a transposed B in another order.)
+TEST(GemmBf16Test, TransposedBPacksLikeThePlainOne) {
+  if (!gemm_bf16_uses_amx()) GTEST_SKIP() << "no usable AMX";
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (bool amx : {true}) {
+    for (const std::array<int64_t, 3>& mnk : {std::array<int64_t, 3>{20, 64, 96},
+                                              std::array<int64_t, 3>{33, 50, 100},
+                                              std::array<int64_t, 3>{5, 15, 31}}) {
+      const auto [m, n, k] = mnk;
+      SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k << " amx=" << amx);
+      const int64_t ldw = k + 5;  // W = Bᵀ, [n, k] with padded rows
+      std::vector<uint16_t> a(m * k), w(n * ldw, 0x7fc0), b(k * n);  // pads: NaN, never read
+      for (auto& x : a) x = f32_to_bf16(dist(rng));
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t kk = 0; kk < k; ++kk) b[kk * n + j] = w[j * ldw + kk] = f32_to_bf16(dist(rng));
+      std::vector<float> want(m * n), got(m * n);
+      GemmBf16Problem p;
+      p.m = m, p.n = n, p.k = k, p.a = a.data(), p.lda = k, p.allow_amx = amx;
+      p.b = b.data(), p.ldb = n, p.c = want.data(), p.ldc = n;
+      gemm_bf16(p, 2);
+      p.b = w.data(), p.ldb = ldw, p.trans_b = true, p.c = got.data();
+      gemm_bf16(p, 2);
+      ASSERT_EQ(got, want);
+      std::fill(got.begin(), got.end(), 0.0f);
+      gemm_bf16_packed(p, pack_b_bf16(w.data(), k, n, ldw, true, amx), 2);
+      ASSERT_EQ(got, want);
+    }
+  }
+}
+
 TEST(GemmBf16Test, OutputWithoutCMustNotAccumulate) {
   std::vector<uint16_t> a(4, 0), b(4, 0), out(4);
   GemmBf16Problem p;
