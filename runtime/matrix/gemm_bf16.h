@@ -46,8 +46,10 @@ bool gemm_bf16_uses_amx();
 /// Compiled bf16 matmuls with a packed weight run on gemm_bf16 up to this many rows of C, and
 /// on ATen's (oneDNN's) bf16 GEMM above (runtime/matmul_bf16_step.h). Dev Xeon, 2 threads,
 /// B pre-packed, against at::mm, per-round pairs: 128 rows 1.5-1.7x, 256 rows 1.04-1.14x,
-/// 512-1024 rows 0.94-1.08x while the host was busy, and oneDNN about 1.25x faster than ours
-/// at 1024 rows while it was not (docs/codegen/matrix.md "bf16 on AMX").
+/// 512-1024 rows 0.94-1.08x while the host was busy; while it was quiet (oneDNN twice as
+/// fast) 32 rows 2.0-2.6x, 128 rows 1.1-1.3x, 256 rows 0.88-1.05x, 1024 rows 0.8-1.1x. The 16-
+/// thread H200 host: a frozen 256 × 768 × 3072 Linear 1.34x eager (docs/codegen/matrix.md
+/// "bf16 on AMX").
 inline constexpr int64_t kBf16AmxMaxRows = 256;
 
 void gemm_bf16(const GemmBf16Problem& p, int num_threads);
