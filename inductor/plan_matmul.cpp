@@ -63,8 +63,7 @@ std::optional<MatmulMatch> start_launch(
   launch.alpha = static_cast<float>(*alpha);
   const Arg& bias = node.args[0];
   const auto bias_meta = meta_of(g, bias);
-  if (!is_tensor_ref(bias) || !bias_meta || bias_meta->dtype != dtype ||
-      bias_meta->device != "cpu")
+  if (!is_tensor_ref(bias) || !bias_meta || bias_meta->dtype != dtype || bias_meta->device != "cpu")
     return std::nullopt;
   const std::vector<int64_t>& bs = bias_meta->sizes;
   std::string kind;
@@ -96,8 +95,8 @@ std::optional<MatmulMatch> match_dynamic_rows(
   const ir::TensorMeta* out_meta = tensor_meta_of(g, Arg::value(n, 0));
   const auto b_meta = meta_of(g, b);
   const std::string dtype = a_meta ? a_meta->dtype : "";
-  if (!is_matrix_dtype(dtype, false, bf16_on_amx) || !is_cpu_2d(a_meta, dtype) || !is_cpu_2d(out_meta, dtype) ||
-      !is_cpu(b_meta, 2, dtype))
+  if (!is_matrix_dtype(dtype, false, bf16_on_amx) || !is_cpu_2d(a_meta, dtype) ||
+      !is_cpu_2d(out_meta, dtype) || !is_cpu(b_meta, 2, dtype))
     return std::nullopt;
   const int64_t k = b_meta->sizes[0], cols = b_meta->sizes[1];
   const auto a_k = static_dim(a_meta->sizes[1]), out_cols = static_dim(out_meta->sizes[1]);
@@ -141,7 +140,8 @@ std::optional<MatmulMatch> match_matmul(
   const size_t rank = bmm ? 3 : 2;
   const auto out_meta = meta_of(g, Arg::value(n, 0));
   const auto a_meta = meta_of(g, a), b_meta = meta_of(g, b);
-  if (!bmm && (!out_meta || !a_meta)) return match_dynamic_rows(g, n, addmm, slot_of_buffer, bf16_on_amx);
+  if (!bmm && (!out_meta || !a_meta))
+    return match_dynamic_rows(g, n, addmm, slot_of_buffer, bf16_on_amx);
   const std::string dtype = out_meta ? out_meta->dtype : "";
   if (!is_matrix_dtype(dtype, bmm, bf16_on_amx) || !is_cpu(out_meta, rank, dtype) ||
       !is_cpu(a_meta, rank, dtype) || !is_cpu(b_meta, rank, dtype))
@@ -162,8 +162,8 @@ std::optional<MatmulMatch> match_matmul(
   const std::string out = buffer_name_of(Arg::value(n, 0));
   if (dtype != "float32") {  // bf16: the bias only; the kernels after it stay kernels
     if (m > matrix::kBf16AmxMaxRows) return std::nullopt;  // ATen's GEMM is the faster there
-    launch.out = runtime::BufferAlloc{slot_of_buffer(out), out_meta->sizes, out_meta->strides,
-                                      dtype, "cpu", -1};
+    launch.out = runtime::BufferAlloc{
+        slot_of_buffer(out), out_meta->sizes, out_meta->strides, dtype, "cpu", -1};
     return match;
   }
   auto absorbed =
@@ -172,8 +172,10 @@ std::optional<MatmulMatch> match_matmul(
   if (!absorbed && !bmm && fused) {
     // The step writes the consumer's buffer, which must then be dense row-major (as a reshape
     // of the output is): the tile pass also takes other dense orders (a permuted view's result).
-    auto tiled = tile_absorbable(g, *fused, program, step_index, n, m, cols, into_inputs, slot_of_buffer);
-    if (tiled && is_row_major(StaticMeta{tiled->absorbed.sizes, tiled->absorbed.strides, "float32", "cpu"})) {
+    auto tiled =
+        tile_absorbable(g, *fused, program, step_index, n, m, cols, into_inputs, slot_of_buffer);
+    if (tiled && is_row_major(StaticMeta{tiled->absorbed.sizes, tiled->absorbed.strides, "float32",
+                                         "cpu"})) {
       absorbed = std::move(tiled->absorbed);
       match.tile_kernel = std::move(tiled->kernel);
     }

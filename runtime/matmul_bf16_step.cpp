@@ -16,9 +16,9 @@ namespace {
 at::Tensor checked_bf16(const c10::IValue& v, const std::string& label, const char* what) {
   TORCH_CHECK(v.isTensor(), "inductor_cpp: ", label, ": ", what, " is not a tensor");
   at::Tensor t = v.toTensor();
-  TORCH_CHECK(t.scalar_type() == at::kBFloat16 && t.device().is_cpu() && t.dim() == 2, "inductor_cpp: ", label,
-              ": ", what, " must be a 2-D bfloat16 CPU tensor, got ", t.scalar_type(), " ", t.sizes(), " on ",
-              t.device());
+  TORCH_CHECK(t.scalar_type() == at::kBFloat16 && t.device().is_cpu() && t.dim() == 2,
+              "inductor_cpp: ", label, ": ", what, " must be a 2-D bfloat16 CPU tensor, got ",
+              t.scalar_type(), " ", t.sizes(), " on ", t.device());
   return t;
 }
 
@@ -77,10 +77,11 @@ void MatmulBf16Step::run(std::vector<c10::IValue>& slots) const {
   std::vector<int64_t> out_sizes = launch_.out.sizes;
   if (!out_sizes.empty() && out_sizes[0] == kRowsOfA) out_sizes[0] = a.size(0);
   at::Tensor c = empty_strided_pooled(out_sizes, launch_.out.strides,
-                                            at::TensorOptions().dtype(at::kBFloat16).device(c10::kCPU));
-  TORCH_CHECK(c.dim() == 2 && a.size(0) == c.size(0) && b.size(1) == c.size(1) && a.size(1) == b.size(0),
-              "inductor_cpp: ", label_, ": operand sizes ", a.sizes(), " and ", b.sizes(), " do not give ",
-              c.sizes());
+                                      at::TensorOptions().dtype(at::kBFloat16).device(c10::kCPU));
+  TORCH_CHECK(
+      c.dim() == 2 && a.size(0) == c.size(0) && b.size(1) == c.size(1) && a.size(1) == b.size(0),
+      "inductor_cpp: ", label_, ": operand sizes ", a.sizes(), " and ", b.sizes(), " do not give ",
+      c.sizes());
   slots[launch_.out.slot] = c;
   if (c.numel() == 0) return;
   const c10::IValue* bias = launch_.epilogue.empty() ? nullptr : &slots[launch_.epilogue[0].slot];
@@ -120,7 +121,8 @@ void MatmulBf16Step::run(std::vector<c10::IValue>& slots) const {
     TORCH_CHECK(bias_f32.numel() == (kind == matrix::EpilogueKind::BiasCol   ? p.n
                                      : kind == matrix::EpilogueKind::BiasRow ? p.m
                                                                              : p.m * p.n),
-                "inductor_cpp: ", label_, ": bias of sizes ", t.sizes(), " for an output of sizes ", c.sizes());
+                "inductor_cpp: ", label_, ": bias of sizes ", t.sizes(), " for an output of sizes ",
+                c.sizes());
     matrix::EpilogueOp op;
     op.kind = kind;
     op.data = bias_f32.data_ptr<float>();

@@ -8,10 +8,10 @@
 ///
 /// What runs: A (bf16) times B (bf16, kept packed in VNNI panels across calls by the same
 /// packed-weight cache as float32: storage, layout, version counter, and the content
-/// fingerprint unless frozen, runtime/matmul_step.h), summed in fp32; addmm's bias (column, row or full) added in fp32;
-/// rounded once to bf16 (round to nearest even) into the output. Eager's oneDNN call does the
-/// same up to summation order. Nothing after the product is absorbed: a bf16 graph's
-/// pointwise kernels stay kernels.
+/// fingerprint unless frozen, runtime/matmul_step.h), summed in fp32; addmm's bias (column, row or
+/// full) added in fp32; rounded once to bf16 (round to nearest even) into the output. Eager's
+/// oneDNN call does the same up to summation order. Nothing after the product is absorbed: a bf16
+/// graph's pointwise kernels stay kernels.
 ///
 /// A call whose B is not cached (its first call, or a B that changes every call: an
 /// activation) runs ATen's mm / addmm instead: packing B for one use costs more than oneDNN's

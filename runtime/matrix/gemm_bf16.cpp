@@ -56,7 +56,8 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void cast_tile_avx512_bf1
 /// The cast stage: dst (bf16, ld_dst) = round(c) for a rows × cols tile.
 void cast_tile(const float* c, int64_t ldc, int64_t rows, int64_t cols, uint16_t* dst,
                int64_t ld_dst) {
-  if (xbyak::cpu_features().avx512_bf16) return cast_tile_avx512_bf16(c, ldc, rows, cols, dst, ld_dst);
+  if (xbyak::cpu_features().avx512_bf16)
+    return cast_tile_avx512_bf16(c, ldc, rows, cols, dst, ld_dst);
   for (int64_t r = 0; r < rows; ++r) convert_f32_to_bf16(c + r * ldc, dst + r * ld_dst, cols);
 }
 
@@ -87,7 +88,7 @@ void interleave_rows(const uint16_t* r0, const uint16_t* r1, uint16_t* out) {
 /// of the 16 rows. A 16 × 16 dword transpose: unpack 32- and 64-bit within 128-bit lanes,
 /// then two rounds of lane shuffles (64 shuffles for 1 KiB).
 __attribute__((target("avx512f"))) void transpose_group_avx512(const uint16_t* w, int64_t ldw,
-                                                             uint16_t* out) {
+                                                               uint16_t* out) {
   __m512i r[16], t[16], u[16];
   for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(w + i * ldw);
   for (int i = 0; i < 16; i += 2) {
@@ -132,7 +133,7 @@ void pack_b_vnni(const GemmBf16Problem& p, int64_t n0, int64_t n1, int64_t kpad,
     for (int64_t jg = n0; jg < n0 + round_up(n1 - n0, kTile); jg += 16) {
       const int64_t g = (jg - n0) / 16;  // groups are laid out panel by panel, two per panel
       uint16_t* out = dst + g * group + kp * 32;
-      if (kp < kp_done && jg + 16 <= n1) continue;  // transposed above
+      if (kp < kp_done && jg + 16 <= n1) continue;       // transposed above
       if (!p.trans_b && jg + 16 <= n1 && k_odd < p.k) {  // fast path: interleave two rows
         const uint16_t* r0 = p.b + k_even * p.ldb + jg;
         interleave_rows(r0, r0 + p.ldb, out);
@@ -212,7 +213,8 @@ void run_amx_block(const GemmBf16Problem& p, const uint16_t* prepacked, int64_t 
     uint16_t* a = grow(a_buf, size_t(kTile * lda_strip));
     const int64_t nc = std::max<int64_t>(kTile, kBBlockBytes / (kc * 2) / kTile * kTile);
     const bool accumulate = k0 > 0 || p.accumulate, last = k0 + kc >= kpad;
-    const auto full = tiles_only ? nullptr : xbyak::get_amx_bf16_kernel(lda_strip, p.ldc, accumulate);
+    const auto full =
+        tiles_only ? nullptr : xbyak::get_amx_bf16_kernel(lda_strip, p.ldc, accumulate);
     const auto tail = xbyak::get_amx_bf16_kernel(lda_strip, kTile, !tiles_only);
     for (int64_t nc0 = n0; nc0 < n1; nc0 += nc)
       for (int64_t i = m0; i < m1; i += kTile) {
@@ -383,19 +385,19 @@ namespace {
 /// 16 floats to bf16 as f32_to_bf16 does (round to nearest even, NaN stays a quiet NaN); `mask`
 /// selects the lanes read and written.
 __attribute__((target("avx512f"))) void convert_16_avx512(const float* src, uint16_t* dst,
-                                                        __mmask16 mask) {
+                                                          __mmask16 mask) {
   const __m512i bits = _mm512_castps_si512(_mm512_maskz_loadu_ps(mask, src));
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-  const __m512i rounded =
-      _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+  const __m512i rounded = _mm512_srli_epi32(
+      _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
   const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)),
-                                                _mm512_set1_epi32(0x7f800000));
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(
+      _mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
   _mm512_mask_cvtepi32_storeu_epi16(dst, mask, _mm512_mask_blend_epi32(nan, rounded, quiet));
 }
 
 __attribute__((target("avx512f"))) void convert_avx512(const float* src, uint16_t* dst,
-                                                     int64_t count) {
+                                                       int64_t count) {
   int64_t i = 0;
   for (; i + 16 <= count; i += 16) convert_16_avx512(src + i, dst + i, 0xffff);
   if (i < count) convert_16_avx512(src + i, dst + i, __mmask16((1u << (count - i)) - 1));

@@ -122,9 +122,9 @@ TEST(GemmBf16Test, BfloatOnlyOutputMatchesTheCastOfC) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1, 1);
   for (bool amx : {true, false}) {
-    for (const std::array<int64_t, 3>& mnk : {std::array<int64_t, 3>{37, 45, 40},
-                                              std::array<int64_t, 3>{64, 96, 4200},
-                                              std::array<int64_t, 3>{1, 33, 70}}) {
+    for (const std::array<int64_t, 3>& mnk :
+         {std::array<int64_t, 3>{37, 45, 40}, std::array<int64_t, 3>{64, 96, 4200},
+          std::array<int64_t, 3>{1, 33, 70}}) {
       const auto [m, n, k] = mnk;
       SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k << " amx=" << amx);
       std::vector<uint16_t> a(m * k), b(k * n), want(m * (n + 3), 0xdead), got(want);
@@ -156,9 +156,9 @@ TEST(GemmBf16Test, TransposedBPacksLikeThePlainOne) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> dist(-1, 1);
   for (bool amx : {true}) {
-    for (const std::array<int64_t, 3>& mnk : {std::array<int64_t, 3>{20, 64, 96},
-                                              std::array<int64_t, 3>{33, 50, 100},
-                                              std::array<int64_t, 3>{5, 15, 31}}) {
+    for (const std::array<int64_t, 3>& mnk :
+         {std::array<int64_t, 3>{20, 64, 96}, std::array<int64_t, 3>{33, 50, 100},
+          std::array<int64_t, 3>{5, 15, 31}}) {
       const auto [m, n, k] = mnk;
       SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k << " amx=" << amx);
       const int64_t ldw = k + 5;  // W = Bᵀ, [n, k] with padded rows
@@ -192,8 +192,9 @@ TEST(GemmBf16Test, OutputWithoutCMustNotAccumulate) {
 }
 
 TEST(Bf16ConversionTest, VectorConversionMatchesScalar) {
-  std::vector<float> src = {0.0f, -0.0f, 1.0f, 1.00390625f, 1.01171875f, -3.99609375f, 65504.0f,
-                            3.0e38f, -3.4e38f, INFINITY, -INFINITY, std::nanf(""), 1e-30f, 5e-39f};
+  std::vector<float> src = {0.0f,         -0.0f,         1.0f,    1.00390625f, 1.01171875f,
+                            -3.99609375f, 65504.0f,      3.0e38f, -3.4e38f,    INFINITY,
+                            -INFINITY,    std::nanf(""), 1e-30f,  5e-39f};
   std::mt19937 rng(3);
   std::uniform_int_distribution<uint32_t> bits;
   for (int i = 0; i < 1000; ++i) {
