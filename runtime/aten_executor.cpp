@@ -373,11 +373,9 @@ MatrixOperand matrix_operand(at::Tensor t) {
   const int64_t rows = t.size(d - 2), cols = t.size(d - 1);
   const int64_t rs = t.stride(d - 2), cs = t.stride(d - 1);
   MatrixOperand o;
-  if ((cs == 1 || cols == 1) && (rows == 1 || rs >= cols)) {
-    o.ld = rows == 1 ? cols : rs;
-  } else if ((rs == 1 || rows == 1) && (cols == 1 || cs >= rows)) {
-    o.ld = cols == 1 ? rows : cs;
-    o.trans = true;
+  if (const auto layout = matrix::operand_layout(rows, cols, rs, cs)) {
+    o.ld = layout->ld;
+    o.trans = layout->trans;
   } else {
     t = t.contiguous();
     o.ld = cols;

@@ -31,16 +31,13 @@ struct Bf16Operand {
 };
 
 Bf16Operand bf16_operand(at::Tensor t) {
-  const int64_t rows = t.size(0), cols = t.size(1), rs = t.stride(0), cs = t.stride(1);
   Bf16Operand o;
-  if ((cs == 1 || cols == 1) && (rows == 1 || rs >= cols)) {
-    o.ld = rows == 1 ? cols : rs;
-  } else if ((rs == 1 || rows == 1) && (cols == 1 || cs >= rows)) {
-    o.ld = cols == 1 ? rows : cs;
-    o.trans = true;
+  if (const auto layout = matrix::operand_layout(t.size(0), t.size(1), t.stride(0), t.stride(1))) {
+    o.ld = layout->ld;
+    o.trans = layout->trans;
   } else {
     t = t.contiguous();
-    o.ld = cols;
+    o.ld = t.size(1);
   }
   o.keep = t;
   o.data = reinterpret_cast<const uint16_t*>(t.data_ptr());

@@ -29,6 +29,15 @@ PackedB pack_b_f32(const float* b, int64_t k, int64_t n, int64_t ldb, bool trans
   return packed;
 }
 
+std::optional<OperandLayout> operand_layout(int64_t rows, int64_t cols, int64_t row_stride,
+                                            int64_t col_stride) {
+  if ((col_stride == 1 || cols == 1) && (rows == 1 || row_stride >= cols))
+    return OperandLayout{rows == 1 ? cols : row_stride, false};
+  if ((row_stride == 1 || rows == 1) && (cols == 1 || col_stride >= rows))
+    return OperandLayout{cols == 1 ? rows : col_stride, true};
+  return std::nullopt;
+}
+
 bool caller_flushes_denormals() {
   constexpr unsigned kFtzDaz = 0x8040;
   return (_mm_getcsr() & kFtzDaz) == kFtzDaz;

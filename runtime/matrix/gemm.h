@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace inductor_cpp::matrix {
@@ -120,6 +121,16 @@ class PackedB {
 /// OpenMP threads when B is large.
 PackedB pack_b_f32(const float* b, int64_t k, int64_t n, int64_t ldb, bool trans_b,
                    int num_threads = 1, const PackedStorage& storage = {});
+
+/// How the GEMMs read a rows × cols operand with these strides (elements): row-major (plain,
+/// trans false) or as the transpose of a row-major matrix (trans true), with its leading
+/// dimension; nullopt when it is neither (the caller copies it contiguous first).
+struct OperandLayout {
+  int64_t ld = 0;
+  bool trans = false;
+};
+std::optional<OperandLayout> operand_layout(int64_t rows, int64_t cols, int64_t row_stride,
+                                            int64_t col_stride);
 
 /// True when the calling thread flushes denormals (MXCSR FTZ and DAZ set, as
 /// torch.set_flush_denormal(True) does): compiled graphs pass it as flush_denormals, so the
