@@ -194,9 +194,13 @@ std::optional<StaticMeta> meta_of(const ir::Graph& g, const Arg& a) {
   return StaticMeta{*sizes, *strides, m->dtype, m->device};
 }
 
-bool is_f32_cpu(const std::optional<StaticMeta>& m, size_t rank) {
-  return m && m->dtype == "float32" && m->device == "cpu" && m->sizes.size() == rank &&
+bool is_cpu_tensor(const std::optional<StaticMeta>& m, size_t rank, const std::string& dtype) {
+  return m && m->dtype == dtype && m->device == "cpu" && m->sizes.size() == rank &&
          std::all_of(m->sizes.begin(), m->sizes.end(), [](int64_t s) { return s > 0; });
+}
+
+bool is_f32_cpu(const std::optional<StaticMeta>& m, size_t rank) {
+  return is_cpu_tensor(m, rank, "float32");
 }
 
 bool is_row_major(const StaticMeta& m) {

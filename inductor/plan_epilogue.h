@@ -36,7 +36,9 @@ int64_t mentions(const ir::Node& user, int64_t node);
 const ir::TensorMeta* tensor_meta_of(const ir::Graph& g, const ir::Arg& a);
 /// The meta of a graph input, constant or node output; nothing for a symbolic or missing one.
 std::optional<StaticMeta> meta_of(const ir::Graph& g, const ir::Arg& a);
-/// A float32 CPU tensor of rank `rank` with no empty dim.
+/// A CPU tensor of dtype `dtype` (torch name) and rank `rank` with no empty dim.
+bool is_cpu_tensor(const std::optional<StaticMeta>& m, size_t rank, const std::string& dtype);
+/// is_cpu_tensor for float32.
 bool is_f32_cpu(const std::optional<StaticMeta>& m, size_t rank);
 /// Dense row-major (size-1 dims may have any stride).
 bool is_row_major(const StaticMeta& m);

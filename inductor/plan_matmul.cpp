@@ -3,8 +3,6 @@
 /// activation / residual kernels their epilogue absorbs (plan_matmul.h).
 #include "inductor/plan_matmul.h"
 
-#include <algorithm>
-
 #include "inductor/lower/lower_graph.h"
 #include "inductor/plan_epilogue.h"
 #include "inductor/plan_tile_epilogue.h"
@@ -32,12 +30,6 @@ bool is_matrix_dtype(const std::string& dtype, bool bmm, bool bf16_on_amx) {
 bool is_cpu_2d(const ir::TensorMeta* m, const std::string& dtype) {
   return m && m->dtype == dtype && m->device == "cpu" && m->sizes.size() == 2 &&
          m->strides.size() == 2;
-}
-
-/// is_f32_cpu for `dtype`: a CPU tensor of that rank and dtype, no size zero.
-bool is_cpu(const std::optional<StaticMeta>& m, size_t rank, const std::string& dtype) {
-  return m && m->dtype == dtype && m->device == "cpu" && m->sizes.size() == rank &&
-         std::all_of(m->sizes.begin(), m->sizes.end(), [](int64_t s) { return s > 0; });
 }
 
 /// The launch of mm / addmm / bmm node `n` before anything is absorbed: operands, alpha, and
@@ -96,7 +88,7 @@ std::optional<MatmulMatch> match_dynamic_rows(
   const auto b_meta = meta_of(g, b);
   const std::string dtype = a_meta ? a_meta->dtype : "";
   if (!is_matrix_dtype(dtype, false, bf16_on_amx) || !is_cpu_2d(a_meta, dtype) ||
-      !is_cpu_2d(out_meta, dtype) || !is_cpu(b_meta, 2, dtype))
+      !is_cpu_2d(out_meta, dtype) || !is_cpu_tensor(b_meta, 2, dtype))
     return std::nullopt;
   const int64_t k = b_meta->sizes[0], cols = b_meta->sizes[1];
   const auto a_k = static_dim(a_meta->sizes[1]), out_cols = static_dim(out_meta->sizes[1]);
@@ -143,8 +135,8 @@ std::optional<MatmulMatch> match_matmul(
   if (!bmm && (!out_meta || !a_meta))
     return match_dynamic_rows(g, n, addmm, slot_of_buffer, bf16_on_amx);
   const std::string dtype = out_meta ? out_meta->dtype : "";
-  if (!is_matrix_dtype(dtype, bmm, bf16_on_amx) || !is_cpu(out_meta, rank, dtype) ||
-      !is_cpu(a_meta, rank, dtype) || !is_cpu(b_meta, rank, dtype))
+  if (!is_matrix_dtype(dtype, bmm, bf16_on_amx) || !is_cpu_tensor(out_meta, rank, dtype) ||
+      !is_cpu_tensor(a_meta, rank, dtype) || !is_cpu_tensor(b_meta, rank, dtype))
     return std::nullopt;
   if (!is_row_major(*out_meta)) return std::nullopt;
   const int64_t m = out_meta->sizes[rank - 2], cols = out_meta->sizes[rank - 1];
