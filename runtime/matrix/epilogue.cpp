@@ -53,10 +53,19 @@ AVX512_FN __m512 exp_ps(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
+/// 1 / d by vrcp14ps and one Newton step (relative error ~2^-28): a zmm division occupies the
+/// divider for ~10 cycles, this three pipelined instructions.
+AVX512_FN __m512 reciprocal_ps(__m512 d) {
+  const __m512 t = _mm512_rcp14_ps(d);
+  return _mm512_mul_ps(t, _mm512_fnmadd_ps(d, t, _mm512_set1_ps(2.0f)));
+}
+
 AVX512_FN __m512 erf_ps(__m512 x) {
   const __m512 ax = _mm512_abs_ps(x);
-  const __m512 t = _mm512_div_ps(
-      _mm512_set1_ps(1.0f), _mm512_fmadd_ps(ax, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f)));
+  // |x| capped (NaN kept: min's second operand): rcp14(inf) = 0 would make the Newton step 0·inf.
+  const __m512 capped = _mm512_min_ps(_mm512_set1_ps(1e30f), ax);
+  const __m512 t =
+      reciprocal_ps(_mm512_fmadd_ps(capped, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f)));
   __m512 p = _mm512_set1_ps(1.061405429f);
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
@@ -91,7 +100,7 @@ AVX512_FN __m512 tanh_ps(__m512 x) {
   return _mm512_mask_blend_ps(is_small, signed_big, small);
 }
 
-AVX512_FN __m512 apply_vec(const EpilogueOp& op, __m512 x, __mmask16 mask, int64_t row,
+AVX512_FN inline __attribute__((always_inline)) __m512 apply_vec(const EpilogueOp& op, __m512 x, __mmask16 mask, int64_t row,
                            int64_t col) {
   const __m512 one = _mm512_set1_ps(1.0f), half = _mm512_set1_ps(0.5f);
   switch (op.kind) {
@@ -137,25 +146,28 @@ AVX512_FN __m512 apply_vec(const EpilogueOp& op, __m512 x, __mmask16 mask, int64
   return x;
 }
 
+/// Op by op over the tile (in L1): the op's kind is fixed through each loop, so its switch
+/// branch predicts perfectly and the loads and stores between ops hit L1. Element by element
+/// with every op inside the loop cost ~10 ns per 16 lanes on the Xeon dev machine (bias + ReLU
+/// 12.9 ns, bias + GELU 21.5); op by op: see docs/codegen/matrix.md "Epilogue".
 AVX512_FN void apply_tile_avx512(float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
                                  int64_t col0, const std::vector<EpilogueOp>& ops, size_t first,
                                  size_t end) {
-  for (int64_t i = 0; i < rows; ++i) {
-    float* row = c + i * ldc;
-    for (int64_t j = 0; j < cols; j += 16) {
-      const int64_t len = cols - j < 16 ? cols - j : 16;
-      const __mmask16 mask = __mmask16((1u << len) - 1);
-      __m512 x = _mm512_maskz_loadu_ps(mask, row + j);
-      for (size_t o = first; o < end; ++o) {
-        if (fuses_with_next(ops, o)) {
-          x = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(mask, ops[o].data + col0 + j),
-                              _mm512_maskz_loadu_ps(mask, ops[o + 1].data + col0 + j));
-          ++o;
-          continue;
-        }
-        x = apply_vec(ops[o], x, mask, row0 + i, col0 + j);
+  for (size_t o = first; o < end; ++o) {
+    const EpilogueOp& op = ops[o];
+    const EpilogueOp* fused_bias = fuses_with_next(ops, o) ? &ops[++o] : nullptr;
+    for (int64_t i = 0; i < rows; ++i) {
+      float* row = c + i * ldc;
+      for (int64_t j = 0; j < cols; j += 16) {
+        const int64_t len = cols - j < 16 ? cols - j : 16;
+        const __mmask16 mask = __mmask16((1u << len) - 1);
+        const __m512 x = _mm512_maskz_loadu_ps(mask, row + j);
+        const __m512 y =
+            fused_bias ? _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(mask, op.data + col0 + j),
+                                         _mm512_maskz_loadu_ps(mask, fused_bias->data + col0 + j))
+                       : apply_vec(op, x, mask, row0 + i, col0 + j);
+        _mm512_mask_storeu_ps(row + j, mask, y);
       }
-      _mm512_mask_storeu_ps(row + j, mask, x);
     }
   }
 }
