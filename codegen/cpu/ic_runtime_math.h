@@ -157,53 +157,39 @@ IC_INLINE Vec<T, N> exp(const Vec<T, N>& x) {
 IC_SLEEF_UNARY_OPS(IC_VEC_SLEEF_UNARY)
 #undef IC_VEC_SLEEF_UNARY
 
-// float erf, about half the cost of Sleef's: for |x| < 0.5 the odd Taylor series to x^13
-// (relative error < 2e-8); above, Abramowitz & Stegun 7.1.26, erf|x| = 1 - t(a1 + ... a5 t^4)
-// e^(-x^2) with t = 1 / (1 + p|x|) (absolute error <= 1.5e-7 where erf >= 0.52) — the
-// algorithm of eager's vectorized CPU erf, which alone loses relative accuracy near 0.
-// Double keeps Sleef's erf.
+// float erf, inline: erf(x) = x·P(x²)/Q(x²) with x clamped to [-4, 4] (erf rounds to ±1 from
+// 3.92 on), the rational minimax approximation of Eigen's generic_fast_erf_float (P degree 6,
+// Q degree 4 in x²): within 6.5 ulp and 3.9e-7 absolute of the correctly rounded erf over every
+// 61st float, the largest errors near |x| = 3.9, relative accuracy kept near 0 (P/Q first, then
+// times x, so a tiny x loses nothing). One branch, 12 FMAs and a division: about half the cost
+// of the Taylor + Abramowitz-Stegun pair it replaced (393K elements, one thread: 264 → 138 µs)
+// and a quarter of Sleef's. Test: EmitCppTest.ErfIsWithinSevenUlpEverywhere. Double keeps
+// Sleef's erf.
 #if defined(IC_SLEEF)
-#define IC_ERF_BODY(V, M, set1, mul, fmadd, rcp, abs_of, sign_of, or_, exp, less, blend, min)      \
-  const V ax = min(set1(10.0f), abs_of(x)); /* erf(10) rounds to 1; keeps NaN; no inf * 0 */      \
-  const V d = fmadd(set1(0.3275911f), ax, set1(1.0f));                                          \
-  V t = rcp(d);                                                                                  \
-  t = mul(t, fmadd(mul(d, set1(-1.0f)), t, set1(2.0f))); /* Newton: 2^-28 */                     \
-  V poly = fmadd(set1(1.061405429f), t, set1(-1.453152027f));                                   \
-  poly = fmadd(poly, t, set1(1.421413741f));                                                     \
-  poly = fmadd(poly, t, set1(-0.284496736f));                                                    \
-  poly = fmadd(poly, t, set1(0.254829592f));                                                     \
-  poly = mul(poly, t);                                                                           \
-  const V e = exp(mul(ax, mul(ax, set1(-1.0f))));                                                \
-  const V big = fmadd(mul(poly, set1(-1.0f)), e, set1(1.0f));                                    \
-  const V x2 = mul(ax, ax);                                                                      \
-  V series = fmadd(set1(-1.2055332981789664e-4f), x2, set1(8.5483270234508940e-4f));            \
-  series = fmadd(series, x2, set1(-5.2239776254421878e-3f));                                     \
-  series = fmadd(series, x2, set1(2.6866170645131252e-2f));                                      \
-  series = fmadd(series, x2, set1(-1.1283791670955126e-1f));                                     \
-  series = fmadd(series, x2, set1(3.7612638903183752e-1f));                                      \
-  series = fmadd(series, x2, set1(-1.1283791670955126f));                                        \
-  series = mul(mul(series, ax), set1(-1.0f));                                                    \
-  const M small = less(ax, set1(0.5f));                                                          \
-  return or_(blend(small, big, series), sign_of(x));
+#define IC_ERF_BODY(V, set1, mul, fmadd, div, min, max)                                         \
+  const V c = min(set1(4.0f), max(set1(-4.0f), x)); /* NaN stays NaN: max's second operand */ \
+  const V x2 = mul(c, c);                                                                    \
+  V p = fmadd(set1(-2.72614225801306e-10f), x2, set1(2.77068142495902e-08f));                \
+  p = fmadd(p, x2, set1(-2.10102402082508e-06f));                                            \
+  p = fmadd(p, x2, set1(-5.69250639462346e-05f));                                            \
+  p = fmadd(p, x2, set1(-7.34990630326855e-04f));                                            \
+  p = fmadd(p, x2, set1(-2.95459980854025e-03f));                                            \
+  p = fmadd(p, x2, set1(-1.60960333262415e-02f));                                            \
+  V q = fmadd(set1(-1.45660718464996e-05f), x2, set1(-2.13374055278905e-04f));               \
+  q = fmadd(q, x2, set1(-1.68282697438203e-03f));                                            \
+  q = fmadd(q, x2, set1(-7.37332916720468e-03f));                                            \
+  q = fmadd(q, x2, set1(-1.42647390514189e-02f));                                            \
+  return mul(div(p, q), c);
 #if defined(IC_AVX512)
 IC_INLINE __m512 erf_fast_512(__m512 x) {
-  const __m512 sign = _mm512_set1_ps(-0.0f);
-  IC_ERF_BODY(__m512, __mmask16, _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_rcp14_ps,
-              [&](__m512 v) { return _mm512_andnot_ps(sign, v); },
-              [&](__m512 v) { return _mm512_and_ps(sign, v); }, _mm512_or_ps, exp_f32_512,
-              [](__m512 a, __m512 b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); },
-              [](__mmask16 m, __m512 a, __m512 b) { return _mm512_mask_blend_ps(m, a, b); }, _mm512_min_ps)
+  IC_ERF_BODY(__m512, _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_div_ps,
+              _mm512_min_ps, _mm512_max_ps)
 }
 #endif
 #if defined(IC_AVX512) || defined(IC_AVX2)
 IC_INLINE __m256 erf_fast_256(__m256 x) {
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  auto rcp = [](__m256 d) { return _mm256_div_ps(_mm256_set1_ps(1.0f), d); };  // AVX2 rcp is 12 bits
-  IC_ERF_BODY(__m256, __m256, _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps, rcp,
-              [&](__m256 v) { return _mm256_andnot_ps(sign, v); },
-              [&](__m256 v) { return _mm256_and_ps(sign, v); }, _mm256_or_ps, exp_f32_256,
-              [](__m256 a, __m256 b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); },
-              [](__m256 m, __m256 a, __m256 b) { return _mm256_blendv_ps(a, b, m); }, _mm256_min_ps)
+  IC_ERF_BODY(__m256, _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_div_ps,
+              _mm256_min_ps, _mm256_max_ps)
 }
 #endif
 #undef IC_ERF_BODY
