@@ -113,7 +113,16 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
     throw std::invalid_argument("conv2d_nhwc_f32: unsupported parameters (groups > 1?)");
   if (w.oc != q.oc || w.kh != q.kh || w.kw != q.kw || w.c != q.c)
     throw std::invalid_argument("conv2d_nhwc_f32: weights packed for another shape");
-  if (q.kh == 1 && q.kw == 1 && q.stride_h == 1 && q.stride_w == 1 && q.pad_h == 0 && q.pad_w == 0)
+  const int64_t oh = q.out_h(), ow = q.out_w();
+  const int64_t pixel_stride = q.out_pixel_stride ? q.out_pixel_stride : q.oc;
+  const int64_t row_stride = q.out_row_stride ? q.out_row_stride : ow * pixel_stride;
+  const int64_t image_stride = q.out_image_stride ? q.out_image_stride : oh * row_stride;
+  const bool dense_out =
+      pixel_stride == q.oc && row_stride == ow * q.oc && image_stride == oh * ow * q.oc;
+  if (!dense_out && (!q.epilogue.empty() || pixel_stride < q.oc))
+    throw std::invalid_argument("conv2d_nhwc_f32: a strided output takes no epilogue ops");
+  if (dense_out && q.kh == 1 && q.kw == 1 && q.stride_h == 1 && q.stride_w == 1 && q.pad_h == 0 &&
+      q.pad_w == 0)
     return conv_as_gemm(x, w, y, q, num_threads);
   if (q.epilogue.size() > 16)
     throw std::invalid_argument("conv2d_nhwc_f32: more than 16 epilogue ops");
@@ -122,7 +131,7 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
       throw std::invalid_argument("conv2d_nhwc_f32: epilogue op without data");
 
   const GemmBlocking& blk = gemm_blocking();
-  const int64_t oh = q.out_h(), ow = q.out_w(), hp = q.h + 2 * q.pad_h, wp = q.w + 2 * q.pad_w;
+  const int64_t hp = q.h + 2 * q.pad_h, wp = q.w + 2 * q.pad_w;
   // A tile is up to mr pixels of one output row × `group` adjacent weight panels.
   const Conv2dTile tile_shape = conv2d_tile(q, num_threads);
   const int nr = blk.nr, group = tile_shape.panels, mr = tile_shape.pixels;
@@ -151,7 +160,7 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
       MicroKernelDesc d;
       d.isa = blk.isa;
       d.mr = rows, d.nr = cols, d.k = k_per_entry;
-      d.a_row_stride = q.stride_w * q.c, d.ldb = nr, d.ldc = q.oc;
+      d.a_row_stride = q.stride_w * q.c, d.ldb = nr, d.ldc = pixel_stride;
       if (cols > nr) d.b_panel_cols = nr;
       d.epilogue = kernel_epilogue(q.epilogue, jit_ops);
       kernels[rt][ct] = xbyak::get_microkernel(d);
@@ -234,7 +243,7 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
               a_ptrs[e] = base + (iy * wp + ix) * q.c;
             }
             const int64_t pixel = r * ow + ox;
-            float* c_ptr = y + pixel * q.oc + j;
+            float* c_ptr = y + r / oh * image_stride + oy * row_stride + ox * pixel_stride + j;
             for (size_t o = 0; o < jit_ops; ++o)
               epilogue_data[o] = epilogue_tile_data(q.epilogue[o], pixel, j);
             MicroKernelArgs args;

@@ -29,6 +29,11 @@ struct Conv2dParams {
   int64_t groups = 1;                ///< Only 1 is supported.
   std::vector<EpilogueOp> epilogue;  ///< Applied to the (N·OH·OW) × OC output matrix.
   bool flush_denormals = false;
+  /// Where output pixel (img, oy, ox) starts, in floats: img·out_image_stride +
+  /// oy·out_row_stride + ox·out_pixel_stride (0: dense NHWC, i.e. OC, OW·OC, OH·OW·OC). Only
+  /// without epilogue ops: the input gradient's phases (conv_backward.h) write their pixels
+  /// of dx in place this way.
+  int64_t out_pixel_stride = 0, out_row_stride = 0, out_image_stride = 0;
 
   int64_t out_h() const { return (h + 2 * pad_h - dilation_h * (kh - 1) - 1) / stride_h + 1; }
   int64_t out_w() const { return (w + 2 * pad_w - dilation_w * (kw - 1) - 1) / stride_w + 1; }

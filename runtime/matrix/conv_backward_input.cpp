@@ -67,64 +67,71 @@ PhaseDim phase_dim(int64_t phase, int64_t in, int64_t k, int64_t stride, int64_t
 /// remainders), each a stride-1 forward convolution of dy with the taps that reach it (3×3
 /// stride 2: 1×1, 1×2, 2×1 and 2×2 sub-filters, nine taps in all, no multiply by an inserted
 /// zero). Per phase: dy's rows and columns that phase reads copied with zero borders (the
-/// sub-problem's padding is asymmetric), the convolution into a scratch [N, T_y, T_x, C], its
-/// pixels scattered to dx.
+/// sub-problem's padding is asymmetric) into a per-thread scratch kept across calls, and the
+/// convolution written straight into the phase's pixels of dx (output strides stride_w·C
+/// between pixels, stride_h·W·C between rows); a phase no tap reaches is zero. Every pixel of dx
+/// belongs to exactly one phase. (Until 2026-11-28 each phase went into a fresh scratch tensor
+/// scattered into dx afterwards: a pass over dx and fresh pages every call.)
 void input_gradient_by_phases(const float* dy, const float* weight_ohwi, float* dx,
                               const Conv2dParams& q, int num_threads,
                               const PackedStorage& storage) {
   const int64_t oh = q.out_h(), ow = q.out_w(), taps = q.kh * q.kw;
   const int nr = gemm_blocking().nr;
+  thread_local std::vector<float> dy_rows;  // the phase's rows of dy, zero-bordered
   for (int64_t py = 0; py < q.stride_h; ++py)
     for (int64_t px = 0; px < q.stride_w; ++px) {
       const PhaseDim y = phase_dim(py, q.h, q.kh, q.stride_h, q.pad_h, q.dilation_h);
       const PhaseDim x = phase_dim(px, q.w, q.kw, q.stride_w, q.pad_w, q.dilation_w);
       if (!y.count || !x.count) continue;
       const int64_t jy = int64_t(y.taps.size()), jx = int64_t(x.taps.size());
-      // Scratch without value-initialisation (written in full below).
-      std::unique_ptr<float[]> out(new float[size_t(q.n * y.count * x.count * q.c)]);
-      if (!jy || !jx) std::fill(out.get(), out.get() + q.n * y.count * x.count * q.c, 0.0f);
-      if (jy && jx) {
-        Conv2dParams t;  // over dy's rows first + r, columns first + c (zero outside dy)
-        t.n = q.n, t.h = y.count + y.step * (jy - 1), t.w = x.count + x.step * (jx - 1);
-        t.c = q.oc, t.oc = q.c, t.kh = jy, t.kw = jx, t.dilation_h = y.step, t.dilation_w = x.step;
-        t.flush_denormals = q.flush_denormals;
-        std::unique_ptr<float[]> in(new float[size_t(t.n * t.h * t.w * t.c)]);
-        const int64_t rows = t.n * t.h;
+      float* phase_dx = dx + (py * q.w + px) * q.c;
+      if (!jy || !jx) {  // no tap reaches these pixels
+        const int64_t rows = q.n * y.count;
 #pragma omp parallel for num_threads(num_threads) schedule(static)
         for (int64_t r = 0; r < rows; ++r) {
-          const int64_t img = r / t.h, sy = y.first + r % t.h;
-          float* dst = in.get() + r * t.w * t.c;
-          for (int64_t c = 0; c < t.w; ++c) {
-            const int64_t sx = x.first + c;
-            if (sy < 0 || sy >= oh || sx < 0 || sx >= ow)
-              std::fill(dst + c * t.c, dst + (c + 1) * t.c, 0.0f);
-            else
-              std::memcpy(dst + c * t.c, dy + ((img * oh + sy) * ow + sx) * q.oc,
-                          size_t(q.oc) * sizeof(float));
-          }
+          float* row = phase_dx + (r / y.count * q.h + q.stride_h * (r % y.count)) * q.w * q.c;
+          for (int64_t u = 0; u < x.count; ++u)
+            std::fill(row + q.stride_w * u * q.c, row + (q.stride_w * u + 1) * q.c, 0.0f);
         }
-        // B row (j_y, j_x, o) × column c = w[o][taps_y[j_y]][taps_x[j_x]][c], OC rows per tap.
-        PackedConvWeight packed{t.oc, t.kh, t.kw, t.c, PackedB(jy * jx * q.oc, q.c, nr, storage)};
-        for_panel_ranges(packed.packed.num_panels(), jy * jx * q.oc * q.c, num_threads,
-                         [&](int64_t p0, int64_t p1) {
-                           for (int64_t a = 0; a < jy; ++a)
-                             for (int64_t b = 0; b < jx; ++b)
-                               pack_b_panels(
-                                   weight_ohwi + (y.taps[a] * q.kw + x.taps[b]) * q.c, taps * q.c,
-                                   false, 0, q.oc, p0 * nr, std::min(q.c, p1 * nr) - p0 * nr, nr,
-                                   jy * jx * q.oc * nr,
-                                   packed.packed.mutable_panel(p0) + (a * jx + b) * q.oc * nr);
-                         });
-        conv2d_nhwc_f32(in.get(), packed, out.get(), t, num_threads);
+        continue;
       }
-      const int64_t rows = q.n * y.count;
+      Conv2dParams t;  // over dy's rows first + r, columns first + c (zero outside dy)
+      t.n = q.n, t.h = y.count + y.step * (jy - 1), t.w = x.count + x.step * (jx - 1);
+      t.c = q.oc, t.oc = q.c, t.kh = jy, t.kw = jx, t.dilation_h = y.step, t.dilation_w = x.step;
+      t.flush_denormals = q.flush_denormals;
+      t.out_pixel_stride = q.stride_w * q.c;
+      t.out_row_stride = q.stride_h * q.w * q.c;
+      t.out_image_stride = q.h * q.w * q.c;
+      if (dy_rows.size() < size_t(t.n * t.h * t.w * t.c))
+        dy_rows.resize(size_t(t.n * t.h * t.w * t.c));
+      float* in = dy_rows.data();
+      const int64_t rows = t.n * t.h;
 #pragma omp parallel for num_threads(num_threads) schedule(static)
       for (int64_t r = 0; r < rows; ++r) {
-        const int64_t img = r / y.count, iy = py + q.stride_h * (r % y.count);
-        for (int64_t u = 0; u < x.count; ++u)
-          std::memcpy(dx + ((img * q.h + iy) * q.w + px + q.stride_w * u) * q.c,
-                      out.get() + (r * x.count + u) * q.c, size_t(q.c) * sizeof(float));
+        const int64_t img = r / t.h, sy = y.first + r % t.h;
+        float* dst = in + r * t.w * t.c;
+        for (int64_t c = 0; c < t.w; ++c) {
+          const int64_t sx = x.first + c;
+          if (sy < 0 || sy >= oh || sx < 0 || sx >= ow)
+            std::fill(dst + c * t.c, dst + (c + 1) * t.c, 0.0f);
+          else
+            std::memcpy(dst + c * t.c, dy + ((img * oh + sy) * ow + sx) * q.oc,
+                        size_t(q.oc) * sizeof(float));
+        }
       }
+      // B row (j_y, j_x, o) × column c = w[o][taps_y[j_y]][taps_x[j_x]][c], OC rows per tap.
+      PackedConvWeight packed{t.oc, t.kh, t.kw, t.c, PackedB(jy * jx * q.oc, q.c, nr, storage)};
+      for_panel_ranges(packed.packed.num_panels(), jy * jx * q.oc * q.c, num_threads,
+                       [&](int64_t p0, int64_t p1) {
+                         for (int64_t a = 0; a < jy; ++a)
+                           for (int64_t b = 0; b < jx; ++b)
+                             pack_b_panels(
+                                 weight_ohwi + (y.taps[a] * q.kw + x.taps[b]) * q.c, taps * q.c,
+                                 false, 0, q.oc, p0 * nr, std::min(q.c, p1 * nr) - p0 * nr, nr,
+                                 jy * jx * q.oc * nr,
+                                 packed.packed.mutable_panel(p0) + (a * jx + b) * q.oc * nr);
+                       });
+      conv2d_nhwc_f32(in, packed, phase_dx, t, num_threads);
     }
 }
 

@@ -223,6 +223,49 @@ TEST_F(ConvTest, BatchNormScaleAndShiftPerChannel) {
   check_conv({1, 9, 17, 16, 37, 3, 1, 1, 1}, Epi::SiluThenScaleShift, 1, rng);
 }
 
+// Output strides (Conv2dParams::out_*_stride, what the input gradient's phases write dx with):
+// the same values as the dense output at the strided places, nothing written between them,
+// including for a 1×1 filter (the direct path: the single-GEMM path needs a dense output).
+TEST_F(ConvTest, StridedOutputWritesOnlyItsPixels) {
+  for (const ConvCase& cc :
+       {ConvCase{2, 9, 11, 8, 40, 3, 1, 1, 1}, ConvCase{1, 6, 7, 16, 24, 1, 1, 0, 1}}) {
+    SCOPED_TRACE(::testing::Message() << "k" << cc.k);
+    Conv2dParams q;
+    q.n = cc.n, q.h = cc.h, q.w = cc.w, q.c = cc.c, q.oc = cc.oc, q.kh = q.kw = cc.k;
+    q.pad_h = q.pad_w = cc.pad;
+    const int64_t oh = q.out_h(), ow = q.out_w();
+    std::uniform_real_distribution<float> dist(-1, 1);
+    std::vector<float> x(cc.n * cc.h * cc.w * cc.c), wt(cc.oc * cc.c * cc.k * cc.k);
+    for (auto* v : {&x, &wt})
+      for (float& e : *v) e = dist(rng);
+    const PackedConvWeight pw = pack_conv_weight_f32(wt.data(), q);
+    std::vector<float> dense(cc.n * oh * ow * cc.oc);
+    conv2d_nhwc_f32(x.data(), pw, dense.data(), q, 2);
+    Conv2dParams s = q;  // pixels 3 channels-widths apart, rows 2 rows apart, images 1 apart
+    s.out_pixel_stride = 3 * cc.oc + 5, s.out_row_stride = 2 * ow * s.out_pixel_stride;
+    s.out_image_stride = oh * s.out_row_stride + 7;
+    std::vector<float> strided(cc.n * s.out_image_stride + 16, 1234.5f);
+    conv2d_nhwc_f32(x.data(), pw, strided.data(), s, 2);
+    std::vector<char> written(strided.size(), 0);
+    for (int64_t img = 0; img < cc.n; ++img)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox)
+          for (int64_t o = 0; o < cc.oc; ++o) {
+            const int64_t at =
+                img * s.out_image_stride + oy * s.out_row_stride + ox * s.out_pixel_stride + o;
+            written[at] = 1;
+            ASSERT_EQ(strided[at], dense[((img * oh + oy) * ow + ox) * cc.oc + o]);
+          }
+    for (size_t e = 0; e < strided.size(); ++e)
+      if (!written[e])
+        ASSERT_EQ(strided[e], 1234.5f) << "wrote between the strided pixels at " << e;
+    Conv2dParams with_relu = s;
+    with_relu.epilogue = {{EpilogueKind::Relu}};
+    EXPECT_THROW(conv2d_nhwc_f32(x.data(), pw, strided.data(), with_relu, 2),
+                 std::invalid_argument);
+  }
+}
+
 TEST_F(ConvTest, StemSevenBySeven) {
   check_conv({1, 32, 32, 3, 16, 7, 2, 3, 1}, Epi::BiasResidualRelu, 2, rng);
 }
