@@ -94,18 +94,6 @@ runtime::Step aten_step(const ir::Graph& g, size_t n, SlotTable& slots, const st
   return step;
 }
 
-/// The ATen step of convolution_backward node `n` computing its input gradient alone
-/// (output_mask [True, False, False]): a conv2d_backward step does the rest
-/// (plan_conv_backward.h).
-runtime::Step grad_input_on_aten(const ir::Graph& g, size_t n, SlotTable& slots, const std::set<std::string>& used) {
-  runtime::Step step = aten_step(g, n, slots, used);
-  using nlohmann::json;
-  const json only_input = json::array({json{{"bool", true}}, json{{"bool", false}}, json{{"bool", false}}});
-  step.call.args.at(10) = runtime::PlanArg::of_literal(json{{"list", only_input}});
-  step.call.outs.at(1) = step.call.outs.at(2) = -1;
-  return step;
-}
-
 /// Every graph value some node argument or graph output mentions, by buffer name.
 std::set<std::string> mentioned_values(const ir::Graph& g) {
   std::set<std::string> used;
@@ -334,7 +322,6 @@ PlanBuild build_plan(const ir::Graph& input_graph, const CodegenSettings& settin
   std::vector<ir::Kernel> kernels;
   std::set<size_t> absorbed;  // kernel steps a matrix step's epilogue does (plan_epilogue.h)
   std::map<int32_t, std::string> matrix_why_not;  // convolutions left to ATen, and why
-  std::map<int32_t, std::string> partly_aten;      // generated nodes with part left to ATen
   const auto slot_of_buffer = [&slots](const std::string& name) { return slots.slot_of_buffer(name); };
   for (size_t i = 0; i < result.scheduled.steps.size(); ++i) {
     const ir::ScheduledStep& s = result.scheduled.steps[i];
@@ -349,12 +336,6 @@ PlanBuild build_plan(const ir::Graph& input_graph, const CodegenSettings& settin
                        settings.tile_epilogues ? &result.fused : nullptr);
       if (!m && why_not.empty()) m = match_conv_backward(g, result.scheduled, i, slot_of_buffer, why_not);
       if (m) {
-        if (m->grad_input_on_aten) {
-          out.plan.steps.push_back(grad_input_on_aten(g, static_cast<size_t>(s.call.graph_node), slots, used));
-          partly_aten[s.call.graph_node] =
-              "matrix kernels: the input gradient runs on ATen (a strided filter larger than 1×1: "
-              "ATen's kernel is faster); the weight and bias gradients on ours";
-        }
         if (m->absorbed_step) absorbed.insert(*m->absorbed_step);
         if (m->tile_kernel) kernels.push_back(std::move(*m->tile_kernel));
         nodes_done.insert(m->step.matmul.nodes.begin(), m->step.matmul.nodes.end());
@@ -372,11 +353,7 @@ PlanBuild build_plan(const ir::Graph& input_graph, const CodegenSettings& settin
     kernels.push_back(s.kernel);
   }
   for (LoweringDecision d : lowered.decisions) {
-    // Generated; a reason only where part of the node still is an ATen call.
-    if (nodes_done.count(d.node)) {
-      const auto partly = partly_aten.find(d.node);
-      d = {d.node, true, partly == partly_aten.end() ? "" : partly->second};
-    }
+    if (nodes_done.count(d.node)) d = {d.node, true, ""};  // generated: no reason
     if (auto why = matrix_why_not.find(d.node); !d.generated && why != matrix_why_not.end())
       d.reason += (d.reason.empty() ? "" : "; ") + why->second;
     out.decisions.push_back({d.node, d.generated, d.reason});

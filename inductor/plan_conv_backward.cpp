@@ -95,18 +95,13 @@ std::optional<MatmulMatch> match_conv_backward(
     launch.grad_bias = std::move(*alloc);
   }
   if (grad_input) {
-    // Strided filters larger than 1×1: the library's input gradient by phases measured slower
-    // than oneDNN's (batch 8, 2 threads, dev machine: 3×3/2 64->128 @56² 0.85x, 128->256 @28²
-    // 0.94x, 256->512 @14² 0.91x), so ATen computes it.
-    const bool strided_filter = (q.stride_h != 1 || q.stride_w != 1) &&
-                                !(q.kh == 1 && q.kw == 1 && q.pad_h == 0 && q.pad_w == 0);
-    if (!strided_filter && matrix::conv2d_backward_input_supported(q)) {
-      launch.out = std::move(*grad_input);
-    } else if (wanted[1] || wanted[2]) {
-      match.grad_input_on_aten = true;
-    } else {
-      return no("input gradient of a strided filter larger than 1×1 (ATen's kernel is faster)");
-    }
+    // Strided filters larger than 1×1 run by phases, each reading dy in place with its own
+    // zero border and writing its pixels of dx (conv_backward.h): batch 8, 2 threads, Xeon dev
+    // machine, per-round pairs against oneDNN, 3×3/2 64->128 @56² 1.01-1.10x, 128->256 @28²
+    // 1.05x, 256->512 @14² 1.02-1.07x (until 2026-11-28, with a copy of dy and a scatter per
+    // phase, 0.85x / 0.94x / 0.91x, and ATen computed them).
+    if (!matrix::conv2d_backward_input_supported(q)) return no("input gradient not supported by our convolution");
+    launch.out = std::move(*grad_input);
   }
   return match;
 }

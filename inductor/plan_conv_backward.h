@@ -2,11 +2,10 @@
 /// Plan building for convolution backward: an ATen `convolution_backward` extern step of a
 /// float32 CPU 2-D convolution (static shapes, groups 1, not transposed) whose output gradient
 /// and input are channels-last becomes a "conv2d_backward" runtime::MatmulLaunch on our
-/// library (runtime/matrix/conv_backward.h), computing the requested weight and bias gradients
-/// and the input gradient for stride-1 and 1×1 filters. For a strided filter larger than 1×1
-/// (where the library's input gradient by phases measured slower than oneDNN's) the input
-/// gradient stays an ATen `convolution_backward` call with output_mask [True, False, False]
-/// (grad_input_on_aten) and our step computes the rest. NCHW graphs (training without channels-last) stay ATen, as the
+/// library (runtime/matrix/conv_backward.h), computing the requested input, weight and bias
+/// gradients (strided filters' input gradient by phases; until 2026-11-28 that one stayed an ATen
+/// call with output_mask [True, False, False], ours being slower). NCHW graphs (training
+/// without channels-last) stay ATen, as the
 /// forward convolution does (plan_conv.h), and so do convolutions of fewer than 8 input
 /// channels (a stem), where oneDNN's weight gradient measured faster.
 #pragma once
@@ -22,9 +21,7 @@ namespace inductor_cpp::inductor {
 
 /// The conv2d_backward step for scheduled extern step `step_index` of `program` (lowered from
 /// `g`), or nothing. When the step is a convolution_backward we do not run, `why_not` says why
-/// (for the node's decision and the fallbacks log); it stays empty for other ops. With
-/// MatmulMatch::grad_input_on_aten set, the caller adds the ATen call computing the input
-/// gradient alone (the node with output_mask [True, False, False]).
+/// (for the node's decision and the fallbacks log); it stays empty for other ops.
 std::optional<MatmulMatch> match_conv_backward(
     const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
     const std::function<int32_t(const std::string&)>& slot_of_buffer, std::string& why_not);

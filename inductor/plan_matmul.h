@@ -29,9 +29,6 @@ struct MatmulMatch {
   /// The absorbed kernel's tile form (plan_tile_epilogue.h), when the epilogue's last op is
   /// "kernel": the caller emits it with the graph's kernels.
   std::optional<ir::Kernel> tile_kernel;
-  /// conv2d_backward (plan_conv_backward.h): the input gradient is left to an ATen call of the
-  /// node with output_mask [True, False, False], which the caller adds before the step.
-  bool grad_input_on_aten = false;
 };
 
 /// The MatmulLaunch for scheduled extern step `step_index` of `program` (lowered from `g`),

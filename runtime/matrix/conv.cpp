@@ -24,10 +24,10 @@ using xbyak::MicroKernelFn;
 constexpr int kMaxTaps = 64;
 
 /// Rows [first, first + count) of the zero-padded image `img` (padded row i is input row
-/// i - pad_h) into `out`, each wp·C floats (wp = W + 2·pad_w).
+/// i - pad_h) into `out`, each wp·C floats (wp = pad_w + W + pad_w_end()).
 void pad_rows(const float* x, const Conv2dParams& q, int64_t img, int64_t first, int64_t count,
               float* out) {
-  const int64_t wp = q.w + 2 * q.pad_w;
+  const int64_t wp = q.pad_w + q.w + q.pad_w_end();
   const int64_t row = wp * q.c, left = q.pad_w * q.c, body = q.w * q.c;
   for (int64_t i = 0; i < count; ++i) {
     float* dst = out + i * row;
@@ -85,7 +85,8 @@ Conv2dTile conv2d_tile(const Conv2dParams& q, int num_threads) {
 bool conv2d_supported(const Conv2dParams& q) {
   return q.groups == 1 && q.n > 0 && q.c > 0 && q.oc > 0 && q.kh > 0 && q.kw > 0 &&
          q.stride_h > 0 && q.stride_w > 0 && q.dilation_h > 0 && q.dilation_w > 0 && q.pad_h >= 0 &&
-         q.pad_w >= 0 && q.out_h() > 0 && q.out_w() > 0 &&
+         q.pad_w >= 0 && q.pad_bottom >= -1 && q.pad_right >= -1 && q.out_h() > 0 &&
+         q.out_w() > 0 &&
          q.kh * (q.dilation_w == 1 ? 1 : q.kw) <= kMaxTaps &&
          (xbyak::cpu_features().avx512 || xbyak::cpu_features().avx2);
 }
@@ -121,8 +122,8 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
       pixel_stride == q.oc && row_stride == ow * q.oc && image_stride == oh * ow * q.oc;
   if (!dense_out && (!q.epilogue.empty() || pixel_stride < q.oc))
     throw std::invalid_argument("conv2d_nhwc_f32: a strided output takes no epilogue ops");
-  if (dense_out && q.kh == 1 && q.kw == 1 && q.stride_h == 1 && q.stride_w == 1 && q.pad_h == 0 &&
-      q.pad_w == 0)
+  const bool padded = q.pad_h || q.pad_w || q.pad_h_end() || q.pad_w_end();
+  if (dense_out && !padded && q.kh == 1 && q.kw == 1 && q.stride_h == 1 && q.stride_w == 1)
     return conv_as_gemm(x, w, y, q, num_threads);
   if (q.epilogue.size() > 16)
     throw std::invalid_argument("conv2d_nhwc_f32: more than 16 epilogue ops");
@@ -131,11 +132,10 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
       throw std::invalid_argument("conv2d_nhwc_f32: epilogue op without data");
 
   const GemmBlocking& blk = gemm_blocking();
-  const int64_t hp = q.h + 2 * q.pad_h, wp = q.w + 2 * q.pad_w;
+  const int64_t hp = q.pad_h + q.h + q.pad_h_end(), wp = q.pad_w + q.w + q.pad_w_end();
   // A tile is up to mr pixels of one output row × `group` adjacent weight panels.
   const Conv2dTile tile_shape = conv2d_tile(q, num_threads);
   const int nr = blk.nr, group = tile_shape.panels, mr = tile_shape.pixels;
-  const bool padded = q.pad_h || q.pad_w;
 
   // Filter rows as batch entries with K = KW·C (contiguous when dilation_w = 1), else every tap.
   const bool merged = q.dilation_w == 1;

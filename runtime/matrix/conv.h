@@ -35,8 +35,18 @@ struct Conv2dParams {
   /// of dx in place this way.
   int64_t out_pixel_stride = 0, out_row_stride = 0, out_image_stride = 0;
 
-  int64_t out_h() const { return (h + 2 * pad_h - dilation_h * (kh - 1) - 1) / stride_h + 1; }
-  int64_t out_w() const { return (w + 2 * pad_w - dilation_w * (kw - 1) - 1) / stride_w + 1; }
+  /// Zero rows below / columns right of the input when they differ from pad_h / pad_w (−1: the
+  /// same). Only conv2d_nhwc_f32 takes them (the input gradient's phases, conv_backward.h).
+  int64_t pad_bottom = -1, pad_right = -1;
+
+  int64_t pad_h_end() const { return pad_bottom < 0 ? pad_h : pad_bottom; }
+  int64_t pad_w_end() const { return pad_right < 0 ? pad_w : pad_right; }
+  int64_t out_h() const {
+    return (h + pad_h + pad_h_end() - dilation_h * (kh - 1) - 1) / stride_h + 1;
+  }
+  int64_t out_w() const {
+    return (w + pad_w + pad_w_end() - dilation_w * (kw - 1) - 1) / stride_w + 1;
+  }
 };
 
 /// Weights packed for conv2d_nhwc_f32: B = (KH·KW·C) × OC, row (kh, kw, c), in GEMM panels.

@@ -13,9 +13,10 @@
 ///    phases — dx's pixels with the same remainders modulo the stride form a stride-1 forward
 ///    convolution of dy with the taps that reach them (3×3 stride 2: 1×1, 1×2, 2×1, 2×2
 ///    sub-filters, nine taps in all), dy's rows copied with zero borders, each phase written
-///    into its pixels of dx in place (conv.h's output strides). Measured 0.81-1.05x oneDNN on
-///    resnet's 3×3 stride-2 layers (dev, 2 threads; the 56² layer lowest), so compiled
-///    graphs leave those to ATen (inductor/plan_conv_backward.h).
+///    into its pixels of dx in place (conv.h's output strides), dy read in place with the
+///    phase's asymmetric zero border as the convolution's padding (a bordered copy only where a
+///    phase skips dy's first rows or columns). Resnet's 3×3 stride-2 layers: 1.01-1.10x oneDNN
+///    (dev Xeon, 2 threads, batch 8; docs/codegen/matrix.md).
 ///
 /// Weight gradient, dw[o][(i, j, c)] = Σ_pixels dy[p][o] · x[p shifted by tap (i, j)][c], the
 /// OC × (KH·KW·C) product dyᵀ · im2col(x) over all N·OH·OW output pixels, by one of two methods

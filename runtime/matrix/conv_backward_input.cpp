@@ -66,18 +66,19 @@ PhaseDim phase_dim(int64_t phase, int64_t in, int64_t k, int64_t stride, int64_t
 /// Strided filters: dx splits into stride_h · stride_w phases (input positions with the same
 /// remainders), each a stride-1 forward convolution of dy with the taps that reach it (3×3
 /// stride 2: 1×1, 1×2, 2×1 and 2×2 sub-filters, nine taps in all, no multiply by an inserted
-/// zero). Per phase: dy's rows and columns that phase reads copied with zero borders (the
-/// sub-problem's padding is asymmetric) into a per-thread scratch kept across calls, and the
+/// zero). Per phase: dy itself with the sub-problem's asymmetric zero border as the
+/// convolution's padding (pad_h / pad_bottom, pad_w / pad_right; when the phase would crop dy
+/// instead, its rows and columns copied with zero borders into a per-thread scratch), and the
 /// convolution written straight into the phase's pixels of dx (output strides stride_w·C
 /// between pixels, stride_h·W·C between rows); a phase no tap reaches is zero. Every pixel of dx
-/// belongs to exactly one phase. (Until 2026-11-28 each phase went into a fresh scratch tensor
-/// scattered into dx afterwards: a pass over dx and fresh pages every call.)
+/// belongs to exactly one phase. (Until 2026-11-28 each phase copied dy with its border through
+/// memory and went into a fresh scratch tensor scattered into dx afterwards.)
 void input_gradient_by_phases(const float* dy, const float* weight_ohwi, float* dx,
                               const Conv2dParams& q, int num_threads,
                               const PackedStorage& storage) {
   const int64_t oh = q.out_h(), ow = q.out_w(), taps = q.kh * q.kw;
   const int nr = gemm_blocking().nr;
-  thread_local std::vector<float> dy_rows;  // the phase's rows of dy, zero-bordered
+  thread_local std::vector<float> dy_rows;  // a cropping phase's rows of dy, zero-bordered
   for (int64_t py = 0; py < q.stride_h; ++py)
     for (int64_t px = 0; px < q.stride_w; ++px) {
       const PhaseDim y = phase_dim(py, q.h, q.kh, q.stride_h, q.pad_h, q.dilation_h);
@@ -95,28 +96,41 @@ void input_gradient_by_phases(const float* dy, const float* weight_ohwi, float* 
         }
         continue;
       }
-      Conv2dParams t;  // over dy's rows first + r, columns first + c (zero outside dy)
-      t.n = q.n, t.h = y.count + y.step * (jy - 1), t.w = x.count + x.step * (jx - 1);
-      t.c = q.oc, t.oc = q.c, t.kh = jy, t.kw = jx, t.dilation_h = y.step, t.dilation_w = x.step;
+      // The sub-problem reads dy's rows first + r and columns first + c (zero outside dy).
+      Conv2dParams t;
+      t.n = q.n, t.c = q.oc, t.oc = q.c, t.kh = jy, t.kw = jx;
+      t.dilation_h = y.step, t.dilation_w = x.step;
       t.flush_denormals = q.flush_denormals;
       t.out_pixel_stride = q.stride_w * q.c;
       t.out_row_stride = q.stride_h * q.w * q.c;
       t.out_image_stride = q.h * q.w * q.c;
-      if (dy_rows.size() < size_t(t.n * t.h * t.w * t.c))
-        dy_rows.resize(size_t(t.n * t.h * t.w * t.c));
-      float* in = dy_rows.data();
-      const int64_t rows = t.n * t.h;
+      const int64_t th = y.count + y.step * (jy - 1), tw = x.count + x.step * (jx - 1);
+      const int64_t bottom = th - oh + y.first, right = tw - ow + x.first;
+      const float* in = dy;
+      if (y.first <= 0 && x.first <= 0 && bottom >= 0 && right >= 0) {
+        // dy itself, its zero border as the convolution's own (asymmetric) padding: added per
+        // block of rows in cache, no copy of dy through memory per phase.
+        t.h = oh, t.w = ow, t.pad_h = -y.first, t.pad_w = -x.first;
+        t.pad_bottom = bottom, t.pad_right = right;
+      } else {  // dy cropped too: a bordered copy
+        t.h = th, t.w = tw;
+        if (dy_rows.size() < size_t(t.n * t.h * t.w * t.c))
+          dy_rows.resize(size_t(t.n * t.h * t.w * t.c));
+        float* copy = dy_rows.data();
+        in = copy;
+        const int64_t rows = t.n * t.h;
 #pragma omp parallel for num_threads(num_threads) schedule(static)
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t img = r / t.h, sy = y.first + r % t.h;
-        float* dst = in + r * t.w * t.c;
-        for (int64_t c = 0; c < t.w; ++c) {
-          const int64_t sx = x.first + c;
-          if (sy < 0 || sy >= oh || sx < 0 || sx >= ow)
-            std::fill(dst + c * t.c, dst + (c + 1) * t.c, 0.0f);
-          else
-            std::memcpy(dst + c * t.c, dy + ((img * oh + sy) * ow + sx) * q.oc,
-                        size_t(q.oc) * sizeof(float));
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t img = r / t.h, sy = y.first + r % t.h;
+          float* dst = copy + r * t.w * t.c;
+          for (int64_t c = 0; c < t.w; ++c) {
+            const int64_t sx = x.first + c;
+            if (sy < 0 || sy >= oh || sx < 0 || sx >= ow)
+              std::fill(dst + c * t.c, dst + (c + 1) * t.c, 0.0f);
+            else
+              std::memcpy(dst + c * t.c, dy + ((img * oh + sy) * ow + sx) * q.oc,
+                          size_t(q.oc) * sizeof(float));
+          }
         }
       }
       // B row (j_y, j_x, o) × column c = w[o][taps_y[j_y]][taps_x[j_x]][c], OC rows per tap.

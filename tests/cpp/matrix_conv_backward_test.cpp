@@ -185,13 +185,17 @@ TEST_F(ConvBackwardTest, CalledFromInsideAParallelRegion) {
 
 // Input gradients by phases: strided filters larger than 1×1 (each phase its own sub-filter,
 // some phases without taps when the filter is smaller than the stride), and stride 1 with more
-// padding than the filter reaches (the transposed problem's padding would be negative).
+// padding than the filter reaches (the transposed problem's padding would be negative). Phases
+// read dy in place with an asymmetric zero border (resnet's 3×3/2: one row below, one column
+// right), or, where a phase skips dy's first rows (padding 3 below; a padded 1×1 at stride 2),
+// a bordered copy.
 TEST_F(ConvBackwardTest, InputGradientByPhases) {
   check_backward({2, 11, 12, 16, 24, 3, 3, 2, 1, 1}, 2, rng);  // resnet's 3×3 stride 2, odd H
   check_backward({1, 11, 11, 4, 8, 3, 3, 2, 2, 2}, 1, rng);    // dilation 2
   check_backward({1, 10, 9, 6, 7, 2, 2, 3, 0, 1}, 2, rng);     // 2×2 stride 3: empty phases
   check_backward({1, 6, 6, 4, 8, 3, 3, 1, 3, 1}, 1, rng);      // padding 3 > dilation·(K−1)
   check_backward({2, 15, 15, 8, 16, 7, 7, 2, 3, 1}, 3, rng);   // a 7×7 stride-2 stem of 8 channels
+  check_backward({2, 9, 10, 8, 12, 1, 1, 2, 1, 1}, 2, rng);    // 1×1 stride 2 padded: cropping
 }
 
 TEST_F(ConvBackwardTest, WhatEachDirectionSupports) {

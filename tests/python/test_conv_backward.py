@@ -1,10 +1,8 @@
 """Convolution backward on our kernels (options={"matrix_kernels": True}): in a backward graph,
 `aten::convolution_backward` of a float32 CPU channels-last 2-D convolution (groups 1) becomes
 a `matrix::conv2d_backward` plan step (runtime/conv_backward_step.h on
-runtime/matrix/conv_backward.h) computing the weight and bias gradients, and the input gradient
-for stride-1 filters and 1×1 filters; a strided larger filter's input gradient stays an ATen
-call with output_mask [True, False, False]. NCHW training graphs and convolutions of fewer than
-8 input channels (a stem) stay ATen. Gradients are
+runtime/matrix/conv_backward.h) computing the input, weight and bias gradients (a strided filter's input gradient by phases).
+NCHW training graphs and convolutions of fewer than 8 input channels (a stem) stay ATen. Gradients are
 compared with eager's and with a float64 reference (our error at most a few times eager's)."""
 
 from __future__ import annotations
@@ -90,7 +88,6 @@ GEOMETRIES = {
     "3x3s2": (16, 40, 17, 3, 2, 1, 1),
     "7x7s2": (8, 16, 23, 7, 2, 3, 1),
 }
-STRIDED_FILTERS = {"3x3s2", "7x7s2"}  # input gradient on ATen
 
 
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=list(GEOMETRIES))
@@ -110,14 +107,9 @@ def test_gradients_of_each_geometry(geometry, bias):
     assert outs[1] != "_" and (outs[2] != "_") == bias, step
     decisions = json.loads(backward_graph().debug_info()["decisions"])
     (decision,) = [d for d in decisions if d["generated"] and d["reason"]] or [None]
-    if geometry in STRIDED_FILTERS:  # ours computes dw (db); ATen dx alone, and says so
-        assert outs[0] == "_", step
-        (call,) = aten_backward_calls(plan)
-        assert "[True, False, False])" in call, call
-        assert decision and "the input gradient runs on ATen" in decision["reason"], decisions
-    else:
-        assert outs[0] != "_" and not aten_backward_calls(plan), plan
-        assert decision is None, decision
+    # Every gradient on ours, strided filters' input gradient by phases included.
+    assert outs[0] != "_" and not aten_backward_calls(plan), plan
+    assert decision is None, decision
 
 
 def test_input_gradient_only():
@@ -130,12 +122,16 @@ def test_input_gradient_only():
     assert step.startswith("%s") and ", _, _ = matrix::conv2d_backward(" in step, step
 
 
-def test_strided_filter_input_gradient_alone_stays_aten_and_says_why():
+def test_strided_filter_input_gradient_alone():
+    """Frozen weights, a 3×3 stride-2 filter: the input gradient alone, by phases on ours."""
     x = channels_last(2, 8, 11, 11, requires_grad=True)
     w = torch.randn(16, 8, 3, 3).contiguous(memory_format=NHWC)
     fn = lambda x, w: F.conv2d(x, w, stride=2, padding=1)
     check_gradients(fn, [x, w], channels_last(2, 16, 6, 6))
-    assert_stays_aten_because("input gradient of a strided filter larger than 1×1 (ATen's kernel is faster)")
+    plan = backward_graph().plan_text
+    (step,) = backward_steps(plan)
+    assert ", _, _ = matrix::conv2d_backward(" in step and "stride=[2,2]" in step, step
+    assert not aten_backward_calls(plan), plan
 
 
 def test_stem_with_three_channels_stays_aten_and_says_why():
@@ -208,9 +204,9 @@ def test_training_steps_match_eager_and_float64():
         for p, e in zip(model.parameters(), eager_model.parameters()):
             assert_same(p, e, rtol=1e-4, atol=1e-5)
     plan = backward_graph().plan_text
-    # Every convolution but the 3-channel stem; b1's input gradient (stride 2) on ATen.
+    # Every convolution but the 3-channel stem, b1's stride-2 input gradient included.
     assert len(backward_steps(plan)) == 5, plan
-    assert len(aten_backward_calls(plan)) == 2, plan
+    assert len(aten_backward_calls(plan)) == 1, plan
 
 
 def test_nchw_training_stays_aten_and_says_why():
