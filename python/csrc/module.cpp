@@ -8,6 +8,8 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <ATen/Parallel.h>
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +29,7 @@
 #include "kernels_cache/store.h"
 #include "runtime/aten_executor.h"
 #include "runtime/cpu_pool.h"
+#include "runtime/matrix/scratch.h"
 #include "runtime/kernel_library.h"
 
 namespace py = pybind11;
@@ -430,6 +433,10 @@ PYBIND11_MODULE(_C, m) {
   }, "The CPU block pool (runtime/cpu_pool.h): bytes cached, allocations reused / fresh.");
   m.def("release_cpu_pool", [] { return runtime::release_cpu_pool(); },
         "Frees the CPU block pool's cached blocks; returns the bytes released.");
+  m.def("release_matrix_scratch", [] {
+    // Every thread that may have run a matrix call: the team sizes in use here.
+    return matrix::release_scratch(std::max(static_cast<int>(at::get_num_threads()), omp_get_max_threads()));
+  }, "Frees the matrix library's per-thread scratch (runtime/matrix/scratch.h); returns the bytes released.");
   m.def("build_id", [] { return inductor::build_id(); });
   m.def("toolchain", [] { return inductor::host_toolchain().dump(); });
   m.def("cache_root", [] { return kernels_cache::cache_config_from_env().root.string(); });

@@ -37,7 +37,8 @@ _live_graphs: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 
 # Compiled graphs not yet freed; when the last one goes (torch.compiler.reset(), then garbage
-# collection), the CPU block pool's cached blocks are freed too (runtime/cpu_pool.h).
+# collection), the CPU block pool's cached blocks (runtime/cpu_pool.h) and the matrix
+# library's per-thread scratch (runtime/matrix/scratch.h) are freed too.
 _graphs_holding_pool = 0
 
 
@@ -52,6 +53,7 @@ def _graph_freed() -> None:
     _graphs_holding_pool -= 1
     if _graphs_holding_pool == 0:
         _C.release_cpu_pool()
+        _C.release_matrix_scratch()
 
 
 class StrictModeError(RuntimeError):

@@ -13,6 +13,7 @@
 #include "codegen/xbyak/microkernel.h"
 #include "runtime/matrix/epilogue.h"
 #include "runtime/matrix/gemm_config.h"
+#include "runtime/matrix/scratch.h"
 
 namespace inductor_cpp::matrix {
 namespace {
@@ -196,7 +197,7 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
     // stream all the weights once per image. With padding, each image's share of the block is
     // copied zero-padded (with its halo) into a per-thread buffer (a padded copy of the whole
     // input cost a pass over memory).
-    thread_local std::vector<float> padded_rows;
+    thread_local ScratchVector<float> padded_rows;
     std::vector<const float*> image_base;  // per image of the block: its (padded) row 0
     const int64_t r_begin = ti * rows_total / tm, r_end = (ti + 1) * rows_total / tm;
     for (int64_t block = r_begin; block < r_end;) {
@@ -213,8 +214,7 @@ void conv2d_nhwc_f32(const float* x, const PackedConvWeight& w, float* y, const 
         int64_t total = 0, iy0, count;
         for (int64_t img = first_img; img <= last_img; ++img, total += count * wp * q.c)
           input_rows(img, iy0, count);
-        if (padded_rows.size() < size_t(total)) padded_rows.resize(size_t(total));
-        float* out = padded_rows.data();
+        float* out = padded_rows.get(size_t(total));
         for (int64_t img = first_img; img <= last_img; ++img, out += count * wp * q.c) {
           input_rows(img, iy0, count);
           pad_rows(x, q, img, iy0, count, out);

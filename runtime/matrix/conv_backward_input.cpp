@@ -10,6 +10,7 @@
 #include "runtime/matrix/conv_backward.h"
 #include "runtime/matrix/gemm_config.h"
 #include "runtime/matrix/pack.h"
+#include "runtime/matrix/scratch.h"
 
 namespace inductor_cpp::matrix {
 namespace {
@@ -78,7 +79,7 @@ void input_gradient_by_phases(const float* dy, const float* weight_ohwi, float* 
                               const PackedStorage& storage) {
   const int64_t oh = q.out_h(), ow = q.out_w(), taps = q.kh * q.kw;
   const int nr = gemm_blocking().nr;
-  thread_local std::vector<float> dy_rows;  // a cropping phase's rows of dy, zero-bordered
+  thread_local ScratchVector<float> dy_rows;  // a cropping phase's rows of dy, zero-bordered
   for (int64_t py = 0; py < q.stride_h; ++py)
     for (int64_t px = 0; px < q.stride_w; ++px) {
       const PhaseDim y = phase_dim(py, q.h, q.kh, q.stride_h, q.pad_h, q.dilation_h);
@@ -114,9 +115,7 @@ void input_gradient_by_phases(const float* dy, const float* weight_ohwi, float* 
         t.pad_bottom = bottom, t.pad_right = right;
       } else {  // dy cropped too: a bordered copy
         t.h = th, t.w = tw;
-        if (dy_rows.size() < size_t(t.n * t.h * t.w * t.c))
-          dy_rows.resize(size_t(t.n * t.h * t.w * t.c));
-        float* copy = dy_rows.data();
+        float* copy = dy_rows.get(size_t(t.n * t.h * t.w * t.c));
         in = copy;
         const int64_t rows = t.n * t.h;
 #pragma omp parallel for num_threads(num_threads) schedule(static)

@@ -16,6 +16,7 @@
 #include "codegen/xbyak/cpu_features.h"
 #include "runtime/matrix/epilogue.h"
 #include "runtime/matrix/gemm_config.h"
+#include "runtime/matrix/scratch.h"
 
 namespace inductor_cpp::matrix {
 namespace {
@@ -169,12 +170,6 @@ void copy_a_strip(const GemmBf16Problem& p, int64_t i0, int64_t k0, int64_t kc, 
   }
 }
 
-template <class T>
-T* grow(std::vector<T>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-  return v.data();
-}
-
 int64_t padded_k(int64_t k) {
   return round_up(std::max<int64_t>(k, 1), kTile);
 }
@@ -186,13 +181,13 @@ constexpr int64_t kBBlockBytes = int64_t(1) << 20;
 /// prepacked: all of B in VNNI panels (pack_b_bf16), or null to pack this thread's columns.
 void run_amx_block(const GemmBf16Problem& p, const uint16_t* prepacked, int64_t m0, int64_t m1,
                    int64_t n0, int64_t n1) {
-  thread_local std::vector<uint16_t> a_buf, b_buf;
+  thread_local ScratchVector<uint16_t> a_buf, b_buf;
   const int64_t kpad = padded_k(p.k);
   const uint16_t* b = nullptr;
   if (prepacked) {
     b = prepacked + n0 / kTile * 2 * kpad * 16;  // n0 is a multiple of 32: a panel start
   } else {
-    uint16_t* packed = grow(b_buf, size_t(round_up(n1 - n0, kTile) * kpad));
+    uint16_t* packed = b_buf.get(size_t(round_up(n1 - n0, kTile) * kpad));
     pack_b_vnni(p, n0, n1, kpad, packed);
     b = packed;
   }
@@ -210,7 +205,7 @@ void run_amx_block(const GemmBf16Problem& p, const uint16_t* prepacked, int64_t 
   // out whole (a copy of all of A per thread cost more than the product on the encoder).
   for (int64_t k0 = 0; k0 < kpad; k0 += kKc) {
     const int64_t kc = std::min(kKc, kpad - k0), lda_strip = kc + 32;
-    uint16_t* a = grow(a_buf, size_t(kTile * lda_strip));
+    uint16_t* a = a_buf.get(size_t(kTile * lda_strip));
     const int64_t nc = std::max<int64_t>(kTile, kBBlockBytes / (kc * 2) / kTile * kTile);
     const bool accumulate = k0 > 0 || p.accumulate, last = k0 + kc >= kpad;
     const auto full =
@@ -258,19 +253,14 @@ void run_amx_block(const GemmBf16Problem& p, const uint16_t* prepacked, int64_t 
 
 void run_amx(const GemmBf16Problem& p_in, const uint16_t* prepacked, int num_threads) {
   // A bf16-only result over several K blocks needs an fp32 C to carry the sums between them.
-  // Not zeroed (the first K block overwrites it) and kept per calling thread, so that a layer
+  // Overwritten by the first K block (zeroed only when it grows) and kept per calling thread (scratch.h), so that a layer
   // called in a loop does not fault fresh pages in on every call.
-  thread_local std::unique_ptr<float[]> c_sums;
-  thread_local size_t c_sums_size = 0;
+  thread_local ScratchVector<float> c_sums;
   GemmBf16Problem with_c;
   const bool needs_c = p_in.c == nullptr && padded_k(p_in.k) > kKc;
   if (needs_c) {
     with_c = p_in;
-    if (c_sums_size < size_t(p_in.m * p_in.n)) {
-      c_sums_size = size_t(p_in.m * p_in.n);
-      c_sums.reset(new float[c_sums_size]);
-    }
-    with_c.c = c_sums.get(), with_c.ldc = p_in.n;
+    with_c.c = c_sums.get(size_t(p_in.m * p_in.n)), with_c.ldc = p_in.n;
   }
   const GemmBf16Problem& p = needs_c ? with_c : p_in;
   const int64_t tiles_m = (p.m + kTile - 1) / kTile, tiles_n = (p.n + kTile - 1) / kTile;

@@ -21,6 +21,7 @@
 #include "runtime/matrix/epilogue.h"
 #include "runtime/matrix/gemm_config.h"
 #include "runtime/matrix/pack.h"
+#include "runtime/matrix/scratch.h"
 
 namespace inductor_cpp::matrix {
 namespace {
@@ -47,7 +48,7 @@ int64_t ceil_div(int64_t a, int64_t b) {
 /// caller; `partial` the split-K parts' C when it is the caller (allocated per call, a buffer
 /// above the allocator's mmap threshold would be an mmap / munmap pair each time, and the
 /// munmap's TLB shootdown reaches every thread of the team). No gemm call runs nested inside
-/// another on one thread.
+/// another on one thread. Freed by release_scratch (scratch.h).
 struct Scratch {
   struct Buffer {
     float* data = nullptr;
@@ -60,8 +61,25 @@ struct Scratch {
       data = static_cast<float*>(std::aligned_alloc(64, (floats * 4 + 63) / 64 * 64));
       return data;
     }
+    size_t release() {
+      const size_t bytes = size * sizeof(float);
+      std::free(data);
+      data = nullptr;
+      size = 0;
+      return bytes;
+    }
   };
   Buffer a, shared_b, partial;  ///< partial: the calling thread's split-K partial C
+
+  Scratch() {
+    register_scratch(this, [](void* self) {
+      auto* s = static_cast<Scratch*>(self);
+      return s->a.release() + s->shared_b.release() + s->partial.release();
+    });
+  }
+  ~Scratch() { unregister_scratch(this); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
 };
 Scratch& thread_scratch() {
   thread_local Scratch scratch;

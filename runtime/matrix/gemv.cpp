@@ -24,6 +24,7 @@
 #include "runtime/matrix/epilogue.h"
 #include "runtime/matrix/gemm_config.h"
 #include "runtime/matrix/gemm_driver.h"
+#include "runtime/matrix/scratch.h"
 
 namespace inductor_cpp::matrix {
 namespace {
@@ -284,12 +285,12 @@ void gemv_range(const GemmProblem& p, int64_t j0, int64_t j1, bool avx512) {
         p.c[j + r] = p.alpha * dots[r] + (p.accumulate ? p.c[j + r] : 0.0f);
     }
   } else {
-    thread_local std::vector<float> acc;
-    acc.resize(size_t(j1 - j0));
+    thread_local ScratchVector<float> scratch;
+    float* const acc = scratch.get(size_t(j1 - j0));
     if (avx512)
-      rows_axpy_avx512(p.b + j0, p.ldb, p.a, p.k, j1 - j0, acc.data());
+      rows_axpy_avx512(p.b + j0, p.ldb, p.a, p.k, j1 - j0, acc);
     else
-      rows_axpy_avx2(p.b + j0, p.ldb, p.a, p.k, j1 - j0, acc.data());
+      rows_axpy_avx2(p.b + j0, p.ldb, p.a, p.k, j1 - j0, acc);
     for (int64_t j = j0; j < j1; ++j)
       p.c[j] = p.alpha * acc[j - j0] + (p.accumulate ? p.c[j] : 0.0f);
   }
@@ -310,10 +311,8 @@ void gemv_split_k(const GemmProblem& p, const GemvGrid& grid, bool avx512, int n
   const int threads = grid.k_parts * grid.n_parts;
   // The calling thread's, reused across calls (a fresh one above the allocator's mmap threshold
   // is an mmap / munmap pair per call, whose TLB shootdown reaches the whole team).
-  thread_local std::vector<float> partial_buffer;
-  if (partial_buffer.size() < size_t(grid.k_parts) * p.n)
-    partial_buffer.resize(size_t(grid.k_parts) * p.n);
-  float* const partial = partial_buffer.data();
+  thread_local ScratchVector<float> partial_buffer;
+  float* const partial = partial_buffer.get(size_t(grid.k_parts) * p.n);
   const int64_t units = (p.k + kAxpyRows - 1) / kAxpyRows, lines = (p.n + 15) / 16;
 #pragma omp parallel num_threads(std::max(num_threads, threads))  // the whole team
   {

@@ -25,6 +25,7 @@
 #include "runtime/matrix/gemm_driver.h"
 #include "runtime/matrix/gemv.h"
 #include "runtime/matrix/pack.h"
+#include "runtime/matrix/scratch.h"
 
 namespace inductor_cpp::matrix {
 namespace {
@@ -747,6 +748,49 @@ TEST_F(GemmTest, ConcurrentCallersAreIndependent) {
     });
   for (auto& c : callers) c.join();
   for (auto& f : fixtures) f->check();
+}
+
+// The per-thread scratch (scratch.h) is freed on every thread of the team, nothing is left for
+// a second release, and the next call allocates it again and computes the same.
+TEST_F(GemmTest, ScratchIsReleasedOnEveryThreadAndRegrows) {
+  Fixture f(300, 260, 700, false, false, rng);  // B packed per call into the team's ring
+  gemm_f32(f.p, 2);
+  f.check();
+  // At least the team's ring of packed B blocks on the calling thread.
+  EXPECT_GE(release_scratch(2), size_t(3 * 32 * 700 * sizeof(float)));
+  EXPECT_EQ(release_scratch(2), 0u);
+  gemm_f32(f.p, 2);
+  f.check();
+  EXPECT_GT(release_scratch(2), 0u);
+}
+
+// release_scratch frees each worker's own scratch, on that worker (every buffer of the team is
+// empty afterwards); release_thread_scratch frees exactly the calling thread's.
+ScratchVector<char>& thread_buffer() {
+  thread_local ScratchVector<char> buffer;  // constructed on each thread that calls this
+  return buffer;
+}
+
+TEST(ScratchTest, ReleaseVisitsEveryWorkerOfTheTeam) {
+  ScratchVector<char>& mine = thread_buffer();
+  release_scratch(4);
+  std::vector<size_t> capacity(4, 0);
+#pragma omp parallel num_threads(4)
+  if (omp_get_num_threads() == 4) thread_buffer().get(1000 + size_t(omp_get_thread_num()));
+  size_t outside = 0;
+  std::thread other([&] {
+    thread_buffer().get(5000);
+    EXPECT_EQ(release_thread_scratch(), 5000u);  // its own, on its own thread
+    outside = thread_buffer().vector().capacity();
+  });
+  other.join();
+  EXPECT_GE(release_scratch(4), size_t(4 * 1000));
+#pragma omp parallel num_threads(4)
+  if (omp_get_num_threads() == 4)
+    capacity[size_t(omp_get_thread_num())] = thread_buffer().vector().capacity();
+  for (size_t c : capacity) EXPECT_EQ(c, 0u);
+  EXPECT_EQ(outside, 0u);
+  EXPECT_EQ(mine.vector().capacity(), 0u);
 }
 
 TEST_F(GemmTest, ZeroSizesAndBadArguments) {

@@ -256,6 +256,32 @@ def test_large_cpu_outputs_reuse_pooled_blocks_until_reset():
     assert out["after_reset"]["cached_bytes"] == 0, out
 
 
+def test_reset_frees_the_matrix_kernels_scratch():
+    """The matrix library keeps per-thread scratch across calls (packed A blocks, the shared B
+    ring, ...: runtime/matrix/scratch.h); when torch.compiler.reset() has freed the last
+    compiled graph, it is freed too: a later release finds nothing left."""
+    from conftest import run_python
+
+    code = """
+        import gc, json, torch, inductor_cpp
+        from inductor_cpp import _C
+        torch.set_num_threads(2)
+        f = torch.compile(torch.mm, backend="inductor_cpp", options={"matrix_kernels": True})
+        x = torch.randn(256, 512)
+        # A new B every call: packed per call into the team's ring of B blocks (scratch).
+        for _ in range(3):
+            f(x, torch.randn(512, 512))
+        held = _C.release_matrix_scratch()  # what three calls left behind
+        f(x, torch.randn(512, 512))  # and again, for the reset to free
+        torch.compiler.reset()
+        del f
+        gc.collect()
+        print(json.dumps({"held": held, "after_reset": _C.release_matrix_scratch()}))
+    """
+    out = run_python(code)
+    assert out["held"] > 0 and out["after_reset"] == 0, out
+
+
 def test_matrix_step_outputs_come_from_the_pool():
     """The outputs of matrix-kernel steps (a matmul, a convolution) come from the same pool: a
     large output that misses glibc's heap (above its 32 MiB mmap threshold) faulted every page
