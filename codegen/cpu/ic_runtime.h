@@ -13,6 +13,8 @@
 ///   ic_runtime_vec.h     Vec<T, N>: N lanes of T over a GCC vector extension type (N is the
 ///                        vector loop's width; the emitter keeps each vector within one
 ///                        register); arithmetic, comparisons, logic;
+///   ic_runtime_erf.h     the float erf as a macro over SIMD operations (shared with the
+///                        matrix epilogue, runtime/matrix/epilogue.cpp);
 ///   ic_runtime_math.h    vector math: Sleef on register-sized chunks (transcendentals),
 ///                        single instructions (sqrt, rounding), or a lane-by-lane loop over
 ///                        the scalar op (correct for any type: integer division, ...); casts;
@@ -67,6 +69,7 @@
 // clang-format off
 #include "ic_runtime_scalar.h"
 #include "ic_runtime_vec.h"
+#include "ic_runtime_erf.h"
 #include "ic_runtime_math.h"
 #include "ic_runtime_memory.h"
 #include "ic_runtime_reduce.h"

@@ -157,42 +157,22 @@ IC_INLINE Vec<T, N> exp(const Vec<T, N>& x) {
 IC_SLEEF_UNARY_OPS(IC_VEC_SLEEF_UNARY)
 #undef IC_VEC_SLEEF_UNARY
 
-// float erf, inline: erf(x) = x·P(x²)/Q(x²) with x clamped to [-4, 4] (erf rounds to ±1 from
-// 3.92 on), the rational minimax approximation of Eigen's generic_fast_erf_float (P degree 6,
-// Q degree 4 in x²): within 6.5 ulp and 3.9e-7 absolute of the correctly rounded erf over every
-// 61st float, the largest errors near |x| = 3.9, relative accuracy kept near 0 (P/Q first, then
-// times x, so a tiny x loses nothing). One branch, 12 FMAs and a division: about half the cost
-// of the Taylor + Abramowitz-Stegun pair it replaced (393K elements, one thread: 264 → 138 µs)
-// and a quarter of Sleef's. Test: EmitCppTest.ErfIsWithinSevenUlpEverywhere. Double keeps
-// Sleef's erf.
+// float erf, inline: the rational approximation of ic_runtime_erf.h (6.5 ulp), one branch of 12
+// FMAs and a division: about half the cost of the Taylor + Abramowitz-Stegun pair it replaced
+// (393K elements, one thread: 264 → 138 µs) and a quarter of Sleef's. Double keeps Sleef's erf.
 #if defined(IC_SLEEF)
-#define IC_ERF_BODY(V, set1, mul, fmadd, div, min, max)                                         \
-  const V c = min(set1(4.0f), max(set1(-4.0f), x)); /* NaN stays NaN: max's second operand */ \
-  const V x2 = mul(c, c);                                                                    \
-  V p = fmadd(set1(-2.72614225801306e-10f), x2, set1(2.77068142495902e-08f));                \
-  p = fmadd(p, x2, set1(-2.10102402082508e-06f));                                            \
-  p = fmadd(p, x2, set1(-5.69250639462346e-05f));                                            \
-  p = fmadd(p, x2, set1(-7.34990630326855e-04f));                                            \
-  p = fmadd(p, x2, set1(-2.95459980854025e-03f));                                            \
-  p = fmadd(p, x2, set1(-1.60960333262415e-02f));                                            \
-  V q = fmadd(set1(-1.45660718464996e-05f), x2, set1(-2.13374055278905e-04f));               \
-  q = fmadd(q, x2, set1(-1.68282697438203e-03f));                                            \
-  q = fmadd(q, x2, set1(-7.37332916720468e-03f));                                            \
-  q = fmadd(q, x2, set1(-1.42647390514189e-02f));                                            \
-  return mul(div(p, q), c);
 #if defined(IC_AVX512)
 IC_INLINE __m512 erf_fast_512(__m512 x) {
-  IC_ERF_BODY(__m512, _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_div_ps,
-              _mm512_min_ps, _mm512_max_ps)
+  IC_ERF_RATIONAL(__m512, _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_div_ps,
+                  _mm512_min_ps, _mm512_max_ps)
 }
 #endif
 #if defined(IC_AVX512) || defined(IC_AVX2)
 IC_INLINE __m256 erf_fast_256(__m256 x) {
-  IC_ERF_BODY(__m256, _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_div_ps,
-              _mm256_min_ps, _mm256_max_ps)
+  IC_ERF_RATIONAL(__m256, _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_div_ps,
+                  _mm256_min_ps, _mm256_max_ps)
 }
 #endif
-#undef IC_ERF_BODY
 #endif
 // float tanh, inline: Cephes' tanhf (Sleef's tanhf16_u10 took ~29 ns a 16-lane vector on the
 // Xeon dev machine, 5x eager's tanh). For |x| < 0.625 the odd polynomial |x| + |x|³·P(x²);

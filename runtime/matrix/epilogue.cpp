@@ -14,6 +14,7 @@
 #include <cmath>
 #include <limits>
 
+#include "codegen/cpu/ic_runtime_erf.h"
 #include "codegen/xbyak/cpu_features.h"
 #include "runtime/matrix/gemm_config.h"
 
@@ -60,28 +61,16 @@ AVX512_FN __m512 reciprocal_ps(__m512 d) {
   return _mm512_mul_ps(t, _mm512_fnmadd_ps(d, t, _mm512_set1_ps(2.0f)));
 }
 
-/// erf(x) = x·P(x²)/Q(x²), x clamped to [-4, 4]: Eigen's rational approximation, the same
-/// coefficients as the generated kernels' erf (codegen/cpu/ic_runtime_math.h, which documents
-/// its accuracy: 6.5 ulp, 3.9e-7 absolute). NaN stays NaN (max / min return it, their second
-/// operand); Q < 0 on the whole range, so its reciprocal is safe.
-#define ERF_RATIONAL(V, set1, mul, fmadd, min, max, reciprocal)                      \
-  const V c = min(set1(4.0f), max(set1(-4.0f), x));                                 \
-  const V x2 = mul(c, c);                                                           \
-  V p = fmadd(set1(-2.72614225801306e-10f), x2, set1(2.77068142495902e-08f));       \
-  p = fmadd(p, x2, set1(-2.10102402082508e-06f));                                   \
-  p = fmadd(p, x2, set1(-5.69250639462346e-05f));                                   \
-  p = fmadd(p, x2, set1(-7.34990630326855e-04f));                                   \
-  p = fmadd(p, x2, set1(-2.95459980854025e-03f));                                   \
-  p = fmadd(p, x2, set1(-1.60960333262415e-02f));                                   \
-  V q = fmadd(set1(-1.45660718464996e-05f), x2, set1(-2.13374055278905e-04f));      \
-  q = fmadd(q, x2, set1(-1.68282697438203e-03f));                                   \
-  q = fmadd(q, x2, set1(-7.37332916720468e-03f));                                   \
-  q = fmadd(q, x2, set1(-1.42647390514189e-02f));                                   \
-  return mul(mul(p, reciprocal(q)), c);
+/// p / q by q's refined reciprocal.
+AVX512_FN __m512 divide_ps(__m512 p, __m512 q) {
+  return _mm512_mul_ps(p, reciprocal_ps(q));
+}
+
+/// The generated kernels' erf (codegen/cpu/ic_runtime_erf.h: Eigen's rational approximation).
 
 AVX512_FN __m512 erf_ps(__m512 x) {
-  ERF_RATIONAL(__m512, _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_min_ps,
-               _mm512_max_ps, reciprocal_ps)
+  IC_ERF_RATIONAL(__m512, _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, divide_ps,
+                  _mm512_min_ps, _mm512_max_ps)
 }
 
 AVX512_FN __m512 tanh_ps(__m512 x) {
@@ -215,15 +204,10 @@ AVX2_FN __m256 with_sign_of_avx2(__m256 y, __m256 x) {
   return _mm256_or_ps(y, _mm256_and_ps(x, _mm256_set1_ps(-0.0f)));
 }
 
-AVX2_FN __m256 reciprocal_ps_avx2(__m256 d) {
-  return _mm256_div_ps(_mm256_set1_ps(1.0f), d);  // AVX2's rcp has 12 bits
-}
-
 AVX2_FN __m256 erf_ps_avx2(__m256 x) {
-  ERF_RATIONAL(__m256, _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_min_ps,
-               _mm256_max_ps, reciprocal_ps_avx2)
+  IC_ERF_RATIONAL(__m256, _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_div_ps,
+                  _mm256_min_ps, _mm256_max_ps)
 }
-#undef ERF_RATIONAL
 
 AVX2_FN __m256 tanh_ps_avx2(__m256 x) {
   const __m256 one = _mm256_set1_ps(1.0f), ax = abs_ps_avx2(x);
