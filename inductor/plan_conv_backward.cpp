@@ -57,10 +57,14 @@ std::optional<MatmulMatch> match_conv_backward(
   q.dilation_h = (*dilation)[0], q.dilation_w = (*dilation)[1];
   if (w_meta->sizes[1] != q.c || dy_meta->sizes != std::vector<int64_t>{q.n, q.oc, q.out_h(), q.out_w()})
     return no("shapes do not match");
-  if (!matrix::conv2d_backward_weight_supported(q)) return no("parameters not supported by our convolution");
-  // A stem's 3 channels: the weight gradient's runs of KW·C columns fill a fraction of a
-  // register tile (7×7/2 3->64 @224² batch 8: 0.78-0.88x oneDNN at 2 threads, 0.67-0.86x at 16).
-  if (q.c < 8) return no("fewer than 8 input channels (short weight-gradient rows; ATen's kernel is faster)");
+  if (!matrix::conv2d_backward_weight_supported(q))
+    return no("parameters not supported by our convolution");
+  // A stem's 3 channels: its weight gradient runs on tiles by filter columns (the 21 columns
+  // of a 7×7 filter row on 6 × 64 tiles: 7×7/2 3->64 @224² batch 8, 1.13-1.28x oneDNN at 1-2
+  // threads; on tiles by output channels it was 0.73-0.88x), but its input gradient would be a
+  // convolution with 3 output channels, a fraction of any register tile.
+  if (q.c < 8 && wanted[0])
+    return no("input gradient of fewer than 8 input channels (ATen's kernel is faster there)");
 
   MatmulMatch match;
   runtime::MatmulLaunch& launch = match.step.matmul;

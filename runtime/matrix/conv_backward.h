@@ -23,14 +23,17 @@
 /// (conv_backward_weight.cpp):
 ///  * direct (output rows of at least 16 pixels): a register tile of dw (output channels × a
 ///    filter row's contiguous KW·C columns) batch-reduced by the micro-kernel over the output
-///    rows, A = dyᵀ and B = the input row read in place (rows zero-padded along W in a copy of
+///    rows, A = dyᵀ and B = the input row read in place — or, where that tile would be mostly
+///    padding lanes (a 3-channel stem's 21-column filter rows), a tile of dwᵀ with the operands'
+///    roles swapped, transposed into dw at the end — (rows zero-padded along W in a copy of
 ///    x when there is horizontal padding; rows in the vertical padding skipped), blocks of
 ///    output rows sized to L2 with every tile of a thread per block;
 ///  * im2col chunks (shorter rows): chunks of output pixels copied straight into the GEMM's
 ///    packed-B layout (im2col of the chunk only) and multiplied by the chunk's dyᵀ, accumulating.
 /// Threads split the tiles or columns and the pixels (each pixel group into its own partial dw,
 /// summed at the end). The bias gradient is the column sum of dy, in double per thread.
-/// Tuning knob: INDUCTOR_CPP_CONV_BWD_WEIGHT=direct|im2col forces a method (ctest runs both).
+/// Tuning knob: INDUCTOR_CPP_CONV_BWD_WEIGHT=direct|direct-by-oc|direct-by-columns|im2col forces a
+/// method and tiling (ctest runs each).
 ///
 /// dw is written OHWI ([OC][KH][KW][C], i.e. an [OC, C, KH, KW] tensor with channels-last
 /// strides, what a channels-last model's weight gradient is).

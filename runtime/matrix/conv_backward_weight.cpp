@@ -148,22 +148,69 @@ int pixel_groups(int threads, int64_t tiles, int64_t rows) {
   return best;
 }
 
-/// The direct method: dw tile (mr output channels × nr columns of one filter row's KW·C run,
-/// or one tap's C run with dilation along W) accumulated in registers by the batch-reduce
-/// micro-kernel over output rows (n, oy): per row, A = dyᵀ read in place (row stride 1, k
-/// stride OC, K = OW) and B = the input row that filter row reads, read in place (ldb =
-/// stride·C), rows that fall in the vertical padding skipped. Horizontal padding: a copy of x
-/// with zero-padded rows. No im2col: each input element is read from cache, never copied per
-/// tap. Threads: the tiles, and pixel groups (pixel_groups) each with its own partial dw;
-/// output rows in blocks of ~512 KiB of dy and x, every tile of the thread per block.
+/// Which way round the direct method's register tile lies over dw.
+///  * by output channels: tile rows are output channels (dy's values broadcast), tile columns
+///    a filter row's KW·C columns (the input row's vectors); the tile is a block of dw.
+///  * by filter columns: tile rows are a filter row's columns (the input's values broadcast),
+///    tile columns output channels (dy's vectors); the tile is a block of dwᵀ, kept per pixel
+///    group in a KH·KW·C × OC buffer and transposed into dw at the end.
+/// The micro-kernel is the same either way: A's k stride and B's row stride trade places.
+struct DirectTiling {
+  bool by_filter_columns = false;
+  int mr = 0, nr = 0;
+  double use = 0;  ///< Share of the tiles' multiply-adds that are not padding.
+};
+
+/// Share of `extent` rounded up to whole tiles of `tile` that is real.
+double tile_use(int64_t extent, int tile) {
+  return double(extent) / double((extent + tile - 1) / tile * tile);
+}
+
+/// The tile by filter columns whose nr (a multiple of the vector width, up to 64; the widest
+/// of the best) covers the output channels best, when its share of real multiply-adds is at
+/// least 1.25x the blocking's tile by output channels; else that tile. A 7×7 stem's 21-column
+/// filter rows fill 21 of a 32-column tile's lanes by output channels (and 64 output channels
+/// 64 of 70 rows), 21 of 24 rows of 6 × 64 tiles by filter columns: library calls at batch 8
+/// on the dev Xeon, 0.85x oneDNN → 1.13-1.28x. Where both fill about equally the tile by output
+/// channels is as fast or faster (3×3 64 @56² 0.97x / 0.98x, 1×1 256→64 @56² 0.87x / 0.81x):
+/// per k step it reads 3 cache lines for 28 FMAs, 6 × 64 reads 5 for 24.
+DirectTiling direct_tiling(const Conv2dParams& q, int64_t group) {
+  const GemmBlocking& blk = gemm_blocking();
+  const DirectTiling by_oc{false, blk.mr, blk.nr, tile_use(q.oc, blk.mr) * tile_use(group, blk.nr)};
+  DirectTiling by_columns;
+  const int vw = xbyak::vector_floats(blk.isa);
+  for (int nr = 4 * vw; nr >= vw; nr -= vw) {  // the widest among the best
+    const int mr = xbyak::max_rows(blk.isa, nr);
+    const double use = tile_use(group, mr) * tile_use(q.oc, nr);
+    if (use > by_columns.use + 1e-9) by_columns = DirectTiling{true, mr, nr, use};
+  }
+  // Tuning knob: INDUCTOR_CPP_CONV_BWD_WEIGHT=direct-by-oc|direct-by-columns forces a tiling.
+  static const char* forced = std::getenv("INDUCTOR_CPP_CONV_BWD_WEIGHT");
+  const std::string knob = forced ? forced : "";
+  if (knob == "direct-by-oc" || knob == "direct-by-columns")
+    return knob == "direct-by-oc" ? by_oc : by_columns;
+  return by_columns.use > by_oc.use * 1.25 ? by_columns : by_oc;
+}
+
+/// The direct method: a register tile of dw (or of dwᵀ, direct_tiling) accumulated by the
+/// batch-reduce micro-kernel over output rows (n, oy): per row, one operand is dy read in place
+/// (pixel stride OC) and the other the input row that filter row reads, read in place (pixel
+/// stride stride·C), rows that fall in the vertical padding skipped. Horizontal padding: a copy
+/// of x with zero-padded rows. No im2col: each input element is read from cache, never copied
+/// per tap. Threads: the tiles, and pixel groups (pixel_groups) each with its own partial dw
+/// (or dwᵀ); output rows in blocks of ~512 KiB of dy and x, every tile of the thread per block.
 void weight_gradient_direct(const float* dy, const float* x, float* dw, const Conv2dParams& q,
                             int num_threads) {
   const GemmBlocking& blk = gemm_blocking();
-  const int mr = blk.mr, nr = blk.nr;
   const int64_t oh = q.out_h(), ow = q.out_w(), kkc = q.kh * q.kw * q.c, rows_total = q.n * oh;
   const bool merged = q.dilation_w == 1;
   const int64_t group = merged ? q.kw * q.c : q.c, groups = merged ? q.kh : q.kh * q.kw;
-  const int64_t row_tiles = (q.oc + mr - 1) / mr, col_tiles = (group + nr - 1) / nr;
+  const DirectTiling tiling = direct_tiling(q, group);
+  const bool transposed = tiling.by_filter_columns;
+  const int mr = tiling.mr, nr = tiling.nr;
+  // Tile rows × columns: output channels × filter-row columns, or the other way round.
+  const int64_t tile_rows = transposed ? group : q.oc, tile_cols = transposed ? q.oc : group;
+  const int64_t row_tiles = (tile_rows + mr - 1) / mr, col_tiles = (tile_cols + nr - 1) / nr;
   const int64_t tiles = row_tiles * groups * col_tiles;
   // Input rows zero-padded along W (wp pixels each) when there is horizontal padding.
   const int64_t wp = q.w + 2 * q.pad_w;
@@ -174,19 +221,30 @@ void weight_gradient_direct(const float* dy, const float* x, float* dw, const Co
   int threads = int(std::max<int64_t>(1, std::min<int64_t>(num_threads, tiles * rows_total)));
   if (rows_total * ow * q.oc * kkc < blk.serial_macs) threads = 1;
   const int tm = pixel_groups(threads, tiles, rows_total), tt = threads / tm;
-  AlignedFloats partials(size_t(tm - 1) * size_t(q.oc * kkc));  // filled before use
+  // Partial sums of pixel groups 1.. (group 0 writes dw itself); by filter columns every group
+  // has a dwᵀ buffer, transposed and summed into dw at the end. Filled before use.
+  const int64_t total = q.oc * kkc;
+  const int buffers = transposed ? tm : tm - 1;
+  AlignedFloats partials(size_t(buffers) * size_t(total));
+  auto output_of = [&](int group_index) {
+    return transposed || group_index > 0
+               ? partials.data + size_t(group_index - (transposed ? 0 : 1)) * size_t(total)
+               : dw;
+  };
 
   xbyak::MicroKernelFn kernels[2][2] = {};
   for (int rt = 0; rt < 2; ++rt)
     for (int ct = 0; ct < 2; ++ct) {
-      const int rows = rt ? int(q.oc % mr) : int(std::min<int64_t>(mr, q.oc));
-      const int cols = ct ? int(group % nr) : int(std::min<int64_t>(nr, group));
+      const int rows = rt ? int(tile_rows % mr) : int(std::min<int64_t>(mr, tile_rows));
+      const int cols = ct ? int(tile_cols % nr) : int(std::min<int64_t>(nr, tile_cols));
       if (!rows || !cols) continue;
       xbyak::MicroKernelDesc d;
       d.isa = blk.isa;
       d.mr = rows, d.nr = cols, d.k = ow;
-      d.a_row_stride = 1, d.a_k_stride = q.oc;
-      d.ldb = q.stride_w * q.c, d.ldc = kkc;
+      d.a_row_stride = 1;
+      d.a_k_stride = transposed ? q.stride_w * q.c : q.oc;  // A: x's row, or dy's
+      d.ldb = transposed ? q.oc : q.stride_w * q.c;         // B: dy's row, or x's
+      d.ldc = transposed ? q.oc : kkc;
       d.b_layout = xbyak::BLayout::Plain;
       d.accumulate = true;
       kernels[rt][ct] = xbyak::get_microkernel(d);
@@ -198,7 +256,7 @@ void weight_gradient_direct(const float* dy, const float* x, float* dw, const Co
     const unsigned saved_csr = _mm_getcsr();
     if (q.flush_denormals) _mm_setcsr(saved_csr | 0x8040);
     const int ti = t / tt, tj = t % tt;
-    float* out = ti == 0 ? dw : partials.data + size_t(ti - 1) * size_t(q.oc * kkc);
+    float* out = output_of(ti);
     const int64_t r0 = ti * rows_total / tm, r1 = (ti + 1) * rows_total / tm;
     const int64_t t0 = tj * tiles / tt, t1 = (tj + 1) * tiles / tt;
     std::vector<const float*> a_ptrs(static_cast<size_t>(rows_per_block)),
@@ -206,34 +264,38 @@ void weight_gradient_direct(const float* dy, const float* x, float* dw, const Co
     for (int64_t block = r0; block < r1; block += rows_per_block) {
       const int64_t block_end = std::min(block + rows_per_block, r1);
       for (int64_t tile = t0; tile < t1; ++tile) {
-        // Row tiles innermost: a thread's consecutive tiles read the same input columns.
+        // Row tiles innermost: a thread's consecutive tiles read the same column operand.
         const int64_t rt = tile % row_tiles, ct = tile / row_tiles % col_tiles,
                       g = tile / row_tiles / col_tiles;
         const int64_t fy = merged ? g : g / q.kw, fx = merged ? 0 : g % q.kw;
-        const int64_t o0 = rt * mr, j0 = ct * nr;
+        const int64_t i0 = rt * mr, j0 = ct * nr;
+        // The tile's first output channel and first column of the filter row.
+        const int64_t o0 = transposed ? j0 : i0, col0 = transposed ? i0 : j0;
         int64_t batch = 0;
         for (int64_t r = block; r < block_end; ++r) {
           const int64_t img = r / oh, oy = r % oh;
           const int64_t iy = oy * q.stride_h - q.pad_h + fy * q.dilation_h;
           if (iy < 0 || iy >= q.h) continue;  // a row of vertical padding: zeros
-          a_ptrs[size_t(batch)] = dy + r * ow * q.oc + o0;
+          const float* dy_row = dy + r * ow * q.oc + o0;
           // Padded column ox·stride + fx·dilation of the row, then the tile's columns.
-          b_ptrs[size_t(batch)] = base + ((img * q.h + iy) * wp + fx * q.dilation_w) * q.c + j0;
+          const float* x_row = base + ((img * q.h + iy) * wp + fx * q.dilation_w) * q.c + col0;
+          a_ptrs[size_t(batch)] = transposed ? x_row : dy_row;
+          b_ptrs[size_t(batch)] = transposed ? dy_row : x_row;
           ++batch;
         }
         if (!batch) continue;
         xbyak::MicroKernelArgs args;
         args.a = a_ptrs.data(), args.b = b_ptrs.data(), args.batch = batch;
-        args.c = out + o0 * kkc + g * group + j0;
-        kernels[o0 + mr > q.oc][j0 + nr > group](&args);
+        args.c =
+            transposed ? out + (g * group + col0) * q.oc + o0 : out + o0 * kkc + g * group + col0;
+        kernels[i0 + mr > tile_rows][j0 + nr > tile_cols](&args);
       }
     }
     _mm_setcsr(saved_csr);
   };
   auto prepare = [&](int t) {  // zero dw and the partials, pad x's rows: thread t's share
-    const int64_t total = q.oc * kkc;
     for (int g = 0; g < tm; ++g) {
-      float* buffer = g == 0 ? dw : partials.data + size_t(g - 1) * size_t(total);
+      float* buffer = output_of(g);
       std::fill(buffer + t * total / threads, buffer + (t + 1) * total / threads, 0.0f);
     }
     if (!q.pad_w) return;
@@ -245,19 +307,35 @@ void weight_gradient_direct(const float* dy, const float* x, float* dw, const Co
       std::fill(dst + left + body, dst + wp * q.c, 0.0f);
     }
   };
+  // dw = Σ of the groups' partials: added in order, or (by filter columns) transposed from
+  // their dwᵀ buffers, thread t's output channels.
+  auto finish = [&](int t) {
+    if (!transposed) return add_partials(dw, partials.data, tm - 1, total, t, threads);
+    // Blocks of 16 filter columns: each dwᵀ row read whole, each dw row written 16 at a time.
+    const int64_t o_begin = t * q.oc / threads, o_end = (t + 1) * q.oc / threads;
+    for (int64_t c0 = 0; c0 < kkc; c0 += 16)
+      for (int64_t o = o_begin; o < o_end; ++o)
+        for (int64_t col = c0; col < std::min(c0 + 16, kkc); ++col) {
+          float sum = 0;
+          for (int g = 0; g < tm; ++g)
+            sum += partials.data[size_t(g) * size_t(total) + size_t(col * q.oc + o)];
+          dw[o * kkc + col] = sum;
+        }
+  };
   if (threads == 1) {
     prepare(0);
-    return worker(0);
+    worker(0);
+    if (transposed) finish(0);
+    return;
   }
 #pragma omp parallel num_threads(std::max(num_threads, threads))  // the whole team
   {
     for_each_worker(threads, prepare);
 #pragma omp barrier
     for_each_worker(threads, worker);
-    if (tm > 1) {
+    if (tm > 1 || transposed) {
 #pragma omp barrier
-      for_each_worker(
-          threads, [&](int t) { add_partials(dw, partials.data, tm - 1, q.oc * kkc, t, threads); });
+      for_each_worker(threads, finish);
     }
   }
 }
@@ -330,7 +408,8 @@ void conv2d_backward_weight_nhwc_f32(const float* dy, const float* x, float* dw,
   // OW per batch entry. Library calls, batch 8, ratio to eager's oneDNN (direct / im2col): dev
   // machine, 2 threads: 3x3 64 @56 1.46 / 1.16, 1x1 256->64 @56 1.03 / 0.97, 3x3 256 @14
   // 1.18 / 1.23; H200 host, 16 threads: 1.04 / 0.85, 1.15 / 0.94, 0.84 / 0.93.
-  // Tuning knob: INDUCTOR_CPP_CONV_BWD_WEIGHT=im2col|direct forces a method.
+  // Tuning knob: INDUCTOR_CPP_CONV_BWD_WEIGHT=im2col|direct|direct-by-oc|direct-by-columns
+  // forces a method (and the direct method's tiling: direct_tiling).
   static const char* forced = std::getenv("INDUCTOR_CPP_CONV_BWD_WEIGHT");
   const bool direct = forced ? std::string(forced) != "im2col" : q.out_w() >= 16;
   if (direct) return weight_gradient_direct(dy, x, dw, q, num_threads);

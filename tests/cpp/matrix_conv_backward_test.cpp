@@ -2,8 +2,9 @@
 /// \brief Convolution backward (runtime/matrix/conv_backward.h) against fp64 references: the
 /// input gradient (stride-1 flipped-filter path, 1×1 GEMM path with and without stride, phases
 /// of strided filters), the
-/// weight and bias gradients (the direct method or im2col chunks as the output width picks;
-/// ctest also runs every case with INDUCTOR_CPP_CONV_BWD_WEIGHT=direct and =im2col) over
+/// weight and bias gradients (the direct method, its tile by output channels or by filter
+/// columns, or im2col chunks as the shapes pick; ctest also runs every case with
+/// INDUCTOR_CPP_CONV_BWD_WEIGHT=direct-by-oc, =direct-by-columns and =im2col) over
 /// filter sizes, padding, stride, dilation, channel tails and 1-3 threads, with canaries past
 /// every output; which parameters each direction supports.
 #include <gtest/gtest.h>
@@ -169,6 +170,14 @@ TEST_F(ConvBackwardTest, DirectMethodBlocksAndPixelGroups) {
   check_backward({1, 24, 56, 64, 64, 3, 3, 1, 1, 1}, 2, rng);
   check_backward({4, 32, 32, 4, 8, 3, 3, 1, 1, 1}, 4, rng);
   check_backward({4, 32, 32, 4, 8, 3, 3, 2, 1, 1}, 3, rng);
+}
+
+// A stem's weight gradient on tiles by filter columns (its 21-column filter rows as tile rows,
+// the output channels as tile columns, summed into dw through a dwᵀ buffer per pixel group):
+// output rows of 20 and 56 pixels take the direct method; one and several pixel groups.
+TEST_F(ConvBackwardTest, StemWeightGradientByFilterColumns) {
+  for (int threads : {1, 2, 3}) check_backward({2, 40, 40, 3, 64, 7, 7, 2, 3, 1}, threads, rng);
+  check_backward({1, 112, 112, 3, 72, 7, 7, 2, 3, 1}, 4, rng);  // 72 channels: a 16-wide tail
 }
 
 // Called from inside a parallel region (two OpenMP threads each asking for 3 or 4): without

@@ -2,7 +2,7 @@
 `aten::convolution_backward` of a float32 CPU channels-last 2-D convolution (groups 1) becomes
 a `matrix::conv2d_backward` plan step (runtime/conv_backward_step.h on
 runtime/matrix/conv_backward.h) computing the input, weight and bias gradients (a strided filter's input gradient by phases).
-NCHW training graphs and convolutions of fewer than 8 input channels (a stem) stay ATen. Gradients are
+NCHW training graphs and the input gradient of fewer than 8 input channels (a stem's) stay ATen. Gradients are
 compared with eager's and with a float64 reference (our error at most a few times eager's)."""
 
 from __future__ import annotations
@@ -134,12 +134,25 @@ def test_strided_filter_input_gradient_alone():
     assert not aten_backward_calls(plan), plan
 
 
-def test_stem_with_three_channels_stays_aten_and_says_why():
-    x = channels_last(2, 3, 23, 23)
+def test_stem_weight_gradient_runs_on_ours():
+    """A 3-channel 7×7/2 stem whose input needs no gradient (an image): its weight gradient
+    alone, on ours (tiles by filter columns, conv_backward_weight.cpp)."""
+    x = channels_last(2, 3, 40, 40)
+    w = torch.randn(64, 3, 7, 7).contiguous(memory_format=NHWC).requires_grad_()
+    fn = lambda x, w: F.conv2d(x, w, stride=2, padding=3)
+    check_gradients(fn, [x, w], channels_last(2, 64, 20, 20))
+    plan = backward_graph().plan_text
+    (step,) = backward_steps(plan)
+    assert step.startswith("_, %s") and ", _ = matrix::conv2d_backward(" in step, step
+    assert not aten_backward_calls(plan), plan
+
+
+def test_stem_input_gradient_stays_aten_and_says_why():
+    x = channels_last(2, 3, 23, 23, requires_grad=True)
     w = torch.randn(16, 3, 7, 7).contiguous(memory_format=NHWC).requires_grad_()
     fn = lambda x, w: F.conv2d(x, w, stride=2, padding=3)
     check_gradients(fn, [x, w], channels_last(2, 16, 12, 12))
-    assert_stays_aten_because("fewer than 8 input channels")
+    assert_stays_aten_because("input gradient of fewer than 8 input channels")
 
 
 def test_weight_gradient_in_the_weights_contiguous_layout():
@@ -204,9 +217,10 @@ def test_training_steps_match_eager_and_float64():
         for p, e in zip(model.parameters(), eager_model.parameters()):
             assert_same(p, e, rtol=1e-4, atol=1e-5)
     plan = backward_graph().plan_text
-    # Every convolution but the 3-channel stem, b1's stride-2 input gradient included.
-    assert len(backward_steps(plan)) == 5, plan
-    assert len(aten_backward_calls(plan)) == 1, plan
+    # Every convolution, the 3-channel stem's weight gradient and b1's stride-2 input gradient
+    # included.
+    assert len(backward_steps(plan)) == 6, plan
+    assert not aten_backward_calls(plan), plan
 
 
 def test_nchw_training_stays_aten_and_says_why():
