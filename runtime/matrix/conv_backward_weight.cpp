@@ -158,38 +158,33 @@ int pixel_groups(int threads, int64_t tiles, int64_t rows) {
 struct DirectTiling {
   bool by_filter_columns = false;
   int mr = 0, nr = 0;
-  double use = 0;  ///< Share of the tiles' multiply-adds that are not padding.
 };
 
-/// Share of `extent` rounded up to whole tiles of `tile` that is real.
-double tile_use(int64_t extent, int tile) {
-  return double(extent) / double((extent + tile - 1) / tile * tile);
+/// Share of the vector lanes that hold real columns when `columns` are cut into vectors of
+/// `vw` (a last tile of fewer rows costs nothing extra; a last, partly masked vector does).
+double lane_use(int64_t columns, int vw) {
+  return double(columns) / double((columns + vw - 1) / vw * vw);
 }
 
-/// The tile by filter columns whose nr (a multiple of the vector width, up to 64; the widest
-/// of the best) covers the output channels best, when its share of real multiply-adds is at
-/// least 1.25x the blocking's tile by output channels; else that tile. A 7×7 stem's 21-column
-/// filter rows fill 21 of a 32-column tile's lanes by output channels (and 64 output channels
-/// 64 of 70 rows), 21 of 24 rows of 6 × 64 tiles by filter columns: library calls at batch 8
-/// on the dev Xeon, 0.85x oneDNN → 1.13-1.28x. Where both fill about equally the tile by output
-/// channels is as fast or faster (3×3 64 @56² 0.97x / 0.98x, 1×1 256→64 @56² 0.87x / 0.81x):
-/// per k step it reads 3 cache lines for 28 FMAs, 6 × 64 reads 5 for 24.
+/// By filter columns (tiles up to 64 output channels wide) when that fills at least 1.25x the
+/// vector lanes the blocking's tile by output channels fills; else by output channels. A 7×7
+/// stem's filter rows are 21 columns: 21 of 32 lanes by output channels, all 64 lanes of its
+/// 64 output channels by filter columns (library calls, batch 8, dev Xeon: 0.85x oneDNN →
+/// 1.13-1.28x). Where both fill their lanes the tile by output channels is as fast or faster
+/// (3×3 64 @56² 0.97x / 0.98x, 1×1 256→64 @56² 0.87x / 0.81x): per k step its 14 × 32 tile
+/// reads 3 cache lines for 28 FMAs, a 6 × 64 tile 5 for 24.
 DirectTiling direct_tiling(const Conv2dParams& q, int64_t group) {
   const GemmBlocking& blk = gemm_blocking();
-  const DirectTiling by_oc{false, blk.mr, blk.nr, tile_use(q.oc, blk.mr) * tile_use(group, blk.nr)};
-  DirectTiling by_columns;
   const int vw = xbyak::vector_floats(blk.isa);
-  for (int nr = 4 * vw; nr >= vw; nr -= vw) {  // the widest among the best
-    const int mr = xbyak::max_rows(blk.isa, nr);
-    const double use = tile_use(group, mr) * tile_use(q.oc, nr);
-    if (use > by_columns.use + 1e-9) by_columns = DirectTiling{true, mr, nr, use};
-  }
+  const DirectTiling by_oc{false, blk.mr, blk.nr};
+  const int nr = int(std::min<int64_t>(4 * vw, (q.oc + vw - 1) / vw * vw));
+  const DirectTiling by_columns{true, xbyak::max_rows(blk.isa, nr), nr};
   // Tuning knob: INDUCTOR_CPP_CONV_BWD_WEIGHT=direct-by-oc|direct-by-columns forces a tiling.
   static const char* forced = std::getenv("INDUCTOR_CPP_CONV_BWD_WEIGHT");
   const std::string knob = forced ? forced : "";
   if (knob == "direct-by-oc" || knob == "direct-by-columns")
     return knob == "direct-by-oc" ? by_oc : by_columns;
-  return by_columns.use > by_oc.use * 1.25 ? by_columns : by_oc;
+  return lane_use(q.oc, vw) >= 1.25 * lane_use(group, vw) ? by_columns : by_oc;
 }
 
 /// The direct method: a register tile of dw (or of dwᵀ, direct_tiling) accumulated by the

@@ -177,7 +177,7 @@ TEST_F(ConvBackwardTest, DirectMethodBlocksAndPixelGroups) {
 // output rows of 20 and 56 pixels take the direct method; one and several pixel groups.
 TEST_F(ConvBackwardTest, StemWeightGradientByFilterColumns) {
   for (int threads : {1, 2, 3}) check_backward({2, 40, 40, 3, 64, 7, 7, 2, 3, 1}, threads, rng);
-  check_backward({1, 112, 112, 3, 72, 7, 7, 2, 3, 1}, 4, rng);  // 72 channels: a 16-wide tail
+  check_backward({1, 112, 112, 3, 72, 7, 7, 2, 3, 1}, 4, rng);  // 72 channels: an 8-column tail
 }
 
 // Called from inside a parallel region (two OpenMP threads each asking for 3 or 4): without
