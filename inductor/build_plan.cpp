@@ -11,6 +11,7 @@
 #include "inductor/build_plan_gpu.h"
 #include "inductor/graph_json.h"
 #include "inductor/lower/lower_graph.h"
+#include "inductor/plan_attention.h"
 #include "inductor/plan_conv.h"
 #include "inductor/plan_conv_backward.h"
 #include "inductor/plan_matmul.h"
@@ -135,7 +136,8 @@ void finish_plan(const ir::Graph& g, SlotTable& slots, runtime::Plan& plan) {
     const runtime::Step& st = plan.steps[s];
     if (st.is_matmul()) {
       const runtime::MatmulLaunch& m = st.matmul;
-      for (int32_t slot : {m.a, m.b, m.out.slot, m.input, m.grad_weight.slot, m.grad_bias.slot})
+      for (int32_t slot :
+           {m.a, m.b, m.out.slot, m.input, m.value, m.grad_weight.slot, m.grad_bias.slot})
         note_uses(PlanArg::of_slot(slot), step, last_use);
       for (const runtime::MatmulEpilogue& e : m.epilogue) {
         if (e.slot >= 0) note_uses(PlanArg::of_slot(e.slot), step, last_use);
@@ -334,7 +336,10 @@ PlanBuild build_plan(const ir::Graph& input_graph, const CodegenSettings& settin
       if (!m)
         m = match_conv(g, result.scheduled, i, into_inputs, slot_of_buffer, why_not,
                        settings.tile_epilogues ? &result.fused : nullptr);
-      if (!m && why_not.empty()) m = match_conv_backward(g, result.scheduled, i, slot_of_buffer, why_not);
+      if (!m && why_not.empty())
+        m = match_conv_backward(g, result.scheduled, i, slot_of_buffer, why_not);
+      if (!m && why_not.empty())
+        m = match_attention(g, result.scheduled, i, slot_of_buffer, used, why_not);
       if (m) {
         if (m->absorbed_step) absorbed.insert(*m->absorbed_step);
         if (m->tile_kernel) kernels.push_back(std::move(*m->tile_kernel));

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "runtime/aten_literals.h"
+#include "runtime/attention_step.h"
 #include "runtime/conv_backward_step.h"
 #include "runtime/conv_step.h"
 #include "runtime/cpu_pool.h"
@@ -140,6 +141,7 @@ struct BoundMatmul {
   std::shared_ptr<const ConvStep> conv;  ///< set for "conv2d" (runtime/conv_step.h)
   /// set for "conv2d_backward" (runtime/conv_backward_step.h)
   std::shared_ptr<const ConvBackwardStep> conv_backward;
+  std::shared_ptr<const AttentionStep> attention;  ///< set for "attention" (runtime/attention_step.h)
   /// set for a bfloat16 mm / addmm (runtime/matmul_bf16_step.h)
   std::shared_ptr<const MatmulBf16Step> bf16;
   KernelFn tile_fn = nullptr;  ///< the "kernel" epilogue op's function (the last op), if any
@@ -312,16 +314,19 @@ BoundStep bind_matmul_step(const Step& step, const KernelLibrary* library, const
       throw std::runtime_error("matmul epilogue '" + e.kind + "': batch_norm params on conv2d only");
   }
   const BufferAlloc& out = m.launch.out;
-  // Steps with their own checks: the convolution backward (several outputs, none required)
-  // and bf16 mm / addmm (runtime/matmul_bf16_step.h).
+  // Steps with their own checks: the convolution backward (several outputs, none required),
+  // attention and bf16 mm / addmm (runtime/matmul_bf16_step.h).
   const bool bf16 = out.dtype == "bfloat16" && out.device == "cpu" && !m.launch.is_conv();
-  if (m.launch.is_conv_backward() || bf16) {
-    m.label = "matrix::" + m.launch.op + (step.node >= 0 && step.node < static_cast<int32_t>(labels.size())
-                                              ? " computing " + labels[step.node]
-                                              : "");
-    m.profile_name =
-        profile_name_of("matrix::" + m.launch.op, m.launch.nodes, labels) + matrix_shape_text(m.launch);
-    if (bf16)
+  if (m.launch.is_conv_backward() || m.launch.is_attention() || bf16) {
+    m.label = "matrix::" + m.launch.op +
+              (step.node >= 0 && step.node < static_cast<int32_t>(labels.size())
+                   ? " computing " + labels[step.node]
+                   : "");
+    m.profile_name = profile_name_of("matrix::" + m.launch.op, m.launch.nodes, labels) +
+                     matrix_shape_text(m.launch);
+    if (m.launch.is_attention())
+      m.attention = std::make_shared<const AttentionStep>(m.launch, m.label);
+    else if (bf16)
       m.bf16 = std::make_shared<const MatmulBf16Step>(m.launch, m.label, frozen_weights);
     else
       m.conv_backward = std::make_shared<const ConvBackwardStep>(m.launch, m.label);
@@ -400,6 +405,7 @@ at::Tensor checked_f32(const c10::IValue& v, const char* what) {
 void run_matmul(const BoundMatmul& bm, std::vector<c10::IValue>& slots) {
   if (bm.conv) return bm.conv->run(slots);
   if (bm.conv_backward) return bm.conv_backward->run(slots);
+  if (bm.attention) return bm.attention->run(slots);
   if (bm.bf16) return bm.bf16->run(slots);
   const MatmulLaunch& m = bm.launch;
   const bool batched = m.op == "bmm";

@@ -136,6 +136,10 @@ json matmul_to_json(const MatmulLaunch& m) {
          {"alpha", m.alpha}, {"epilogue", epilogue}, {"nodes", m.nodes}};
   if (m.is_conv() || m.is_conv_backward())
     j["conv"] = json{{"stride", m.conv.stride}, {"padding", m.conv.padding}, {"dilation", m.conv.dilation}};
+  if (m.is_attention()) {
+    j["value"] = m.value;
+    j["causal"] = m.causal;
+  }
   if (m.is_conv_backward()) {
     j["input"] = m.input;
     j["grad_weight"] = alloc_to_json(m.grad_weight);
@@ -147,7 +151,8 @@ json matmul_to_json(const MatmulLaunch& m) {
 MatmulLaunch matmul_from_json(const json& j) {
   MatmulLaunch m;
   m.op = j.at("op").get<std::string>();
-  if (m.op != "mm" && m.op != "addmm" && m.op != "bmm" && m.op != "conv2d" && m.op != "conv2d_backward")
+  if (m.op != "mm" && m.op != "addmm" && m.op != "bmm" && m.op != "conv2d" &&
+      m.op != "conv2d_backward" && m.op != "attention")
     throw std::runtime_error("plan: unknown matmul op " + m.op);
   m.a = j.at("a").get<int32_t>();
   m.b = j.at("b").get<int32_t>();
@@ -172,6 +177,10 @@ MatmulLaunch matmul_from_json(const json& j) {
     m.conv.padding = c.at("padding").get<std::array<int64_t, 2>>();
     m.conv.dilation = c.at("dilation").get<std::array<int64_t, 2>>();
   }
+  if (m.is_attention()) {
+    m.value = j.at("value").get<int32_t>();
+    m.causal = j.at("causal").get<bool>();
+  }
   if (m.is_conv_backward()) {
     m.input = j.at("input").get<int32_t>();
     m.grad_weight = alloc_from_json(j.at("grad_weight"));
@@ -193,12 +202,18 @@ std::string plan_to_text(const Plan& p) {
       const MatmulLaunch& m = s.matmul;
       // conv2d_backward: "%s5, %s6, _ = matrix::conv2d_backward(%s1, %s0, %s2, ...)", the
       // gradients of input, weight and bias from (grad output, input, weight), as ATen orders them.
-      std::string line =
-          m.is_conv_backward()
-              ? "  " + slots_text({m.out.slot, m.grad_weight.slot, m.grad_bias.slot}) + " = matrix::" + m.op +
-                    "(%s" + std::to_string(m.a) + ", %s" + std::to_string(m.input) + ", %s" + std::to_string(m.b)
-              : "  %s" + std::to_string(m.out.slot) + " = matrix::" + m.op + "(%s" + std::to_string(m.a) + ", %s" +
-                    std::to_string(m.b) + (m.alpha != 1 ? ", alpha=" + std::to_string(m.alpha) : "");
+      std::string line = m.is_conv_backward()
+                             ? "  " +
+                                   slots_text({m.out.slot, m.grad_weight.slot, m.grad_bias.slot}) +
+                                   " = matrix::" + m.op + "(%s" + std::to_string(m.a) + ", %s" +
+                                   std::to_string(m.input) + ", %s" + std::to_string(m.b)
+                             : "  %s" + std::to_string(m.out.slot) + " = matrix::" + m.op + "(%s" +
+                                   std::to_string(m.a) + ", %s" + std::to_string(m.b);
+      if (m.is_attention())  // %s4 = matrix::attention(%s1, %s2, %s3, scale=0.125, causal)
+        line += ", %s" + std::to_string(m.value) + ", scale=" + shortest_float(m.alpha) +
+                (m.causal ? ", causal" : "");
+      else if (!m.is_conv_backward() && m.alpha != 1)
+        line += ", alpha=" + std::to_string(m.alpha);
       if (m.is_conv() || m.is_conv_backward()) {
         const auto pair = [](const std::array<int64_t, 2>& v) {
           return "[" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "]";

@@ -128,10 +128,14 @@ inline constexpr int64_t kRowsOfA = -1;
 /// a convolution, a the output gradient, b the weight, `input` the forward's input; `out` the
 /// input gradient (channels-last), `grad_weight` ([OC, C, KH, KW], any dense layout) and
 /// `grad_bias` ([OC]), each with slot -1 when not computed; no epilogue.
+/// Or "attention" (matrix/attention.h, runtime/attention_step.h): out = softmax(a · bᵀ · alpha
+/// [causal]) · value per batch and head, a / b / value the [batch, heads, length, dim] query,
+/// key and value, `out` [batch, heads, q_len, value_dim] (any strides, its last one 1); no
+/// epilogue.
 /// JSON key "matmul" (conv2d and conv2d_backward add "conv": the geometry; conv2d_backward
-/// adds "input", "grad_weight" and "grad_bias").
+/// adds "input", "grad_weight" and "grad_bias"; attention adds "value" and "causal").
 struct MatmulLaunch {
-  std::string op;  ///< "mm", "addmm", "bmm", "conv2d" or "conv2d_backward"; empty: none
+  std::string op;  ///< "mm", "addmm", "bmm", "conv2d", "conv2d_backward" or "attention"; empty: none
   int32_t a = -1, b = -1;
   BufferAlloc out;  ///< the output (row-major / channels-last, allocated before the call)
   float alpha = 1;
@@ -140,8 +144,11 @@ struct MatmulLaunch {
   ConvGeometry conv;                     ///< "conv2d" and "conv2d_backward"
   int32_t input = -1;                    ///< "conv2d_backward": the forward's input
   BufferAlloc grad_weight, grad_bias;    ///< "conv2d_backward" (slot -1: not computed)
+  int32_t value = -1;                    ///< "attention": v (a is q, b is k, alpha the scale)
+  bool causal = false;                   ///< "attention": query i sees keys j ≤ i only
   bool is_conv() const { return op == "conv2d"; }
   bool is_conv_backward() const { return op == "conv2d_backward"; }
+  bool is_attention() const { return op == "attention"; }
 };
 
 struct Step {

@@ -1,7 +1,7 @@
 /// \file epilogue.cpp
 /// \brief The C++ epilogue pass: transcendental activations (erf-GELU, tanh-GELU, SiLU, sigmoid,
 /// tanh) and any op after them, vectorized with AVX-512 or AVX2 intrinsics. Accuracy: exp is Cephes'
-/// minimax polynomial (≈1 ulp), erf Eigen's rational approximation (|error| ≤ 3.9e-7, as the
+/// minimax polynomial (≈1 ulp; vector_math.h), erf Eigen's rational approximation (|error| ≤ 3.9e-7, as the
 /// generated kernels' erf), so GELU matches torch to ~2e-7 absolute per unit of |x|; tanh is Cephes'
 /// tanhf (an odd polynomial below |x| = 0.625, 1 − 2 / (exp(2|x|) + 1) above: a few ulp).
 #include "runtime/matrix/epilogue.h"
@@ -17,6 +17,7 @@
 #include "codegen/cpu/ic_runtime_erf.h"
 #include "codegen/xbyak/cpu_features.h"
 #include "runtime/matrix/gemm_config.h"
+#include "runtime/matrix/vector_math.h"
 
 namespace inductor_cpp::matrix {
 namespace {
@@ -36,23 +37,7 @@ bool fuses_with_next(const std::vector<EpilogueOp>& ops, size_t o) {
 
 #define AVX512_FN __attribute__((target("avx512f,avx512dq")))
 
-AVX512_FN __m512 exp_ps(__m512 x) {
-  // x86 max/min return their second operand when either is NaN: NaN passes through. Above
-  // 89, scalef overflows to +inf as exp does.
-  x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-88.3762626647949f), x));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500E-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507E-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_scalef_ps(p, n);
-}
+using simd::exp_ps;  // vector_math.h
 
 /// 1 / d by vrcp14ps and one Newton step (relative error ~2^-28): a zmm division occupies the
 /// divider for ~10 cycles, this three pipelined instructions.

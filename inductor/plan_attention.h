@@ -1,0 +1,28 @@
+/// \file
+/// Plan building for attention: an ATen `_scaled_dot_product_flash_attention_for_cpu` extern
+/// step (what `F.scaled_dot_product_attention` becomes on the CPU) of float32 [batch, heads,
+/// length, dim] tensors with static shapes, no attention mask, no dropout and a positive scale,
+/// whose logsumexp nothing reads (inference graphs: training keeps it for the backward), becomes
+/// an "attention" runtime::MatmulLaunch on our library (runtime/matrix/attention.h). The rest
+/// stays ATen with the reason in the node's decision.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "inductor/plan_matmul.h"
+
+namespace inductor_cpp::inductor {
+
+/// The attention step for scheduled extern step `step_index` of `program` (lowered from `g`),
+/// or nothing. `used`: the buffer names some node or graph output reads. When the step is a
+/// flash attention we do not run, `why_not` says why; it stays empty for other ops.
+std::optional<MatmulMatch> match_attention(
+    const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
+    const std::function<int32_t(const std::string&)>& slot_of_buffer,
+    const std::set<std::string>& used, std::string& why_not);
+
+}  // namespace inductor_cpp::inductor

@@ -1,0 +1,236 @@
+/// \file attention.cpp
+/// \brief Flash-style scaled dot-product attention on the FMA micro-kernels (see attention.h).
+#include "runtime/matrix/attention.h"
+
+#include <immintrin.h>
+#include <omp.h>
+
+// GCC 12 warns inside its own avx512fintrin.h (_mm512_undefined_ps) under target attributes.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "codegen/xbyak/cpu_features.h"
+#include "codegen/xbyak/microkernel.h"
+#include "runtime/matrix/gemm_config.h"
+#include "runtime/matrix/pack.h"
+#include "runtime/matrix/scratch.h"
+#include "runtime/matrix/vector_math.h"
+
+namespace inductor_cpp::matrix {
+namespace {
+
+constexpr int64_t kQueryBlock = 64;  ///< query rows per work item
+constexpr int64_t kKeyBlock = 512;   ///< keys per scores block (64 × 512 floats: 128 KiB, in L2)
+constexpr int kScoreRows = 14, kScoreCols = 32;  ///< q·kᵀ register tile
+constexpr int kValueRows = 6, kValueCols = 64;   ///< p·v register tile
+
+/// Micro-kernels of one call, by rows (1..max) and whether the columns are the full tile width
+/// or the call's tail.
+struct KernelTable {
+  std::vector<xbyak::MicroKernelFn> full, tail;  ///< index rows - 1
+  int cols_tail = 0;
+  xbyak::MicroKernelFn get(int rows, bool tail_cols) const {
+    return (tail_cols ? tail : full)[size_t(rows - 1)];
+  }
+};
+
+/// Kernels for tiles of 1..max_rows rows × `cols` columns (and × `cols_tail` when not 0).
+KernelTable make_kernels(xbyak::MicroKernelDesc d, int max_rows, int cols, int cols_tail) {
+  KernelTable t;
+  t.cols_tail = cols_tail;
+  for (int r = 1; r <= max_rows; ++r) {
+    d.mr = r;
+    d.nr = cols;
+    t.full.push_back(xbyak::get_microkernel(d));
+    if (cols_tail) {
+      d.nr = cols_tail;
+      t.tail.push_back(xbyak::get_microkernel(d));
+    }
+  }
+  return t;
+}
+
+/// Runs `table` over a rows × cols block of tiles of tile_rows × tile_cols: A row i at
+/// a + i·a_row_stride, the B of column tile t at b + t·b_tile_stride, C at c + i·ldc + j.
+void tiled(const KernelTable& table, int64_t rows, int64_t cols, int tile_rows, int tile_cols,
+           const float* a, int64_t a_row_stride, const float* b, int64_t b_tile_stride, float* c,
+           int64_t ldc, int64_t k) {
+  for (int64_t j = 0; j < cols; j += tile_cols) {
+    const bool tail = cols - j < tile_cols;
+    for (int64_t i = 0; i < rows; i += tile_rows) {
+      const int r = int(std::min<int64_t>(tile_rows, rows - i));
+      const float* a_ptr = a + i * a_row_stride;
+      const float* b_ptr = b + j / tile_cols * b_tile_stride;
+      xbyak::MicroKernelArgs args;
+      args.a = &a_ptr, args.b = &b_ptr, args.batch = 1, args.k = k;
+      args.c = c + i * ldc + j;
+      table.get(r, tail)(&args);
+    }
+  }
+}
+
+/// Online-softmax update of one query row for a block of `cols` scores (`valid` of them
+/// visible, the rest masked): updates m and l, rescales the output row `o` (value_dim floats;
+/// not touched in the row's first block, m = -inf, which the block's p · v then overwrites), and
+/// turns the scores into p = exp(s·scale − m') in place (0 where masked).
+INDUCTOR_CPP_AVX512_FN void softmax_row(float* s, int64_t cols, int64_t valid, float scale,
+                                        float& m, float& l, float* o, int64_t value_dim) {
+  const __m512 vscale = _mm512_set1_ps(scale);
+  if (valid <= 0) {  // nothing visible in this block: p = 0, m, l and o unchanged
+    std::fill(s, s + cols, 0.0f);
+    return;
+  }
+  __m512 vmax = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t j = 0;
+  for (; j + 16 <= valid; j += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(s + j));
+  if (j < valid) {
+    const __mmask16 mask = __mmask16((1u << (valid - j)) - 1);
+    vmax = _mm512_mask_max_ps(vmax, mask, vmax, _mm512_maskz_loadu_ps(mask, s + j));
+  }
+  // scale > 0 keeps the order, so max(s·scale) = max(s)·scale; a NaN score gives NaN as eager.
+  const float block_max = _mm512_reduce_max_ps(vmax) * scale;
+  const float m_new = std::max(m, block_max);
+  if (std::isinf(m)) {  // the row's first visible block: o and l are not started yet
+    m = m_new;
+  } else if (m != m_new) {
+    const float correction = std::exp(m - m_new);
+    l *= correction;
+    const __m512 vc = _mm512_set1_ps(correction);
+    int64_t d = 0;
+    for (; d + 16 <= value_dim; d += 16)
+      _mm512_storeu_ps(o + d, _mm512_mul_ps(_mm512_loadu_ps(o + d), vc));
+    for (; d < value_dim; ++d) o[d] *= correction;
+    m = m_new;
+  }
+  const __m512 neg_m = _mm512_set1_ps(-m);
+  __m512 vsum = _mm512_setzero_ps();
+  for (j = 0; j + 16 <= valid; j += 16) {
+    const __m512 p = simd::exp_ps(_mm512_fmadd_ps(_mm512_loadu_ps(s + j), vscale, neg_m));
+    _mm512_storeu_ps(s + j, p);
+    vsum = _mm512_add_ps(vsum, p);
+  }
+  if (j < valid) {
+    const __mmask16 mask = __mmask16((1u << (valid - j)) - 1);
+    const __m512 p = _mm512_maskz_mov_ps(
+        mask, simd::exp_ps(_mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, s + j), vscale, neg_m)));
+    _mm512_storeu_ps(s + j, p);  // zeros past `valid` (the row has room: cols rounded up)
+    vsum = _mm512_add_ps(vsum, p);
+    j += 16;
+  }
+  std::fill(s + std::min(j, cols), s + cols, 0.0f);  // masked keys
+  l += _mm512_reduce_add_ps(vsum);
+}
+
+/// out row = o / l.
+INDUCTOR_CPP_AVX512_FN void finish_row(const float* o, float l, float* out, int64_t value_dim) {
+  const __m512 inv = _mm512_set1_ps(1.0f / l);
+  int64_t d = 0;
+  for (; d + 16 <= value_dim; d += 16)
+    _mm512_storeu_ps(out + d, _mm512_mul_ps(_mm512_loadu_ps(o + d), inv));
+  for (; d < value_dim; ++d) out[d] = o[d] / l;
+}
+
+}  // namespace
+
+bool attention_supported(const AttentionParams& p) {
+  return xbyak::cpu_features().avx512 && p.batch > 0 && p.heads > 0 && p.q_len > 0 &&
+         p.kv_len > 0 && p.head_dim > 0 && p.value_dim > 0 && p.head_dim <= kMaxHeadDim &&
+         p.value_dim <= kMaxHeadDim;
+}
+
+void attention_f32(const float* q, const float* k, const float* v, float* out,
+                   const AttentionParams& p, int num_threads, float* logsumexp,
+                   std::array<int64_t, 3> lse_stride) {
+  if (!attention_supported(p)) throw std::invalid_argument("attention_f32: unsupported parameters");
+  const int64_t q_blocks = (p.q_len + kQueryBlock - 1) / kQueryBlock;
+  const int64_t items = p.batch * p.heads * q_blocks;
+  const int64_t key_block = std::min(kKeyBlock, p.kv_len);
+  // Scores rows hold whole vectors (softmax_row writes the masked tail's lanes).
+  const int64_t ld_scores = (key_block + 15) / 16 * 16;
+  // kᵀ of a head in the GEMM's packed-B panels: kScoreCols keys × head_dim each.
+  const int64_t panel_floats = p.head_dim * kScoreCols;
+  const int64_t kt_floats = (p.kv_len + kScoreCols - 1) / kScoreCols * panel_floats;
+
+  xbyak::MicroKernelDesc scores_desc;
+  scores_desc.isa = xbyak::Isa::Avx512;
+  scores_desc.k = p.head_dim;
+  scores_desc.a_row_stride = p.q_stride[2], scores_desc.a_k_stride = 1;
+  scores_desc.ldb = kScoreCols, scores_desc.ldc = ld_scores;
+  scores_desc.b_layout = xbyak::BLayout::Packed;
+  // Every key block but the last is kKeyBlock wide (a multiple of the tile): only the last
+  // one's width can leave a column tail.
+  const int64_t last_keys = p.kv_len - (p.kv_len - 1) / key_block * key_block;
+  const KernelTable score_kernels =
+      make_kernels(scores_desc, kScoreRows, kScoreCols, int(last_keys % kScoreCols));
+
+  xbyak::MicroKernelDesc value_desc;
+  value_desc.isa = xbyak::Isa::Avx512;
+  value_desc.k = 0;  // the block's key count, per call
+  value_desc.a_row_stride = ld_scores, value_desc.a_k_stride = 1;
+  value_desc.ldb = p.v_stride[2], value_desc.ldc = p.value_dim;
+  value_desc.b_layout = xbyak::BLayout::Plain;
+  const int value_cols = int(std::min<int64_t>(kValueCols, p.value_dim));
+  // The first key block overwrites the output accumulator, later ones add to it.
+  const KernelTable value_first =
+      make_kernels(value_desc, kValueRows, value_cols, int(p.value_dim % kValueCols));
+  value_desc.accumulate = true;
+  const KernelTable value_next =
+      make_kernels(value_desc, kValueRows, value_cols, int(p.value_dim % kValueCols));
+
+  const int threads = int(std::clamp<int64_t>(items, 1, std::max(num_threads, 1)));
+  auto worker = [&](int t) {
+    thread_local ScratchVector<float> kt_buffer, scores_buffer, o_buffer, stats_buffer;
+    float* kt = kt_buffer.get(size_t(kt_floats));
+    float* scores = scores_buffer.get(size_t(kQueryBlock * ld_scores));
+    float* o_acc = o_buffer.get(size_t(kQueryBlock * p.value_dim));
+    float* stats = stats_buffer.get(size_t(2 * kQueryBlock));  // m, then l, per row
+    int64_t packed_head = -1;
+    for (int64_t item = items * t / threads; item < items * (t + 1) / threads; ++item) {
+      const int64_t head_index = item / q_blocks, qb = item % q_blocks;
+      const int64_t b = head_index / p.heads, h = head_index % p.heads;
+      const float* kh = k + b * p.k_stride[0] + h * p.k_stride[1];
+      const float* vh = v + b * p.v_stride[0] + h * p.v_stride[1];
+      if (head_index != packed_head) {  // kᵀ of this head (op(B)(d, j) = k[j][d])
+        pack_b_panels(kh, p.k_stride[2], /*trans_b=*/true, 0, p.head_dim, 0, p.kv_len, kScoreCols,
+                      panel_floats, kt);
+        packed_head = head_index;
+      }
+      const int64_t q0 = qb * kQueryBlock, rows = std::min(kQueryBlock, p.q_len - q0);
+      const float* qh = q + b * p.q_stride[0] + h * p.q_stride[1] + q0 * p.q_stride[2];
+      float *m = stats, *l = stats + kQueryBlock;
+      std::fill(m, m + rows, -std::numeric_limits<float>::infinity());
+      std::fill(l, l + rows, 0.0f);
+      // Causal: keys past the block's last query are invisible to all of its rows.
+      const int64_t key_end = p.causal ? std::min(p.kv_len, q0 + rows) : p.kv_len;
+      for (int64_t kv0 = 0; kv0 < key_end; kv0 += key_block) {
+        const int64_t cols = std::min(key_block, p.kv_len - kv0);
+        tiled(score_kernels, rows, cols, kScoreRows, kScoreCols, qh, p.q_stride[2],
+              kt + kv0 / kScoreCols * panel_floats, panel_floats, scores, ld_scores, p.head_dim);
+        for (int64_t i = 0; i < rows; ++i) {
+          const int64_t valid = p.causal ? std::min(cols, q0 + i + 1 - kv0) : cols;
+          softmax_row(scores + i * ld_scores, cols, valid, p.scale, m[i], l[i],
+                      o_acc + i * p.value_dim, p.value_dim);
+        }
+        tiled(kv0 == 0 ? value_first : value_next, rows, p.value_dim, kValueRows, kValueCols,
+              scores, ld_scores, vh + kv0 * p.v_stride[2], kValueCols, o_acc, p.value_dim, cols);
+      }
+      float* oh = out + b * p.out_stride[0] + h * p.out_stride[1] + q0 * p.out_stride[2];
+      for (int64_t i = 0; i < rows; ++i) {
+        finish_row(o_acc + i * p.value_dim, l[i], oh + i * p.out_stride[2], p.value_dim);
+        if (logsumexp)
+          logsumexp[b * lse_stride[0] + h * lse_stride[1] + (q0 + i) * lse_stride[2]] =
+              m[i] + std::log(l[i]);
+      }
+    }
+  };
+  if (threads == 1) return worker(0);
+#pragma omp parallel num_threads(std::max(num_threads, threads))  // the whole team
+  for_each_worker(threads, worker);
+}
+
+}  // namespace inductor_cpp::matrix

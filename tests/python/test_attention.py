@@ -1,0 +1,108 @@
+"""Attention on our kernels (options={"matrix_kernels": True}, the default): in an inference
+graph, `F.scaled_dot_product_attention` on the CPU (ATen's `_scaled_dot_product_flash_attention_
+for_cpu`) of float32 tensors without a mask or dropout becomes a `matrix::attention` plan step
+(runtime/attention_step.h on runtime/matrix/attention.h). Outputs are compared with eager's and
+a float64 reference; masks, dropout and training (whose backward reads the logsumexp) stay ATen
+and say why."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import inductor_cpp
+from conftest import assert_same, test_graphs
+
+pytestmark = pytest.mark.skipif(not inductor_cpp._C.matrix.cpu_features()["avx512"],
+                                reason="our attention needs AVX-512 (elsewhere it stays ATen)")
+
+
+def compile_cpp(fn, **options):
+    return torch.compile(fn, backend="inductor_cpp", dynamic=False, options=options)
+
+
+def plan_lines(op: str) -> list[str]:
+    return [line.strip() for g in test_graphs() for line in g.plan_text.splitlines() if op in line]
+
+
+def self_attention(x, heads, causal=False, scale=None):
+    """A BERT-style attention core: q, k, v as views of one packed projection output."""
+    b, s, three_d = x.shape
+    d = three_d // 3
+    qkv = x.view(b, s, 3, heads, d // heads).permute(2, 0, 3, 1, 4)
+    out = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], is_causal=causal, scale=scale)
+    return out.transpose(1, 2).reshape(b, s, d)
+
+
+def check(fn, *args):
+    """Compiled vs eager (close) and vs float64: our error at most 4x eager's."""
+    with torch.no_grad():
+        ours = compile_cpp(fn)(*args)
+        eager = fn(*args)
+        reference = fn(*[a.double() for a in args])
+    assert_same(ours, eager, rtol=1e-5, atol=1e-5)
+    ours_error = (ours.double() - reference).abs().max().item()
+    eager_error = (eager.double() - reference).abs().max().item()
+    assert ours_error <= 4 * eager_error + 1e-6, (ours_error, eager_error)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_packed_qkv_self_attention_runs_on_ours(causal):
+    check(lambda x: self_attention(x, 4, causal), torch.randn(2, 70, 3 * 128))
+    (line,) = plan_lines("matrix::attention")
+    assert ("causal" in line) == causal, line
+    assert not plan_lines("aten::_scaled_dot_product"), plan_lines("aten::")
+
+
+def test_cross_attention_lengths_and_scale():
+    """q_len != kv_len (two key blocks of the kernel), an explicit scale. (A value dimension
+    unlike the head dimension takes torch's math path, bmm and softmax, not this op.)"""
+    q, k, v = torch.randn(2, 3, 9, 40), torch.randn(2, 3, 600, 40), torch.randn(2, 3, 600, 40)
+    check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, scale=0.3), q, k, v)
+    (line,) = plan_lines("matrix::attention")
+    assert "scale=0.3" in line, line
+
+
+def stays_aten_because(reason: str):
+    graphs = [g for g in test_graphs() if "_scaled_dot_product_flash_attention_for_cpu" in g.plan_text]
+    assert graphs and not plan_lines("matrix::attention")
+    reasons = [d["reason"] for g in graphs for d in json.loads(g.debug_info()["decisions"])
+               if not d["generated"]]
+    assert any(reason in r for r in reasons), reasons
+
+
+def test_a_mask_stays_aten_and_says_why():
+    q = k = v = torch.randn(1, 2, 8, 16)
+    mask = torch.randn(8, 8)
+    check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), q, k, v, mask)
+    stays_aten_because("an attention mask")
+
+
+def test_training_stays_aten_and_gradients_match():
+    """The backward reads the forward's logsumexp: the forward keeps ATen's kernel."""
+    x = torch.randn(2, 16, 3 * 32, requires_grad=True)
+    fn = lambda x: self_attention(x, 2)
+    ours_x = x.detach().clone().requires_grad_()
+    compile_cpp(fn)(ours_x).sum().backward()
+    fn(x).sum().backward()
+    assert_same(ours_x.grad, x.grad, rtol=1e-4, atol=1e-5)
+    stays_aten_because("its logsumexp is used")
+
+
+def test_plan_round_trips_through_the_cache():
+    x = torch.randn(2, 33, 3 * 64)
+    fn = lambda x: self_attention(x, 2, causal=True)
+
+    def outcomes():
+        return [g.counters()["cache"] for g in test_graphs() if "matrix::attention" in g.plan_text]
+
+    with torch.no_grad():
+        first = compile_cpp(fn)(x)
+        assert outcomes() == ["built"]
+        torch._dynamo.reset()
+        second = compile_cpp(fn)(x)  # plan.json read back
+        assert "hit" in outcomes(), outcomes()
+    assert torch.equal(first, second)
