@@ -58,9 +58,9 @@ def test_packed_qkv_self_attention_runs_on_ours(causal):
 
 
 def test_cross_attention_lengths_and_scale():
-    """q_len != kv_len (two key blocks of the kernel), an explicit scale. (A value dimension
-    unlike the head dimension takes torch's math path, bmm and softmax, not this op.)"""
-    q, k, v = torch.randn(2, 3, 9, 40), torch.randn(2, 3, 600, 40), torch.randn(2, 3, 600, 40)
+    """q_len != kv_len, an explicit scale. (A value dimension unlike the head dimension takes
+    torch's math path, bmm and softmax, not this op.)"""
+    q, k, v = torch.randn(2, 3, 9, 40), torch.randn(2, 3, 300, 40), torch.randn(2, 3, 300, 40)
     check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, scale=0.3), q, k, v)
     (line,) = plan_lines("matrix::attention")
     assert "scale=0.3" in line, line
@@ -79,6 +79,13 @@ def test_a_mask_stays_aten_and_says_why():
     mask = torch.randn(8, 8)
     check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), q, k, v, mask)
     stays_aten_because("an attention mask")
+
+
+def test_long_key_sequences_stay_aten_and_say_why():
+    """Over 512 keys ATen's kernel is as fast as ours: it keeps them."""
+    q, k, v = torch.randn(1, 2, 8, 16), torch.randn(1, 2, 513, 16), torch.randn(1, 2, 513, 16)
+    check(F.scaled_dot_product_attention, q, k, v)
+    stays_aten_because("more than 512 keys")
 
 
 def test_training_stays_aten_and_gradients_match():

@@ -18,9 +18,11 @@ Eager torch.mm/addmm/conv vs stock torch.compile(backend="inductor") vs ours
   conv    resnet50 layers, channels-last, batch 1 and 32, conv alone and relu(conv+bias+residual)
   conv_bwd  convolution backward at batch 8, channels-last: aten.convolution_backward of one
           gradient (dx or dw) of resnet's layers (3x3 64 @56, 3x3 256 @14, 1x1 256->64 @56,
-          1x1/2 64->128 @56, 3x3/2 64->128 @56 (whose dx ours leaves to ATen); dw of the 7x7/2
-          stem, which ours leaves to ATen entirely: there "library" alone shows our kernels),
-          with "library" our conv_backward called directly
+          1x1/2 64->128 @56, 3x3/2 64->128 @56; dw of the 7x7/2 stem), with "library" our
+          conv_backward called directly
+  attention  F.scaled_dot_product_attention on BERT-style packed q/k/v views, 12 heads of 64:
+          batch 8 x seq 128 (also causal) and 1 x 1024; "ours mk=off" runs ATen's flash
+          attention inside our plan
   amx     bf16 2048^3 mm (eager, stock, ours, and the library's gemm_bf16 called directly), as %
           of the measured AMX peak; bf16 Linear layers (32, 128, 256 rows) and the encoder below
           in bf16 at batch 1 x 32 and 1 x 128, stock and ours compiled with freezing (ours runs
@@ -71,7 +73,7 @@ from .micro_checks import compare, fp64_verdict, reference64
 
 HELP = "GEMM/addmm/skinny/conv/AMX/model matrix benchmark: eager vs Inductor vs inductor_cpp"
 
-GROUPS = ("gemm", "addmm", "small", "tile", "conv", "conv_bwd", "amx", "models")
+GROUPS = ("gemm", "addmm", "small", "tile", "conv", "conv_bwd", "attention", "amx", "models")
 SAMPLE_TARGET_S = 0.005  # one timing sample: a batch of calls lasting about this long
 MAX_CALLS_PER_SAMPLE = 200
 MODEL_TOL = 1e-3  # resnet18 / transformer: rtol and atol, as the micro suite's resnet18

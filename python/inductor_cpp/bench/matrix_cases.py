@@ -245,6 +245,19 @@ def _bf16_encoder(batch: int, seq: int) -> Callable[[], Workload]:
     return make
 
 
+def _attention(batch: int, seq: int, heads: int, head_dim: int, causal: bool) -> Callable[[], Workload]:
+    """F.scaled_dot_product_attention on q, k, v viewed out of one packed [batch, seq, 3, heads,
+    head_dim] projection, as a BERT layer has them; the output back as [batch, seq, d]."""
+    def make() -> Workload:
+        def fn(qkv):
+            q, k, v = qkv.permute(2, 0, 3, 1, 4)
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            return out.transpose(1, 2).reshape(batch, seq, heads * head_dim)
+        flops = 4.0 * batch * heads * seq * seq * head_dim * (0.5 if causal else 1.0)
+        return Workload(fn, (torch.randn(batch, seq, 3, heads, head_dim),), flops, k=seq)
+    return make
+
+
 def _resnet18(batch: int, image: int) -> Callable[[], Workload]:
     def make() -> Workload:
         import torchvision
@@ -351,6 +364,12 @@ def build_cases(args: argparse.Namespace, amx_usable: bool, amx_why: str) -> lis
     for amx in amx_cases:
         amx.skipped = None if amx_usable else f"no usable AMX bf16 on this CPU ({amx_why})"
     cases.extend(amx_cases)
+    for batch, seq, causal in [(2, 16, False)] if smoke else [(8, 128, False), (8, 128, True),
+                                                                (1, 1024, False)]:
+        head_dim = 8 if smoke else 64
+        name = f"sdpa b{batch}x{seq} h12 d{head_dim}{' causal' if causal else ''}"
+        cases.append(Case("attention", name, _attention(batch, seq, 12, head_dim, causal), (11, 2),
+                          ours_off=True))
     if smoke:
         cases.append(Case("models", "resnet18 b1 32^2", _resnet18(1, 32), (2, 1), ours_off=True))
         cases.append(Case("models", "encoder 1L d32 b2x8", _encoder(2, 8, 32, 2, 64, 1), (2, 1),
