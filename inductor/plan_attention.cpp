@@ -46,7 +46,7 @@ std::optional<MatmulMatch> match_attention(
   const Arg* causal = find_arg(node, 4, "is_causal");
   if (causal && causal->kind != Arg::Kind::Bool) return no("is_causal is not a literal");
   const Arg* mask = find_arg(node, 5, "attn_mask");
-  if (mask && mask->kind != Arg::Kind::None) return no("an attention mask");
+  const bool masked = mask && mask->kind != Arg::Kind::None;
   const Arg* scale_arg = find_arg(node, 6, "scale");
   const std::vector<int64_t>& qs = q_meta->sizes;
   double scale = 1.0 / std::sqrt(double(qs[3]));
@@ -64,6 +64,21 @@ std::optional<MatmulMatch> match_attention(
     return no("shapes do not match");
   if (out_meta->strides[3] != 1 && out_meta->sizes[3] != 1)
     return no("the output's last dimension is not contiguous");
+  if (masked) {  // float32 or bool, broadcastable to [batch, heads, q_len, kv_len]
+    if (causal && causal->bool_value) return no("a mask with is_causal");
+    const auto mask_meta = is_tensor_ref(*mask) ? meta_of(g, *mask) : std::nullopt;
+    if (!mask_meta || mask_meta->device != "cpu" ||
+        (mask_meta->dtype != "float32" && mask_meta->dtype != "bool") ||
+        mask_meta->sizes.size() > 4)
+      return no("an attention mask that is not a float32 or bool CPU tensor of static shape");
+    const std::vector<int64_t> full{qs[0], qs[1], qs[2], ks[2]};
+    const std::vector<int64_t>& ms = mask_meta->sizes;
+    for (size_t d = 0; d < ms.size(); ++d) {
+      const int64_t want = full[4 - ms.size() + d];
+      if (ms[d] != want && ms[d] != 1)
+        return no("an attention mask that does not broadcast to the scores");
+    }
+  }
   matrix::AttentionParams p;
   p.batch = qs[0], p.heads = qs[1], p.q_len = qs[2], p.kv_len = ks[2], p.head_dim = qs[3],
   p.value_dim = vs[3];
@@ -85,6 +100,7 @@ std::optional<MatmulMatch> match_attention(
   launch.a = slot_of_buffer(buffer_name_of(q));
   launch.b = slot_of_buffer(buffer_name_of(k));
   launch.value = slot_of_buffer(buffer_name_of(v));
+  if (masked) launch.mask = slot_of_buffer(buffer_name_of(*mask));
   launch.alpha = float(scale);
   launch.causal = causal && causal->bool_value;
   launch.nodes = {static_cast<int32_t>(n)};

@@ -1,7 +1,8 @@
 /// \file
 /// Plan building for attention: an ATen `_scaled_dot_product_flash_attention_for_cpu` extern
 /// step (what `F.scaled_dot_product_attention` becomes on the CPU) of float32 [batch, heads,
-/// length, dim] tensors with static shapes, no attention mask, no dropout, a positive scale and
+/// length, dim] tensors with static shapes, no dropout, a positive scale, an optional float32 or
+/// bool attention mask broadcastable to the scores (not with is_causal), and
 /// at most 512 keys (ours is 1.1-1.8x ATen's kernel there, level with it on longer sequences),
 /// whose logsumexp nothing reads (inference graphs: training keeps it for the backward), becomes
 /// an "attention" runtime::MatmulLaunch on our library (runtime/matrix/attention.h). The rest

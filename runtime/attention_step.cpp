@@ -5,6 +5,9 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
+#include <ATen/ops/zeros.h>
+
+#include <cmath>
 #include <stdexcept>
 
 #include "runtime/cpu_pool.h"
@@ -65,6 +68,22 @@ void AttentionStep::run(std::vector<c10::IValue>& slots) const {
   p.out_stride = leading_strides(out);
   p.scale = m.alpha;
   p.causal = m.causal;
+  at::Tensor mask;  // additive float32, broadcast to [batch, heads, q_len, kv_len] by strides
+  if (m.mask >= 0) {
+    TORCH_CHECK(slots[m.mask].isTensor(), "inductor_cpp: ", label_, ": the mask is not a tensor");
+    mask = slots[m.mask].toTensor();
+    TORCH_CHECK((mask.scalar_type() == at::kFloat || mask.scalar_type() == at::kBool) &&
+                    mask.device().is_cpu() && mask.dim() <= 4,
+                "inductor_cpp: ", label_,
+                ": the mask must be a float32 or bool CPU tensor of at most 4 dims, got ",
+                mask.scalar_type(), " ", mask.sizes());
+    if (mask.scalar_type() == at::kBool)  // true: visible (0), false: hidden (-inf)
+      mask = at::zeros(mask.sizes(), q.options()).masked_fill_(mask.logical_not(), -INFINITY);
+    mask = mask.expand({p.batch, p.heads, p.q_len, p.kv_len});
+    if (mask.stride(3) != 1 && p.kv_len != 1) mask = mask.contiguous();
+    p.mask = mask.data_ptr<float>();
+    p.mask_stride = {mask.stride(0), mask.stride(1), mask.stride(2), mask.stride(3)};
+  }
   TORCH_CHECK(matrix::attention_supported(p), "inductor_cpp: ", label_,
               ": attention not supported here");
   matrix::attention_f32(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),

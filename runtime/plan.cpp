@@ -138,6 +138,7 @@ json matmul_to_json(const MatmulLaunch& m) {
     j["conv"] = json{{"stride", m.conv.stride}, {"padding", m.conv.padding}, {"dilation", m.conv.dilation}};
   if (m.is_attention()) {
     j["value"] = m.value;
+    j["mask"] = m.mask;
     j["causal"] = m.causal;
   }
   if (m.is_conv_backward()) {
@@ -179,6 +180,7 @@ MatmulLaunch matmul_from_json(const json& j) {
   }
   if (m.is_attention()) {
     m.value = j.at("value").get<int32_t>();
+    m.mask = j.at("mask").get<int32_t>();
     m.causal = j.at("causal").get<bool>();
   }
   if (m.is_conv_backward()) {
@@ -210,8 +212,9 @@ std::string plan_to_text(const Plan& p) {
                              : "  %s" + std::to_string(m.out.slot) + " = matrix::" + m.op + "(%s" +
                                    std::to_string(m.a) + ", %s" + std::to_string(m.b);
       if (m.is_attention())  // %s4 = matrix::attention(%s1, %s2, %s3, scale=0.125, causal)
-        line += ", %s" + std::to_string(m.value) + ", scale=" + shortest_float(m.alpha) +
-                (m.causal ? ", causal" : "");
+        line += ", %s" + std::to_string(m.value) +
+                (m.mask >= 0 ? ", mask=%s" + std::to_string(m.mask) : "") +
+                ", scale=" + shortest_float(m.alpha) + (m.causal ? ", causal" : "");
       else if (!m.is_conv_backward() && m.alpha != 1)
         line += ", alpha=" + std::to_string(m.alpha);
       if (m.is_conv() || m.is_conv_backward()) {

@@ -129,11 +129,12 @@ inline constexpr int64_t kRowsOfA = -1;
 /// input gradient (channels-last), `grad_weight` ([OC, C, KH, KW], any dense layout) and
 /// `grad_bias` ([OC]), each with slot -1 when not computed; no epilogue.
 /// Or "attention" (matrix/attention.h, runtime/attention_step.h): out = softmax(a · bᵀ · alpha
-/// [causal]) · value per batch and head, a / b / value the [batch, heads, length, dim] query,
-/// key and value, `out` [batch, heads, q_len, value_dim] (any strides, its last one 1); no
-/// epilogue.
+/// [causal] [+ mask]) · value per batch and head, a / b / value the [batch, heads, length, dim]
+/// query, key and value, `mask` an additive float or boolean (true: visible) mask broadcast to
+/// [batch, heads, q_len, kv_len], `out` [batch, heads, q_len, value_dim] (any strides, its last
+/// one 1); no epilogue.
 /// JSON key "matmul" (conv2d and conv2d_backward add "conv": the geometry; conv2d_backward
-/// adds "input", "grad_weight" and "grad_bias"; attention adds "value" and "causal").
+/// adds "input", "grad_weight" and "grad_bias"; attention adds "value", "mask" and "causal").
 struct MatmulLaunch {
   std::string op;  ///< "mm", "addmm", "bmm", "conv2d", "conv2d_backward" or "attention"; empty: none
   int32_t a = -1, b = -1;
@@ -145,6 +146,7 @@ struct MatmulLaunch {
   int32_t input = -1;                    ///< "conv2d_backward": the forward's input
   BufferAlloc grad_weight, grad_bias;    ///< "conv2d_backward" (slot -1: not computed)
   int32_t value = -1;                    ///< "attention": v (a is q, b is k, alpha the scale)
+  int32_t mask = -1;                     ///< "attention": additive or boolean mask (-1: none)
   bool causal = false;                   ///< "attention": query i sees keys j ≤ i only
   bool is_conv() const { return op == "conv2d"; }
   bool is_conv_backward() const { return op == "conv2d_backward"; }

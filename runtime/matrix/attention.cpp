@@ -75,27 +75,41 @@ void tiled(const KernelTable& table, int64_t rows, int64_t cols, int tile_rows, 
 }
 
 /// Online-softmax update of one query row for a block of `cols` scores (`valid` of them
-/// visible, the rest masked): updates m and l, rescales the output row `o` (value_dim floats;
-/// not touched in the row's first block, m = -inf, which the block's p · v then overwrites), and
-/// turns the scores into p = exp(s·scale − m') in place (0 where masked).
+/// visible, the rest masked; `mask`, when not null, added to the visible scaled scores): updates
+/// m and l, rescales the output row `o` (value_dim floats; not touched while m = -inf, the
+/// row's first block with a visible score, whose p · v then overwrites it), and turns the
+/// scores into p = exp(s·scale [+ mask] − m') in place (0 where masked).
 INDUCTOR_CPP_AVX512_FN void softmax_row(float* s, int64_t cols, int64_t valid, float scale,
-                                        float& m, float& l, float* o, int64_t value_dim) {
-  const __m512 vscale = _mm512_set1_ps(scale);
-  if (valid <= 0) {  // nothing visible in this block: p = 0, m, l and o unchanged
-    std::fill(s, s + cols, 0.0f);
-    return;
+                                        const float* mask, float& m, float& l, float* o,
+                                        int64_t value_dim) {
+  if (mask) {  // s·scale + mask in place; the exponent below then takes a scale of 1
+    const __m512 vscale = _mm512_set1_ps(scale);
+    for (int64_t j = 0; j < valid; j += 16) {
+      const __mmask16 lanes =
+          valid - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (valid - j)) - 1);
+      _mm512_mask_storeu_ps(s + j, lanes,
+                            _mm512_fmadd_ps(_mm512_maskz_loadu_ps(lanes, s + j), vscale,
+                                            _mm512_maskz_loadu_ps(lanes, mask + j)));
+    }
+    scale = 1.0f;
   }
+  const __m512 vscale = _mm512_set1_ps(scale);
   __m512 vmax = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   int64_t j = 0;
   for (; j + 16 <= valid; j += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(s + j));
   if (j < valid) {
-    const __mmask16 mask = __mmask16((1u << (valid - j)) - 1);
-    vmax = _mm512_mask_max_ps(vmax, mask, vmax, _mm512_maskz_loadu_ps(mask, s + j));
+    const __mmask16 lanes = __mmask16((1u << (valid - j)) - 1);
+    vmax = _mm512_mask_max_ps(vmax, lanes, vmax, _mm512_maskz_loadu_ps(lanes, s + j));
   }
   // scale > 0 keeps the order, so max(s·scale) = max(s)·scale; a NaN score gives NaN as eager.
-  const float block_max = _mm512_reduce_max_ps(vmax) * scale;
+  const float block_max =
+      valid > 0 ? _mm512_reduce_max_ps(vmax) * scale : -std::numeric_limits<float>::infinity();
   const float m_new = std::max(m, block_max);
-  if (std::isinf(m)) {  // the row's first visible block: o and l are not started yet
+  if (std::isinf(m_new) && m_new < 0) {  // nothing visible so far: p = 0, m, l and o unchanged
+    std::fill(s, s + cols, 0.0f);
+    return;
+  }
+  if (std::isinf(m)) {  // the row's first block with a visible score: o and l not started yet
     m = m_new;
   } else if (m != m_new) {
     const float correction = std::exp(m - m_new);
@@ -115,9 +129,9 @@ INDUCTOR_CPP_AVX512_FN void softmax_row(float* s, int64_t cols, int64_t valid, f
     vsum = _mm512_add_ps(vsum, p);
   }
   if (j < valid) {
-    const __mmask16 mask = __mmask16((1u << (valid - j)) - 1);
+    const __mmask16 lanes = __mmask16((1u << (valid - j)) - 1);
     const __m512 p = _mm512_maskz_mov_ps(
-        mask, simd::exp_ps(_mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, s + j), vscale, neg_m)));
+        lanes, simd::exp_ps(_mm512_fmadd_ps(_mm512_maskz_loadu_ps(lanes, s + j), vscale, neg_m)));
     _mm512_storeu_ps(s + j, p);  // zeros past `valid` (the row has room: cols rounded up)
     vsum = _mm512_add_ps(vsum, p);
     j += 16;
@@ -126,8 +140,9 @@ INDUCTOR_CPP_AVX512_FN void softmax_row(float* s, int64_t cols, int64_t valid, f
   l += _mm512_reduce_add_ps(vsum);
 }
 
-/// out row = o / l.
+/// out row = o / l; a row that saw no key (every score masked) gets zeros, as ATen's kernel.
 INDUCTOR_CPP_AVX512_FN void finish_row(const float* o, float l, float* out, int64_t value_dim) {
+  if (l == 0) return std::fill(out, out + value_dim, 0.0f);
   const __m512 inv = _mm512_set1_ps(1.0f / l);
   int64_t d = 0;
   for (; d + 16 <= value_dim; d += 16)
@@ -146,6 +161,8 @@ bool attention_supported(const AttentionParams& p) {
 void attention_f32(const float* q, const float* k, const float* v, float* out,
                    const AttentionParams& p, int num_threads, float* logsumexp,
                    std::array<int64_t, 3> lse_stride) {
+  if (p.mask && p.mask_stride[3] != 1 && p.kv_len != 1)
+    throw std::invalid_argument("attention_f32: the mask's key dimension must be contiguous");
   if (!attention_supported(p)) throw std::invalid_argument("attention_f32: unsupported parameters");
   const int64_t q_blocks = (p.q_len + kQueryBlock - 1) / kQueryBlock;
   const int64_t items = p.batch * p.heads * q_blocks;
@@ -213,7 +230,10 @@ void attention_f32(const float* q, const float* k, const float* v, float* out,
               kt + kv0 / kScoreCols * panel_floats, panel_floats, scores, ld_scores, p.head_dim);
         for (int64_t i = 0; i < rows; ++i) {
           const int64_t valid = p.causal ? std::min(cols, q0 + i + 1 - kv0) : cols;
-          softmax_row(scores + i * ld_scores, cols, valid, p.scale, m[i], l[i],
+          const float* mask_row = p.mask ? p.mask + b * p.mask_stride[0] + h * p.mask_stride[1] +
+                                               (q0 + i) * p.mask_stride[2] + kv0
+                                         : nullptr;
+          softmax_row(scores + i * ld_scores, cols, valid, p.scale, mask_row, m[i], l[i],
                       o_acc + i * p.value_dim, p.value_dim);
         }
         tiled(kv0 == 0 ? value_first : value_next, rows, p.value_dim, kValueRows, kValueCols,

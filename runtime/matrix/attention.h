@@ -9,7 +9,8 @@
 ///   once per thread and head), then per row m' = max(m, max(s·scale)), the row of the output
 ///   accumulator and l rescaled by exp(m − m'), p = exp(s·scale − m'), l += Σ p, and
 ///   o_acc += p · v_blk (a 6 × 64 tile reading v's rows in place);
-/// at the end out = o_acc / l (and logsumexp = m + log l when asked for). The scores of a block
+/// at the end out = o_acc / l (and logsumexp = m + log l when asked for). An additive mask is
+/// added to the scaled scores before the row maximum. The scores of a block
 /// stay in L2; nothing of size q_len × kv_len is ever written. Causal attention is top-left
 /// aligned, as torch's `is_causal` (query i sees keys j ≤ i); key blocks a query block cannot see
 /// are skipped. Threads take contiguous runs of (batch, head, query block) items, so a thread
@@ -31,6 +32,11 @@ struct AttentionParams {
   std::array<int64_t, 3> q_stride{}, k_stride{}, v_stride{}, out_stride{};
   float scale = 1;      ///< multiplies q·kᵀ (torch's default: 1 / sqrt(head_dim))
   bool causal = false;  ///< query i sees keys j ≤ i only
+  /// Optional additive mask, added to the scaled scores: element [batch, head, query, key] at
+  /// the strides (0 for a broadcast dimension; the key stride must be 1). -inf hides a key; a
+  /// row with every key hidden gets zeros (as ATen's kernel).
+  const float* mask = nullptr;
+  std::array<int64_t, 4> mask_stride{};
 };
 
 inline constexpr int64_t kMaxHeadDim = 512;

@@ -2,7 +2,8 @@
 /// \brief Scaled dot-product attention (runtime/matrix/attention.h) against an fp64 reference:
 /// head and value dimensions on and off the register tiles, query and key lengths around the
 /// query block (64) and key block (512), causal and not, q_len ≠ kv_len, the strided q / k / v
-/// of a packed qkv projection, 1-3 threads, logsumexp, canaries between output rows.
+/// of a packed qkv projection, additive masks (broadcast padding, full, a fully hidden row), 1-3
+/// threads, logsumexp, canaries between output rows.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -22,6 +23,9 @@ struct Case {
   int64_t batch, heads, q_len, kv_len, head_dim, value_dim;
   bool causal;
   bool packed_qkv;  ///< q, k, v as views of one [batch, len, 3, heads, dim] tensor
+  /// 0: no mask; 1: padding mask [batch, 1, 1, kv] (the last keys of batch b hidden by -inf,
+  /// b + 1 of them); 2: a random [batch, heads, q, kv] additive mask, query row 1 fully hidden.
+  int mask = 0;
 };
 
 /// Checks attention_f32 on random inputs against fp64 sums: each output within 1e-5 of
@@ -55,6 +59,27 @@ void check_attention(const Case& c, int threads, std::mt19937& rng) {
     p.v_stride = {c.heads * c.kv_len * (c.value_dim + 3), c.kv_len * (c.value_dim + 3),
                   c.value_dim + 3};
   }
+  std::vector<float> mask;
+  if (c.mask == 1) {
+    mask.assign(size_t(c.batch * c.kv_len), 0.0f);
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t j = std::max<int64_t>(1, c.kv_len - b - 1); j < c.kv_len; ++j)
+        mask[size_t(b * c.kv_len + j)] = -std::numeric_limits<float>::infinity();
+    p.mask_stride = {c.kv_len, 0, 0, 1};
+  } else if (c.mask == 2) {
+    mask.resize(size_t(c.batch * c.heads * c.q_len * c.kv_len));
+    for (float& e : mask) e = dist(rng);
+    for (int64_t bh = 0; bh < c.batch * c.heads; ++bh)
+      for (int64_t j = 0; j < c.kv_len; ++j)
+        mask[size_t((bh * c.q_len + 1) * c.kv_len + j)] = -std::numeric_limits<float>::infinity();
+    p.mask_stride = {c.heads * c.q_len * c.kv_len, c.q_len * c.kv_len, c.kv_len, 1};
+  }
+  if (c.mask) p.mask = mask.data();
+  const auto mask_at = [&](int64_t b, int64_t h, int64_t i, int64_t j) {
+    if (!c.mask) return 0.0;
+    return double(
+        mask[size_t(b * p.mask_stride[0] + h * p.mask_stride[1] + i * p.mask_stride[2] + j)]);
+  };
   const float* qp = q.data();
   const float* kp = c.packed_qkv ? q.data() + c.heads * c.head_dim : k.data();
   const float* vp = c.packed_qkv ? q.data() + 2 * c.heads * c.head_dim : v.data();
@@ -77,13 +102,18 @@ void check_attention(const Case& c, int threads, std::mt19937& rng) {
           const float* kj = kp + b * p.k_stride[0] + h * p.k_stride[1] + j * p.k_stride[2];
           double dot = 0;
           for (int64_t d = 0; d < c.head_dim; ++d) dot += double(qi[d]) * kj[d];
-          s[size_t(j)] = dot * p.scale;
+          s[size_t(j)] = dot * p.scale + mask_at(b, h, i, j);
           m = std::max(m, s[size_t(j)]);
+        }
+        const float* o =
+            out.data() + b * p.out_stride[0] + h * p.out_stride[1] + i * p.out_stride[2];
+        if (std::isinf(m)) {  // every key hidden: zeros, as ATen's kernel
+          for (int64_t d = 0; d < c.value_dim; ++d) ASSERT_EQ(o[d], 0.0f) << "hidden row " << i;
+          ASSERT_EQ(o[c.value_dim], kCanary) << "wrote past row " << i;
+          continue;
         }
         double l = 0;
         for (double& e : s) l += (e = std::exp(e - m));
-        const float* o =
-            out.data() + b * p.out_stride[0] + h * p.out_stride[1] + i * p.out_stride[2];
         for (int64_t d = 0; d < c.value_dim; ++d) {
           double want = 0, mag = 0;
           for (int64_t j = 0; j < visible; ++j) {
@@ -129,6 +159,16 @@ TEST_F(AttentionTest, DimensionsOffTheTiles) {
 TEST_F(AttentionTest, ManyKeyBlocks) {
   check_attention({1, 2, 70, 1100, 32, 48, false, false}, 2, rng);
   check_attention({1, 1, 600, 600, 16, 16, true, false}, 3, rng);
+}
+
+// Additive masks: BERT's padding mask broadcast over heads and queries (the last keys of each
+// sequence hidden), and a full random mask with a query row whose keys are all hidden (zeros).
+TEST_F(AttentionTest, AdditiveMasks) {
+  for (int threads : {1, 2}) {
+    check_attention({3, 2, 70, 70, 64, 64, false, true, 1}, threads, rng);
+    check_attention({2, 2, 9, 40, 16, 24, false, false, 2}, threads, rng);
+  }
+  check_attention({1, 1, 20, 600, 16, 16, false, false, 2}, 2, rng);  // two key blocks
 }
 
 TEST_F(AttentionTest, RejectsWhatItDoesNotHandle) {

@@ -1,9 +1,9 @@
 """Attention on our kernels (options={"matrix_kernels": True}, the default): in an inference
 graph, `F.scaled_dot_product_attention` on the CPU (ATen's `_scaled_dot_product_flash_attention_
-for_cpu`) of float32 tensors without a mask or dropout becomes a `matrix::attention` plan step
-(runtime/attention_step.h on runtime/matrix/attention.h). Outputs are compared with eager's and
-a float64 reference; masks, dropout and training (whose backward reads the logsumexp) stay ATen
-and say why."""
+for_cpu`) of float32 tensors without dropout, with or without an additive or boolean mask, over
+at most 512 keys, becomes a `matrix::attention` plan step (runtime/attention_step.h on
+runtime/matrix/attention.h). Outputs are compared with eager's and a float64 reference; longer
+key sequences and training (whose backward reads the logsumexp) stay ATen and say why."""
 
 from __future__ import annotations
 
@@ -74,11 +74,35 @@ def stays_aten_because(reason: str):
     assert any(reason in r for r in reasons), reasons
 
 
-def test_a_mask_stays_aten_and_says_why():
-    q = k = v = torch.randn(1, 2, 8, 16)
-    mask = torch.randn(8, 8)
+def test_padding_mask_as_hugging_face_bert_passes_it():
+    """An additive [batch, 1, 1, keys] mask, finfo.min over each sequence's padding."""
+    x = torch.randn(3, 40, 3 * 64)
+    mask = torch.zeros(3, 1, 1, 40)
+    for b, length in enumerate((40, 31, 7)):
+        mask[b, ..., length:] = torch.finfo(torch.float32).min
+
+    def fn(x, mask):
+        b, s, _ = x.shape
+        q, k, v = x.view(b, s, 3, 2, 32).permute(2, 0, 3, 1, 4)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    check(fn, x, mask)
+    (line,) = plan_lines("matrix::attention")
+    assert "mask=%s" in line, line
+
+
+def test_boolean_mask_with_a_fully_hidden_row():
+    """A [queries, keys] boolean mask broadcast over batch and heads; a query that sees no key
+    gets zeros, as ATen's kernel gives it."""
+    q, k, v = torch.randn(2, 3, 6, 16), torch.randn(2, 3, 20, 16), torch.randn(2, 3, 20, 16)
+    mask = torch.rand(6, 20) > 0.3
+    mask[0] = True
+    mask[2] = False
     check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), q, k, v, mask)
-    stays_aten_because("an attention mask")
+    assert plan_lines("matrix::attention")
+    with torch.no_grad():
+        out = compile_cpp(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m))(q, k, v, mask)
+    assert torch.equal(out[:, :, 2], torch.zeros_like(out[:, :, 2]))
 
 
 def test_long_key_sequences_stay_aten_and_say_why():
