@@ -137,7 +137,7 @@ void finish_plan(const ir::Graph& g, SlotTable& slots, runtime::Plan& plan) {
     if (st.is_matmul()) {
       const runtime::MatmulLaunch& m = st.matmul;
       for (int32_t slot :
-           {m.a, m.b, m.out.slot, m.input, m.value, m.mask, m.grad_weight.slot, m.grad_bias.slot})
+           {m.a, m.b, m.out.slot, m.input, m.value, m.mask, m.logsumexp.slot, m.grad_weight.slot, m.grad_bias.slot})
         note_uses(PlanArg::of_slot(slot), step, last_use);
       for (const runtime::MatmulEpilogue& e : m.epilogue) {
         if (e.slot >= 0) note_uses(PlanArg::of_slot(e.slot), step, last_use);

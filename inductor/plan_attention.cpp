@@ -56,8 +56,12 @@ std::optional<MatmulMatch> match_attention(
     scale = *given;
   }
   if (!(scale > 0)) return no("a scale that is not positive");
-  if (used.count(buffer_name_of(Arg::value(n, 1))))
-    return no("its logsumexp is used (training keeps it for the backward)");
+  // The logsumexp, when read (a training forward saves it for ATen's backward): ours writes
+  // it too, m + log l per row, what the backward recomputes the probabilities from.
+  const bool lse_used = used.count(buffer_name_of(Arg::value(n, 1))) > 0;
+  const auto lse_meta = lse_used ? meta_of(g, Arg::value(n, 1)) : std::nullopt;
+  if (lse_used && (!is_f32_cpu(lse_meta, 3) || lse_meta->sizes != std::vector<int64_t>{qs[0], qs[1], qs[2]}))
+    return no("its logsumexp is not a static float32 [batch, heads, queries] tensor");
   const std::vector<int64_t>&ks = k_meta->sizes, &vs = v_meta->sizes;
   if (ks[0] != qs[0] || vs[0] != qs[0] || ks[1] != qs[1] || vs[1] != qs[1] || ks[3] != qs[3] ||
       vs[2] != ks[2] || out_meta->sizes != std::vector<int64_t>{qs[0], qs[1], qs[2], vs[3]})
@@ -104,6 +108,9 @@ std::optional<MatmulMatch> match_attention(
   launch.alpha = float(scale);
   launch.causal = causal && causal->bool_value;
   launch.nodes = {static_cast<int32_t>(n)};
+  if (lse_used)
+    launch.logsumexp = runtime::BufferAlloc{slot_of_buffer(buffer_name_of(Arg::value(n, 1))), lse_meta->sizes,
+                                            lse_meta->strides, "float32", "cpu", -1};
   launch.out = runtime::BufferAlloc{slot_of_buffer(buffer_name_of(Arg::value(n, 0))),
                                     out_meta->sizes,
                                     out_meta->strides,

@@ -4,9 +4,9 @@
 /// length, dim] tensors with static shapes, no dropout, a positive scale, an optional float32 or
 /// bool attention mask broadcastable to the scores (not with is_causal), and
 /// at most 512 keys (ours is 1.1-1.8x ATen's kernel there, level with it on longer sequences),
-/// whose logsumexp nothing reads (inference graphs: training keeps it for the backward), becomes
-/// an "attention" runtime::MatmulLaunch on our library (runtime/matrix/attention.h). The rest
-/// stays ATen with the reason in the node's decision.
+/// becomes an "attention" runtime::MatmulLaunch on our library (runtime/matrix/attention.h),
+/// which also writes the op's logsumexp when something reads it (a training forward saves it
+/// for ATen's backward). The rest stays ATen with the reason in the node's decision.
 #pragma once
 
 #include <cstddef>

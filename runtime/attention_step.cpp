@@ -46,6 +46,9 @@ AttentionStep::AttentionStep(MatmulLaunch launch, std::string label)
     throw std::runtime_error(
         "attention: the output must be a 4-D float32 CPU tensor with a contiguous last dim");
   if (!(m.alpha > 0)) throw std::runtime_error("attention: the scale must be positive");
+  if (m.logsumexp.slot >= 0 && (m.logsumexp.dtype != "float32" || m.logsumexp.device != "cpu" ||
+                                m.logsumexp.sizes.size() != 3 || m.logsumexp.strides.size() != 3))
+    throw std::runtime_error("attention: the logsumexp must be a 3-D float32 CPU tensor");
 }
 
 void AttentionStep::run(std::vector<c10::IValue>& slots) const {
@@ -86,9 +89,18 @@ void AttentionStep::run(std::vector<c10::IValue>& slots) const {
   }
   TORCH_CHECK(matrix::attention_supported(p), "inductor_cpp: ", label_,
               ": attention not supported here");
-  matrix::attention_f32(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
-                        out.data_ptr<float>(), p, static_cast<int>(at::get_num_threads()));
+  at::Tensor lse;  // [batch, heads, q_len], when the backward reads it
+  if (m.logsumexp.slot >= 0) {
+    TORCH_CHECK(m.logsumexp.sizes == std::vector<int64_t>({p.batch, p.heads, p.q_len}), "inductor_cpp: ", label_,
+                ": logsumexp ", at::IntArrayRef(m.logsumexp.sizes), " does not match the query");
+    lse = empty_strided_pooled(m.logsumexp.sizes, m.logsumexp.strides, q.options());
+  }
+  matrix::attention_f32(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(), out.data_ptr<float>(), p,
+                        static_cast<int>(at::get_num_threads()), lse.defined() ? lse.data_ptr<float>() : nullptr,
+                        lse.defined() ? std::array<int64_t, 3>{lse.stride(0), lse.stride(1), lse.stride(2)}
+                                      : std::array<int64_t, 3>{});
   slots[m.out.slot] = std::move(out);
+  if (lse.defined()) slots[m.logsumexp.slot] = std::move(lse);
 }
 
 }  // namespace inductor_cpp::runtime

@@ -140,6 +140,7 @@ json matmul_to_json(const MatmulLaunch& m) {
     j["value"] = m.value;
     j["mask"] = m.mask;
     j["causal"] = m.causal;
+    j["logsumexp"] = alloc_to_json(m.logsumexp);
   }
   if (m.is_conv_backward()) {
     j["input"] = m.input;
@@ -181,6 +182,7 @@ MatmulLaunch matmul_from_json(const json& j) {
   if (m.is_attention()) {
     m.value = j.at("value").get<int32_t>();
     m.mask = j.at("mask").get<int32_t>();
+    m.logsumexp = alloc_from_json(j.at("logsumexp"));
     m.causal = j.at("causal").get<bool>();
   }
   if (m.is_conv_backward()) {
@@ -209,8 +211,11 @@ std::string plan_to_text(const Plan& p) {
                                    slots_text({m.out.slot, m.grad_weight.slot, m.grad_bias.slot}) +
                                    " = matrix::" + m.op + "(%s" + std::to_string(m.a) + ", %s" +
                                    std::to_string(m.input) + ", %s" + std::to_string(m.b)
-                             : "  %s" + std::to_string(m.out.slot) + " = matrix::" + m.op + "(%s" +
-                                   std::to_string(m.a) + ", %s" + std::to_string(m.b);
+                             // attention with its logsumexp: "%s6, %s7 = matrix::attention(...)"
+                             : "  %s" + std::to_string(m.out.slot) +
+                                   (m.logsumexp.slot >= 0 ? ", %s" + std::to_string(m.logsumexp.slot) : "") +
+                                   " = matrix::" + m.op + "(%s" + std::to_string(m.a) + ", %s" +
+                                   std::to_string(m.b);
       if (m.is_attention())  // %s4 = matrix::attention(%s1, %s2, %s3, scale=0.125, causal)
         line += ", %s" + std::to_string(m.value) +
                 (m.mask >= 0 ? ", mask=%s" + std::to_string(m.mask) : "") +

@@ -132,9 +132,10 @@ inline constexpr int64_t kRowsOfA = -1;
 /// [causal] [+ mask]) · value per batch and head, a / b / value the [batch, heads, length, dim]
 /// query, key and value, `mask` an additive float or boolean (true: visible) mask broadcast to
 /// [batch, heads, q_len, kv_len], `out` [batch, heads, q_len, value_dim] (any strides, its last
-/// one 1); no epilogue.
+/// one 1), `logsumexp` (when its slot is set) m + log l per query row for the backward; no
+/// epilogue.
 /// JSON key "matmul" (conv2d and conv2d_backward add "conv": the geometry; conv2d_backward
-/// adds "input", "grad_weight" and "grad_bias"; attention adds "value", "mask" and "causal").
+/// adds "input", "grad_weight" and "grad_bias"; attention adds "value", "mask", "causal" and "logsumexp").
 struct MatmulLaunch {
   std::string op;  ///< "mm", "addmm", "bmm", "conv2d", "conv2d_backward" or "attention"; empty: none
   int32_t a = -1, b = -1;
@@ -147,6 +148,7 @@ struct MatmulLaunch {
   BufferAlloc grad_weight, grad_bias;    ///< "conv2d_backward" (slot -1: not computed)
   int32_t value = -1;                    ///< "attention": v (a is q, b is k, alpha the scale)
   int32_t mask = -1;                     ///< "attention": additive or boolean mask (-1: none)
+  BufferAlloc logsumexp;                 ///< "attention": [batch, heads, q_len] (slot -1: none)
   bool causal = false;                   ///< "attention": query i sees keys j ≤ i only
   bool is_conv() const { return op == "conv2d"; }
   bool is_conv_backward() const { return op == "conv2d_backward"; }

@@ -2,8 +2,9 @@
 graph, `F.scaled_dot_product_attention` on the CPU (ATen's `_scaled_dot_product_flash_attention_
 for_cpu`) of float32 tensors without dropout, with or without an additive or boolean mask, over
 at most 512 keys, becomes a `matrix::attention` plan step (runtime/attention_step.h on
-runtime/matrix/attention.h). Outputs are compared with eager's and a float64 reference; longer
-key sequences and training (whose backward reads the logsumexp) stay ATen and say why."""
+runtime/matrix/attention.h); in a training forward it also writes the logsumexp ATen's backward
+reads. Outputs and gradients are compared with eager's and a float64 reference; longer key
+sequences stay ATen and say why."""
 
 from __future__ import annotations
 
@@ -112,15 +113,33 @@ def test_long_key_sequences_stay_aten_and_say_why():
     stays_aten_because("more than 512 keys")
 
 
-def test_training_stays_aten_and_gradients_match():
-    """The backward reads the forward's logsumexp: the forward keeps ATen's kernel."""
-    x = torch.randn(2, 16, 3 * 32, requires_grad=True)
-    fn = lambda x: self_attention(x, 2)
-    ours_x = x.detach().clone().requires_grad_()
-    compile_cpp(fn)(ours_x).sum().backward()
-    fn(x).sum().backward()
-    assert_same(ours_x.grad, x.grad, rtol=1e-4, atol=1e-5)
-    stays_aten_because("its logsumexp is used")
+def test_training_forward_runs_on_ours_and_gradients_match():
+    """A training forward keeps the logsumexp for ATen's backward: ours writes it too (m + log l
+    per query row), and the backward's gradients match eager's and float64's."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 40, 3 * 64, requires_grad=True)
+    mask = torch.zeros(2, 1, 1, 40)
+    mask[1, ..., 30:] = float("-inf")
+
+    def fn(x, mask):
+        b, s, _ = x.shape
+        q, k, v = x.view(b, s, 3, 2, 32).permute(2, 0, 3, 1, 4)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    grad_out = torch.randn(2, 2, 40, 32)
+    grads = []
+    for f, inputs in ((compile_cpp(fn), (x, mask)), (fn, (x, mask)), (fn, (x.double(), mask.double()))):
+        leaf = inputs[0].detach().clone().requires_grad_()
+        (f(leaf, inputs[1]) * grad_out.to(leaf.dtype)).sum().backward()
+        grads.append(leaf.grad)
+    ours, eager, reference = grads
+    assert_same(ours, eager, rtol=1e-4, atol=1e-5)
+    ours_error = (ours.double() - reference).abs().max().item()
+    eager_error = (eager.double() - reference).abs().max().item()
+    assert ours_error <= 4 * eager_error + 1e-6, (ours_error, eager_error)
+    (line,) = plan_lines("matrix::attention")
+    assert line.startswith("%s") and ", %s" in line.split("=")[0], line  # out, logsumexp
+    assert plan_lines("aten::_scaled_dot_product_flash_attention_for_cpu_backward")
 
 
 def test_plan_round_trips_through_the_cache():
