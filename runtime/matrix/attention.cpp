@@ -242,9 +242,11 @@ void attention_f32(const float* q, const float* k, const float* v, float* out,
       float* oh = out + b * p.out_stride[0] + h * p.out_stride[1] + q0 * p.out_stride[2];
       for (int64_t i = 0; i < rows; ++i) {
         finish_row(o_acc + i * p.value_dim, l[i], oh + i * p.out_stride[2], p.value_dim);
+        // A row that saw no key stores 0, as ATen's kernel: its backward then recomputes p = 0
+        // (with -inf, exp(-inf + inf) gives NaN gradients).
         if (logsumexp)
           logsumexp[b * lse_stride[0] + h * lse_stride[1] + (q0 + i) * lse_stride[2]] =
-              m[i] + std::log(l[i]);
+              l[i] > 0 ? m[i] + std::log(l[i]) : 0.0f;
       }
     }
   };

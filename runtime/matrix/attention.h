@@ -46,7 +46,7 @@ inline constexpr int64_t kMaxHeadDim = 512;
 bool attention_supported(const AttentionParams& p);
 
 /// out = attention(q, k, v); logsumexp ([batch, head, q_len] at `lse_stride`), when not null,
-/// gets m + log(l) per query row. Throws std::invalid_argument when !attention_supported(p).
+/// gets m + log(l) per query row (0 for a row whose keys are all hidden, as ATen's kernel). Throws std::invalid_argument when !attention_supported(p).
 void attention_f32(const float* q, const float* k, const float* v, float* out,
                    const AttentionParams& p, int num_threads, float* logsumexp = nullptr,
                    std::array<int64_t, 3> lse_stride = {});

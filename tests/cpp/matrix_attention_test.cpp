@@ -107,9 +107,10 @@ void check_attention(const Case& c, int threads, std::mt19937& rng) {
         }
         const float* o =
             out.data() + b * p.out_stride[0] + h * p.out_stride[1] + i * p.out_stride[2];
-        if (std::isinf(m)) {  // every key hidden: zeros, as ATen's kernel
+        if (std::isinf(m)) {  // every key hidden: zeros and a logsumexp of 0, as ATen's kernel
           for (int64_t d = 0; d < c.value_dim; ++d) ASSERT_EQ(o[d], 0.0f) << "hidden row " << i;
           ASSERT_EQ(o[c.value_dim], kCanary) << "wrote past row " << i;
+          ASSERT_EQ(lse[size_t((b * c.heads + h) * c.q_len + i)], 0.0f) << "hidden row " << i;
           continue;
         }
         double l = 0;

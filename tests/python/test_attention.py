@@ -142,6 +142,23 @@ def test_training_forward_runs_on_ours_and_gradients_match():
     assert plan_lines("aten::_scaled_dot_product_flash_attention_for_cpu_backward")
 
 
+def test_training_with_a_fully_hidden_query_gives_eagers_gradients():
+    """A query whose keys are all hidden: output zeros and a logsumexp of 0, as ATen's forward
+    gives them, so ATen's backward computes finite gradients from ours (-inf gave NaN)."""
+    mask = torch.ones(6, 6, dtype=torch.bool)
+    mask[2] = False
+    fn = lambda x: F.scaled_dot_product_attention(x, x * 0.5, x + 1, attn_mask=mask)
+    x, grad_out = torch.randn(1, 2, 6, 16), torch.randn(1, 2, 6, 16)
+    grads = []
+    for f in (compile_cpp(fn), fn):
+        leaf = x.clone().requires_grad_()
+        (f(leaf) * grad_out).sum().backward()
+        grads.append(leaf.grad)
+    assert torch.isfinite(grads[0]).all()
+    assert_same(grads[0], grads[1], rtol=1e-4, atol=1e-5)
+    assert plan_lines("matrix::attention")
+
+
 def test_plan_round_trips_through_the_cache():
     x = torch.randn(2, 33, 3 * 64)
     fn = lambda x: self_attention(x, 2, causal=True)
