@@ -6,8 +6,9 @@
 /// gradients (strided filters' input gradient by phases; until 2026-11-28 that one stayed an ATen
 /// call with output_mask [True, False, False], ours being slower). NCHW graphs (training
 /// without channels-last) stay ATen, as the
-/// forward convolution does (plan_conv.h), and so do convolutions of fewer than 8 input
-/// channels (a stem), where oneDNN's weight gradient measured faster.
+/// forward convolution does (plan_conv.h), and so does the input gradient of convolutions of
+/// fewer than 8 input channels (a convolution with 3 output channels; a stem's weight gradient
+/// alone runs on ours, on tiles by filter columns, since 2026-11-28).
 #pragma once
 
 #include <cstddef>
