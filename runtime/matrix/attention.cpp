@@ -16,6 +16,7 @@
 
 #include "codegen/xbyak/cpu_features.h"
 #include "codegen/xbyak/microkernel.h"
+#include "runtime/matrix/attention_tiles.h"
 #include "runtime/matrix/gemm_config.h"
 #include "runtime/matrix/pack.h"
 #include "runtime/matrix/scratch.h"
@@ -24,55 +25,14 @@
 namespace inductor_cpp::matrix {
 namespace {
 
+using attention_tiles::KernelTable;
+using attention_tiles::make_kernels;
+using attention_tiles::tiled;
+
 constexpr int64_t kQueryBlock = 64;  ///< query rows per work item
 constexpr int64_t kKeyBlock = 512;   ///< keys per scores block (64 × 512 floats: 128 KiB, in L2)
 constexpr int kScoreRows = 14, kScoreCols = 32;  ///< q·kᵀ register tile
 constexpr int kValueRows = 6, kValueCols = 64;   ///< p·v register tile
-
-/// Micro-kernels of one call, by rows (1..max) and whether the columns are the full tile width
-/// or the call's tail.
-struct KernelTable {
-  std::vector<xbyak::MicroKernelFn> full, tail;  ///< index rows - 1
-  int cols_tail = 0;
-  xbyak::MicroKernelFn get(int rows, bool tail_cols) const {
-    return (tail_cols ? tail : full)[size_t(rows - 1)];
-  }
-};
-
-/// Kernels for tiles of 1..max_rows rows × `cols` columns (and × `cols_tail` when not 0).
-KernelTable make_kernels(xbyak::MicroKernelDesc d, int max_rows, int cols, int cols_tail) {
-  KernelTable t;
-  t.cols_tail = cols_tail;
-  for (int r = 1; r <= max_rows; ++r) {
-    d.mr = r;
-    d.nr = cols;
-    t.full.push_back(xbyak::get_microkernel(d));
-    if (cols_tail) {
-      d.nr = cols_tail;
-      t.tail.push_back(xbyak::get_microkernel(d));
-    }
-  }
-  return t;
-}
-
-/// Runs `table` over a rows × cols block of tiles of tile_rows × tile_cols: A row i at
-/// a + i·a_row_stride, the B of column tile t at b + t·b_tile_stride, C at c + i·ldc + j.
-void tiled(const KernelTable& table, int64_t rows, int64_t cols, int tile_rows, int tile_cols,
-           const float* a, int64_t a_row_stride, const float* b, int64_t b_tile_stride, float* c,
-           int64_t ldc, int64_t k) {
-  for (int64_t j = 0; j < cols; j += tile_cols) {
-    const bool tail = cols - j < tile_cols;
-    for (int64_t i = 0; i < rows; i += tile_rows) {
-      const int r = int(std::min<int64_t>(tile_rows, rows - i));
-      const float* a_ptr = a + i * a_row_stride;
-      const float* b_ptr = b + j / tile_cols * b_tile_stride;
-      xbyak::MicroKernelArgs args;
-      args.a = &a_ptr, args.b = &b_ptr, args.batch = 1, args.k = k;
-      args.c = c + i * ldc + j;
-      table.get(r, tail)(&args);
-    }
-  }
-}
 
 /// Online-softmax update of one query row for a block of `cols` scores (`valid` of them
 /// visible, the rest masked; `mask`, when not null, added to the visible scaled scores): updates
