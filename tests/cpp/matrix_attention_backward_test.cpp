@@ -158,8 +158,9 @@ void check_backward(const Case& c, int threads, std::mt19937& rng) {
 
   const auto expect_near = [](float got, double want, double magnitude, const char* what, int64_t b,
                               int64_t h, int64_t i, int64_t d) {
-    if (magnitude == 0)  // a query that sees no key, or a key no query sees: exactly 0
+    if (magnitude == 0) {  // a query that sees no key, or a key no query sees: exactly 0
       ASSERT_EQ(got, 0.0f) << what << " b" << b << " h" << h << " row " << i << " d " << d;
+    }
     ASSERT_NEAR(got, want, 2e-5 * magnitude + 1e-6)
         << what << " b" << b << " h" << h << " row " << i << " d " << d;
   };
