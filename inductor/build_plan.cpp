@@ -137,7 +137,8 @@ void finish_plan(const ir::Graph& g, SlotTable& slots, runtime::Plan& plan) {
     if (st.is_matmul()) {
       const runtime::MatmulLaunch& m = st.matmul;
       for (int32_t slot :
-           {m.a, m.b, m.out.slot, m.input, m.value, m.mask, m.logsumexp.slot, m.grad_weight.slot, m.grad_bias.slot})
+           {m.a, m.b, m.out.slot, m.input, m.value, m.mask, m.logsumexp.slot, m.grad_weight.slot, m.grad_bias.slot,
+            m.grad_output, m.forward_output, m.forward_logsumexp, m.grad_key.slot, m.grad_value.slot})
         note_uses(PlanArg::of_slot(slot), step, last_use);
       for (const runtime::MatmulEpilogue& e : m.epilogue) {
         if (e.slot >= 0) note_uses(PlanArg::of_slot(e.slot), step, last_use);
@@ -340,6 +341,8 @@ PlanBuild build_plan(const ir::Graph& input_graph, const CodegenSettings& settin
         m = match_conv_backward(g, result.scheduled, i, slot_of_buffer, why_not);
       if (!m && why_not.empty())
         m = match_attention(g, result.scheduled, i, slot_of_buffer, used, why_not);
+      if (!m && why_not.empty())
+        m = match_attention_backward(g, result.scheduled, i, slot_of_buffer, why_not);
       if (m) {
         if (m->absorbed_step) absorbed.insert(*m->absorbed_step);
         if (m->tile_kernel) kernels.push_back(std::move(*m->tile_kernel));

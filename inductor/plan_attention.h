@@ -6,7 +6,9 @@
 /// at most 512 keys (ours is 1.1-1.8x ATen's kernel there, level with it on longer sequences),
 /// becomes an "attention" runtime::MatmulLaunch on our library (runtime/matrix/attention.h),
 /// which also writes the op's logsumexp when something reads it (a training forward saves it
-/// for ATen's backward). The rest stays ATen with the reason in the node's decision.
+/// for the backward), and the op's backward (`..._for_cpu_backward`) becomes an
+/// "attention_backward" one (runtime/matrix/attention_backward.h) under the same conditions.
+/// The rest stays ATen with the reason in the node's decision.
 #pragma once
 
 #include <cstddef>
@@ -26,5 +28,12 @@ std::optional<MatmulMatch> match_attention(
     const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
     const std::function<int32_t(const std::string&)>& slot_of_buffer,
     const std::set<std::string>& used, std::string& why_not);
+
+/// The "attention_backward" step for an ATen `_scaled_dot_product_flash_attention_for_cpu_backward`
+/// under the forward's conditions (static float32 shapes, no dropout, a positive scale, a mask
+/// as the forward's, at most 512 keys), or nothing; why_not as match_attention's.
+std::optional<MatmulMatch> match_attention_backward(
+    const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
+    const std::function<int32_t(const std::string&)>& slot_of_buffer, std::string& why_not);
 
 }  // namespace inductor_cpp::inductor

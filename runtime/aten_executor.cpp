@@ -141,7 +141,8 @@ struct BoundMatmul {
   std::shared_ptr<const ConvStep> conv;  ///< set for "conv2d" (runtime/conv_step.h)
   /// set for "conv2d_backward" (runtime/conv_backward_step.h)
   std::shared_ptr<const ConvBackwardStep> conv_backward;
-  std::shared_ptr<const AttentionStep> attention;  ///< set for "attention" (runtime/attention_step.h)
+  /// set for "attention" and "attention_backward" (runtime/attention_step.h)
+  std::shared_ptr<const AttentionStep> attention;
   /// set for a bfloat16 mm / addmm (runtime/matmul_bf16_step.h)
   std::shared_ptr<const MatmulBf16Step> bf16;
   KernelFn tile_fn = nullptr;  ///< the "kernel" epilogue op's function (the last op), if any
@@ -317,14 +318,15 @@ BoundStep bind_matmul_step(const Step& step, const KernelLibrary* library, const
   // Steps with their own checks: the convolution backward (several outputs, none required),
   // attention and bf16 mm / addmm (runtime/matmul_bf16_step.h).
   const bool bf16 = out.dtype == "bfloat16" && out.device == "cpu" && !m.launch.is_conv();
-  if (m.launch.is_conv_backward() || m.launch.is_attention() || bf16) {
+  if (m.launch.is_conv_backward() || m.launch.is_attention() || m.launch.is_attention_backward() ||
+      bf16) {
     m.label = "matrix::" + m.launch.op +
               (step.node >= 0 && step.node < static_cast<int32_t>(labels.size())
                    ? " computing " + labels[step.node]
                    : "");
     m.profile_name = profile_name_of("matrix::" + m.launch.op, m.launch.nodes, labels) +
                      matrix_shape_text(m.launch);
-    if (m.launch.is_attention())
+    if (m.launch.is_attention() || m.launch.is_attention_backward())
       m.attention = std::make_shared<const AttentionStep>(m.launch, m.label);
     else if (bf16)
       m.bf16 = std::make_shared<const MatmulBf16Step>(m.launch, m.label, frozen_weights);

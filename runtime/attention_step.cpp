@@ -12,6 +12,7 @@
 
 #include "runtime/cpu_pool.h"
 #include "runtime/matrix/attention.h"
+#include "runtime/matrix/attention_backward.h"
 
 namespace inductor_cpp::runtime {
 
@@ -32,75 +33,148 @@ std::array<int64_t, 3> leading_strides(const at::Tensor& t) {
   return {t.stride(0), t.stride(1), t.stride(2)};
 }
 
+/// Throws unless `a` is a 4-D float32 CPU output with a contiguous last dimension.
+void check_output(const BufferAlloc& a, const char* what) {
+  if (a.slot < 0 || a.dtype != "float32" || a.device != "cpu" || a.sizes.size() != 4 ||
+      a.strides.size() != 4 || a.strides[3] != 1)
+    throw std::runtime_error(std::string("attention: ") + what +
+                             " must be a 4-D float32 CPU tensor with a contiguous last dim");
+}
+
+/// The forward's parameters from q, k and v (checked to match) and the launch.
+matrix::AttentionParams attention_params(const at::Tensor& q, const at::Tensor& k,
+                                         const at::Tensor& v, const MatmulLaunch& m,
+                                         const std::string& label) {
+  TORCH_CHECK(k.size(0) == q.size(0) && v.size(0) == q.size(0) && k.size(1) == q.size(1) &&
+                  v.size(1) == q.size(1) && k.size(3) == q.size(3) && v.size(2) == k.size(2),
+              "inductor_cpp: ", label, ": query ", q.sizes(), ", key ", k.sizes(), " and value ",
+              v.sizes(), " do not match");
+  matrix::AttentionParams p;
+  p.batch = q.size(0), p.heads = q.size(1), p.q_len = q.size(2), p.kv_len = k.size(2);
+  p.head_dim = q.size(3), p.value_dim = v.size(3);
+  p.q_stride = leading_strides(q), p.k_stride = leading_strides(k), p.v_stride = leading_strides(v);
+  p.scale = m.alpha;
+  p.causal = m.causal;
+  return p;
+}
+
+/// The launch's mask as an additive float32 tensor broadcast to [batch, heads, q_len, kv_len]
+/// by strides, pointed to from p (undefined when the launch has none). A boolean mask (true:
+/// visible) becomes 0 / -inf.
+at::Tensor attach_mask(const std::vector<c10::IValue>& slots, const MatmulLaunch& m,
+                       matrix::AttentionParams& p, const std::string& label) {
+  if (m.mask < 0) return {};
+  TORCH_CHECK(slots[m.mask].isTensor(), "inductor_cpp: ", label, ": the mask is not a tensor");
+  at::Tensor mask = slots[m.mask].toTensor();
+  TORCH_CHECK((mask.scalar_type() == at::kFloat || mask.scalar_type() == at::kBool) &&
+                  mask.device().is_cpu() && mask.dim() <= 4,
+              "inductor_cpp: ", label,
+              ": the mask must be a float32 or bool CPU tensor of at most 4 dims, got ",
+              mask.scalar_type(), " ", mask.sizes());
+  if (mask.scalar_type() == at::kBool)  // true: visible (0), false: hidden (-inf)
+    mask = at::zeros(mask.sizes(), mask.options().dtype(at::kFloat))
+               .masked_fill_(mask.logical_not(), -INFINITY);
+  mask = mask.expand({p.batch, p.heads, p.q_len, p.kv_len});
+  if (mask.stride(3) != 1 && p.kv_len != 1) mask = mask.contiguous();
+  p.mask = mask.data_ptr<float>();
+  p.mask_stride = {mask.stride(0), mask.stride(1), mask.stride(2), mask.stride(3)};
+  return mask;
+}
+
+/// A pooled tensor with alloc's sizes and strides, after checking its sizes against `sizes`.
+at::Tensor allocate(const BufferAlloc& alloc, const std::vector<int64_t>& sizes,
+                    const at::TensorOptions& options, const std::string& label, const char* what) {
+  TORCH_CHECK(sizes == alloc.sizes, "inductor_cpp: ", label, ": ", what, " ",
+              at::IntArrayRef(sizes), " differs from the plan's ", at::IntArrayRef(alloc.sizes));
+  return empty_strided_pooled(alloc.sizes, alloc.strides, options);
+}
+
 }  // namespace
 
 AttentionStep::AttentionStep(MatmulLaunch launch, std::string label)
     : launch_(std::move(launch)), label_(std::move(label)) {
   const MatmulLaunch& m = launch_;
-  if (!m.is_attention()) throw std::runtime_error("not an attention step: " + m.op);
+  if (!m.is_attention() && !m.is_attention_backward())
+    throw std::runtime_error("not an attention step: " + m.op);
   if (!m.epilogue.empty()) throw std::runtime_error("attention: no epilogue");
-  if (m.a < 0 || m.b < 0 || m.value < 0 || m.out.slot < 0)
-    throw std::runtime_error("attention: slots missing");
-  if (m.out.dtype != "float32" || m.out.device != "cpu" || m.out.sizes.size() != 4 ||
-      m.out.strides.size() != 4 || m.out.strides[3] != 1)
-    throw std::runtime_error(
-        "attention: the output must be a 4-D float32 CPU tensor with a contiguous last dim");
+  if (m.a < 0 || m.b < 0 || m.value < 0) throw std::runtime_error("attention: slots missing");
   if (!(m.alpha > 0)) throw std::runtime_error("attention: the scale must be positive");
+  if (m.is_attention_backward()) {
+    if (m.grad_output < 0 || m.forward_output < 0 || m.forward_logsumexp < 0)
+      throw std::runtime_error("attention_backward: slots missing");
+    check_output(m.out, "the query's gradient");
+    check_output(m.grad_key, "the key's gradient");
+    check_output(m.grad_value, "the value's gradient");
+    return;
+  }
+  check_output(m.out, "the output");
   if (m.logsumexp.slot >= 0 && (m.logsumexp.dtype != "float32" || m.logsumexp.device != "cpu" ||
                                 m.logsumexp.sizes.size() != 3 || m.logsumexp.strides.size() != 3))
     throw std::runtime_error("attention: the logsumexp must be a 3-D float32 CPU tensor");
 }
 
 void AttentionStep::run(std::vector<c10::IValue>& slots) const {
+  if (launch_.is_attention_backward()) return run_backward(slots);
   const MatmulLaunch& m = launch_;
   const at::Tensor q = operand(slots[m.a], label_, "query"), k = operand(slots[m.b], label_, "key"),
                    v = operand(slots[m.value], label_, "value");
-  TORCH_CHECK(k.size(0) == q.size(0) && v.size(0) == q.size(0) && k.size(1) == q.size(1) &&
-                  v.size(1) == q.size(1) && k.size(3) == q.size(3) && v.size(2) == k.size(2),
-              "inductor_cpp: ", label_, ": query ", q.sizes(), ", key ", k.sizes(), " and value ",
-              v.sizes(), " do not match");
-  const std::vector<int64_t> out_sizes{q.size(0), q.size(1), q.size(2), v.size(3)};
-  TORCH_CHECK(out_sizes == m.out.sizes, "inductor_cpp: ", label_, ": output ",
-              at::IntArrayRef(out_sizes), " differs from the plan's ",
-              at::IntArrayRef(m.out.sizes));
-  at::Tensor out = empty_strided_pooled(m.out.sizes, m.out.strides, q.options());
-  matrix::AttentionParams p;
-  p.batch = q.size(0), p.heads = q.size(1), p.q_len = q.size(2), p.kv_len = k.size(2);
-  p.head_dim = q.size(3), p.value_dim = v.size(3);
-  p.q_stride = leading_strides(q), p.k_stride = leading_strides(k), p.v_stride = leading_strides(v);
+  matrix::AttentionParams p = attention_params(q, k, v, m, label_);
+  at::Tensor out = allocate(m.out, {p.batch, p.heads, p.q_len, p.value_dim}, q.options(), label_,
+                            "output");
   p.out_stride = leading_strides(out);
-  p.scale = m.alpha;
-  p.causal = m.causal;
-  at::Tensor mask;  // additive float32, broadcast to [batch, heads, q_len, kv_len] by strides
-  if (m.mask >= 0) {
-    TORCH_CHECK(slots[m.mask].isTensor(), "inductor_cpp: ", label_, ": the mask is not a tensor");
-    mask = slots[m.mask].toTensor();
-    TORCH_CHECK((mask.scalar_type() == at::kFloat || mask.scalar_type() == at::kBool) &&
-                    mask.device().is_cpu() && mask.dim() <= 4,
-                "inductor_cpp: ", label_,
-                ": the mask must be a float32 or bool CPU tensor of at most 4 dims, got ",
-                mask.scalar_type(), " ", mask.sizes());
-    if (mask.scalar_type() == at::kBool)  // true: visible (0), false: hidden (-inf)
-      mask = at::zeros(mask.sizes(), q.options()).masked_fill_(mask.logical_not(), -INFINITY);
-    mask = mask.expand({p.batch, p.heads, p.q_len, p.kv_len});
-    if (mask.stride(3) != 1 && p.kv_len != 1) mask = mask.contiguous();
-    p.mask = mask.data_ptr<float>();
-    p.mask_stride = {mask.stride(0), mask.stride(1), mask.stride(2), mask.stride(3)};
-  }
+  const at::Tensor mask = attach_mask(slots, m, p, label_);
   TORCH_CHECK(matrix::attention_supported(p), "inductor_cpp: ", label_,
               ": attention not supported here");
   at::Tensor lse;  // [batch, heads, q_len], when the backward reads it
-  if (m.logsumexp.slot >= 0) {
-    TORCH_CHECK(m.logsumexp.sizes == std::vector<int64_t>({p.batch, p.heads, p.q_len}), "inductor_cpp: ", label_,
-                ": logsumexp ", at::IntArrayRef(m.logsumexp.sizes), " does not match the query");
-    lse = empty_strided_pooled(m.logsumexp.sizes, m.logsumexp.strides, q.options());
-  }
-  matrix::attention_f32(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(), out.data_ptr<float>(), p,
-                        static_cast<int>(at::get_num_threads()), lse.defined() ? lse.data_ptr<float>() : nullptr,
-                        lse.defined() ? std::array<int64_t, 3>{lse.stride(0), lse.stride(1), lse.stride(2)}
+  if (m.logsumexp.slot >= 0)
+    lse = allocate(m.logsumexp, {p.batch, p.heads, p.q_len}, q.options(), label_, "logsumexp");
+  matrix::attention_f32(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
+                        out.data_ptr<float>(), p, static_cast<int>(at::get_num_threads()),
+                        lse.defined() ? lse.data_ptr<float>() : nullptr,
+                        lse.defined() ? leading_strides(lse)
                                       : std::array<int64_t, 3>{});
   slots[m.out.slot] = std::move(out);
   if (lse.defined()) slots[m.logsumexp.slot] = std::move(lse);
+}
+
+void AttentionStep::run_backward(std::vector<c10::IValue>& slots) const {
+  const MatmulLaunch& m = launch_;
+  const at::Tensor q = operand(slots[m.a], label_, "query"), k = operand(slots[m.b], label_, "key"),
+                   v = operand(slots[m.value], label_, "value"),
+                   out = operand(slots[m.forward_output], label_, "the forward's output"),
+                   grad_out = operand(slots[m.grad_output], label_, "the output's gradient");
+  matrix::AttentionParams p = attention_params(q, k, v, m, label_);
+  const std::vector<int64_t> out_sizes{p.batch, p.heads, p.q_len, p.value_dim};
+  TORCH_CHECK(out.sizes() == out_sizes && grad_out.sizes() == out_sizes, "inductor_cpp: ", label_,
+              ": output ", out.sizes(), " and its gradient ", grad_out.sizes(), " do not match ",
+              at::IntArrayRef(out_sizes));
+  TORCH_CHECK(slots[m.forward_logsumexp].isTensor(), "inductor_cpp: ", label_,
+              ": the logsumexp is not a tensor");
+  const at::Tensor lse = slots[m.forward_logsumexp].toTensor();
+  TORCH_CHECK(lse.scalar_type() == at::kFloat && lse.device().is_cpu() &&
+                  lse.sizes() == at::IntArrayRef({p.batch, p.heads, p.q_len}),
+              "inductor_cpp: ", label_, ": the logsumexp must be a float32 CPU [", p.batch, ", ",
+              p.heads, ", ", p.q_len, "] tensor, got ", lse.scalar_type(), " ", lse.sizes());
+  p.out_stride = leading_strides(out);
+  const at::Tensor mask = attach_mask(slots, m, p, label_);
+  TORCH_CHECK(matrix::attention_supported(p), "inductor_cpp: ", label_,
+              ": attention not supported here");
+  at::Tensor grad_q = allocate(m.out, q.sizes().vec(), q.options(), label_, "the query's gradient");
+  at::Tensor grad_k = allocate(m.grad_key, k.sizes().vec(), q.options(), label_, "the key's gradient");
+  at::Tensor grad_v =
+      allocate(m.grad_value, v.sizes().vec(), q.options(), label_, "the value's gradient");
+  matrix::AttentionBackwardArgs a;
+  a.q = q.data_ptr<float>(), a.k = k.data_ptr<float>(), a.v = v.data_ptr<float>();
+  a.out = out.data_ptr<float>(), a.grad_out = grad_out.data_ptr<float>();
+  a.grad_out_stride = leading_strides(grad_out);
+  a.logsumexp = lse.data_ptr<float>(), a.lse_stride = leading_strides(lse);
+  a.grad_q = grad_q.data_ptr<float>(), a.grad_q_stride = leading_strides(grad_q);
+  a.grad_k = grad_k.data_ptr<float>(), a.grad_k_stride = leading_strides(grad_k);
+  a.grad_v = grad_v.data_ptr<float>(), a.grad_v_stride = leading_strides(grad_v);
+  matrix::attention_backward_f32(p, a, static_cast<int>(at::get_num_threads()));
+  slots[m.out.slot] = std::move(grad_q);
+  slots[m.grad_key.slot] = std::move(grad_k);
+  slots[m.grad_value.slot] = std::move(grad_v);
 }
 
 }  // namespace inductor_cpp::runtime

@@ -136,11 +136,18 @@ json matmul_to_json(const MatmulLaunch& m) {
          {"alpha", m.alpha}, {"epilogue", epilogue}, {"nodes", m.nodes}};
   if (m.is_conv() || m.is_conv_backward())
     j["conv"] = json{{"stride", m.conv.stride}, {"padding", m.conv.padding}, {"dilation", m.conv.dilation}};
-  if (m.is_attention()) {
+  if (m.is_attention() || m.is_attention_backward()) {
     j["value"] = m.value;
     j["mask"] = m.mask;
     j["causal"] = m.causal;
-    j["logsumexp"] = alloc_to_json(m.logsumexp);
+  }
+  if (m.is_attention()) j["logsumexp"] = alloc_to_json(m.logsumexp);
+  if (m.is_attention_backward()) {
+    j["grad_output"] = m.grad_output;
+    j["forward_output"] = m.forward_output;
+    j["forward_logsumexp"] = m.forward_logsumexp;
+    j["grad_key"] = alloc_to_json(m.grad_key);
+    j["grad_value"] = alloc_to_json(m.grad_value);
   }
   if (m.is_conv_backward()) {
     j["input"] = m.input;
@@ -154,7 +161,7 @@ MatmulLaunch matmul_from_json(const json& j) {
   MatmulLaunch m;
   m.op = j.at("op").get<std::string>();
   if (m.op != "mm" && m.op != "addmm" && m.op != "bmm" && m.op != "conv2d" &&
-      m.op != "conv2d_backward" && m.op != "attention")
+      m.op != "conv2d_backward" && m.op != "attention" && m.op != "attention_backward")
     throw std::runtime_error("plan: unknown matmul op " + m.op);
   m.a = j.at("a").get<int32_t>();
   m.b = j.at("b").get<int32_t>();
@@ -179,11 +186,18 @@ MatmulLaunch matmul_from_json(const json& j) {
     m.conv.padding = c.at("padding").get<std::array<int64_t, 2>>();
     m.conv.dilation = c.at("dilation").get<std::array<int64_t, 2>>();
   }
-  if (m.is_attention()) {
+  if (m.is_attention() || m.is_attention_backward()) {
     m.value = j.at("value").get<int32_t>();
     m.mask = j.at("mask").get<int32_t>();
-    m.logsumexp = alloc_from_json(j.at("logsumexp"));
     m.causal = j.at("causal").get<bool>();
+  }
+  if (m.is_attention()) m.logsumexp = alloc_from_json(j.at("logsumexp"));
+  if (m.is_attention_backward()) {
+    m.grad_output = j.at("grad_output").get<int32_t>();
+    m.forward_output = j.at("forward_output").get<int32_t>();
+    m.forward_logsumexp = j.at("forward_logsumexp").get<int32_t>();
+    m.grad_key = alloc_from_json(j.at("grad_key"));
+    m.grad_value = alloc_from_json(j.at("grad_value"));
   }
   if (m.is_conv_backward()) {
     m.input = j.at("input").get<int32_t>();
@@ -206,7 +220,16 @@ std::string plan_to_text(const Plan& p) {
       const MatmulLaunch& m = s.matmul;
       // conv2d_backward: "%s5, %s6, _ = matrix::conv2d_backward(%s1, %s0, %s2, ...)", the
       // gradients of input, weight and bias from (grad output, input, weight), as ATen orders them.
-      std::string line = m.is_conv_backward()
+      // attention_backward: "%s8, %s9, %s10 = matrix::attention_backward(%s7, %s1, %s2, %s3,
+      // %s5, %s6, scale=0.125)", the gradients of q, k and v from (grad out, q, k, v, out,
+      // logsumexp), as ATen orders them.
+      std::string line =
+          m.is_attention_backward()
+              ? "  " + slots_text({m.out.slot, m.grad_key.slot, m.grad_value.slot}) + " = matrix::" +
+                    m.op + "(" +
+                    slots_text({m.grad_output, m.a, m.b, m.value, m.forward_output,
+                                m.forward_logsumexp})
+          : m.is_conv_backward()
                              ? "  " +
                                    slots_text({m.out.slot, m.grad_weight.slot, m.grad_bias.slot}) +
                                    " = matrix::" + m.op + "(%s" + std::to_string(m.a) + ", %s" +
@@ -216,7 +239,10 @@ std::string plan_to_text(const Plan& p) {
                                    (m.logsumexp.slot >= 0 ? ", %s" + std::to_string(m.logsumexp.slot) : "") +
                                    " = matrix::" + m.op + "(%s" + std::to_string(m.a) + ", %s" +
                                    std::to_string(m.b);
-      if (m.is_attention())  // %s4 = matrix::attention(%s1, %s2, %s3, scale=0.125, causal)
+      if (m.is_attention_backward())
+        line += (m.mask >= 0 ? ", mask=%s" + std::to_string(m.mask) : "") +
+                ", scale=" + shortest_float(m.alpha) + (m.causal ? ", causal" : "");
+      else if (m.is_attention())  // %s4 = matrix::attention(%s1, %s2, %s3, scale=0.125, causal)
         line += ", %s" + std::to_string(m.value) +
                 (m.mask >= 0 ? ", mask=%s" + std::to_string(m.mask) : "") +
                 ", scale=" + shortest_float(m.alpha) + (m.causal ? ", causal" : "");

@@ -134,10 +134,18 @@ inline constexpr int64_t kRowsOfA = -1;
 /// [batch, heads, q_len, kv_len], `out` [batch, heads, q_len, value_dim] (any strides, its last
 /// one 1), `logsumexp` (when its slot is set) m + log l per query row for the backward; no
 /// epilogue.
+/// Or "attention_backward" (matrix/attention_backward.h, runtime/attention_step.h): the
+/// gradients of such an attention from `grad_output`, the forward's `forward_output` and
+/// `forward_logsumexp`, with a / b / value / mask / alpha / causal as the forward's; `out` the
+/// query's gradient, `grad_key` and `grad_value` the others' (any strides, their last one 1).
 /// JSON key "matmul" (conv2d and conv2d_backward add "conv": the geometry; conv2d_backward
-/// adds "input", "grad_weight" and "grad_bias"; attention adds "value", "mask", "causal" and "logsumexp").
+/// adds "input", "grad_weight" and "grad_bias"; attention adds "value", "mask", "causal" and
+/// "logsumexp"; attention_backward adds "value", "mask", "causal", "grad_output",
+/// "forward_output", "forward_logsumexp", "grad_key" and "grad_value").
 struct MatmulLaunch {
-  std::string op;  ///< "mm", "addmm", "bmm", "conv2d", "conv2d_backward" or "attention"; empty: none
+  /// "mm", "addmm", "bmm", "conv2d", "conv2d_backward", "attention" or "attention_backward";
+  /// empty: none
+  std::string op;
   int32_t a = -1, b = -1;
   BufferAlloc out;  ///< the output (row-major / channels-last, allocated before the call)
   float alpha = 1;
@@ -150,9 +158,14 @@ struct MatmulLaunch {
   int32_t mask = -1;                     ///< "attention": additive or boolean mask (-1: none)
   BufferAlloc logsumexp;                 ///< "attention": [batch, heads, q_len] (slot -1: none)
   bool causal = false;                   ///< "attention": query i sees keys j ≤ i only
+  int32_t grad_output = -1;              ///< "attention_backward": dL/d out
+  int32_t forward_output = -1;           ///< "attention_backward": the forward's out
+  int32_t forward_logsumexp = -1;        ///< "attention_backward": the forward's logsumexp
+  BufferAlloc grad_key, grad_value;      ///< "attention_backward" (out is the query's)
   bool is_conv() const { return op == "conv2d"; }
   bool is_conv_backward() const { return op == "conv2d_backward"; }
   bool is_attention() const { return op == "attention"; }
+  bool is_attention_backward() const { return op == "attention_backward"; }
 };
 
 struct Step {

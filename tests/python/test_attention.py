@@ -2,9 +2,10 @@
 graph, `F.scaled_dot_product_attention` on the CPU (ATen's `_scaled_dot_product_flash_attention_
 for_cpu`) of float32 tensors without dropout, with or without an additive or boolean mask, over
 at most 512 keys, becomes a `matrix::attention` plan step (runtime/attention_step.h on
-runtime/matrix/attention.h); in a training forward it also writes the logsumexp ATen's backward
-reads. Outputs and gradients are compared with eager's and a float64 reference; longer key
-sequences stay ATen and say why."""
+runtime/matrix/attention.h); in a training forward it also writes the logsumexp the backward
+reads, and the backward (`..._for_cpu_backward`) becomes a `matrix::attention_backward` step
+(runtime/matrix/attention_backward.h). Outputs and gradients are compared with eager's and a
+float64 reference; longer key sequences stay ATen and say why."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def check(fn, *args):
 @pytest.mark.parametrize("causal", [False, True])
 def test_packed_qkv_self_attention_runs_on_ours(causal):
     check(lambda x: self_attention(x, 4, causal), torch.randn(2, 70, 3 * 128))
-    (line,) = plan_lines("matrix::attention")
+    (line,) = plan_lines("matrix::attention(")
     assert ("causal" in line) == causal, line
     assert not plan_lines("aten::_scaled_dot_product"), plan_lines("aten::")
 
@@ -63,7 +64,7 @@ def test_cross_attention_lengths_and_scale():
     torch's math path, bmm and softmax, not this op.)"""
     q, k, v = torch.randn(2, 3, 9, 40), torch.randn(2, 3, 300, 40), torch.randn(2, 3, 300, 40)
     check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, scale=0.3), q, k, v)
-    (line,) = plan_lines("matrix::attention")
+    (line,) = plan_lines("matrix::attention(")
     assert "scale=0.3" in line, line
 
 
@@ -88,7 +89,7 @@ def test_padding_mask_as_hugging_face_bert_passes_it():
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
     check(fn, x, mask)
-    (line,) = plan_lines("matrix::attention")
+    (line,) = plan_lines("matrix::attention(")
     assert "mask=%s" in line, line
 
 
@@ -113,9 +114,32 @@ def test_long_key_sequences_stay_aten_and_say_why():
     stays_aten_because("more than 512 keys")
 
 
-def test_training_forward_runs_on_ours_and_gradients_match():
-    """A training forward keeps the logsumexp for ATen's backward: ours writes it too (m + log l
-    per query row), and the backward's gradients match eager's and float64's."""
+def gradients(fn, inputs, grad_out):
+    """d(sum(fn(*inputs) * grad_out)) / d inputs that require grad: compiled ours, eager, and
+    eager in float64."""
+    results = []
+    for f, dtype in ((compile_cpp(fn), None), (fn, None), (fn, torch.float64)):
+        leaves = [t.detach().to(dtype or t.dtype).requires_grad_(t.requires_grad) if t.is_floating_point()
+                  else t for t in inputs]
+        (f(*leaves) * grad_out.to(dtype or grad_out.dtype)).sum().backward()
+        results.append([t.grad for t in leaves if t.requires_grad])
+    return results
+
+
+def check_gradients(fn, inputs, grad_out):
+    """Ours close to eager's, and its error against float64 at most 4x eager's."""
+    ours, eager, reference = gradients(fn, inputs, grad_out)
+    for o, e, r in zip(ours, eager, reference, strict=True):
+        assert_same(o, e, rtol=1e-4, atol=1e-5)
+        ours_error = (o.double() - r).abs().max().item()
+        eager_error = (e.double() - r).abs().max().item()
+        assert ours_error <= 4 * eager_error + 1e-6, (ours_error, eager_error)
+    return ours
+
+
+def test_training_runs_forward_and_backward_on_ours():
+    """A training forward keeps the logsumexp for the backward: ours writes it (m + log l per
+    query row), and the backward runs on ours too, from it and the forward's output."""
     torch.manual_seed(0)
     x = torch.randn(2, 40, 3 * 64, requires_grad=True)
     mask = torch.zeros(2, 1, 1, 40)
@@ -126,37 +150,67 @@ def test_training_forward_runs_on_ours_and_gradients_match():
         q, k, v = x.view(b, s, 3, 2, 32).permute(2, 0, 3, 1, 4)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
-    grad_out = torch.randn(2, 2, 40, 32)
-    grads = []
-    for f, inputs in ((compile_cpp(fn), (x, mask)), (fn, (x, mask)), (fn, (x.double(), mask.double()))):
-        leaf = inputs[0].detach().clone().requires_grad_()
-        (f(leaf, inputs[1]) * grad_out.to(leaf.dtype)).sum().backward()
-        grads.append(leaf.grad)
-    ours, eager, reference = grads
-    assert_same(ours, eager, rtol=1e-4, atol=1e-5)
-    ours_error = (ours.double() - reference).abs().max().item()
-    eager_error = (eager.double() - reference).abs().max().item()
-    assert ours_error <= 4 * eager_error + 1e-6, (ours_error, eager_error)
-    (line,) = plan_lines("matrix::attention")
+    check_gradients(fn, (x, mask), torch.randn(2, 2, 40, 32))
+    (line,) = plan_lines("matrix::attention(")
     assert line.startswith("%s") and ", %s" in line.split("=")[0], line  # out, logsumexp
-    assert plan_lines("aten::_scaled_dot_product_flash_attention_for_cpu_backward")
+    (backward,) = plan_lines("matrix::attention_backward(")
+    assert backward.split("=")[0].count("%s") == 3 and "mask=%s" in backward, backward
+    assert not plan_lines("aten::_scaled_dot_product"), plan_lines("aten::")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_query_key_and_value_gradients(causal):
+    """Separate q, k and v leaves (each gradient checked), 130 queries (three query blocks),
+    an explicit scale; causal with as many keys as queries."""
+    torch.manual_seed(1)
+    q, k, v = (torch.randn(2, 3, 130, 48, requires_grad=True) for _ in range(3))
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=0.2)
+    check_gradients(fn, (q, k, v), torch.randn(2, 3, 130, 48))
+    (backward,) = plan_lines("matrix::attention_backward(")
+    assert ("causal" in backward) == causal and "scale=0.2" in backward, backward
 
 
 def test_training_with_a_fully_hidden_query_gives_eagers_gradients():
     """A query whose keys are all hidden: output zeros and a logsumexp of 0, as ATen's forward
-    gives them, so ATen's backward computes finite gradients from ours (-inf gave NaN)."""
+    gives them; its probabilities recompute to 0 in the backward, and gradients are finite and
+    eager's (a logsumexp of -inf gave NaN)."""
     mask = torch.ones(6, 6, dtype=torch.bool)
     mask[2] = False
     fn = lambda x: F.scaled_dot_product_attention(x, x * 0.5, x + 1, attn_mask=mask)
-    x, grad_out = torch.randn(1, 2, 6, 16), torch.randn(1, 2, 6, 16)
-    grads = []
-    for f in (compile_cpp(fn), fn):
+    x, grad_out = torch.randn(1, 2, 6, 16, requires_grad=True), torch.randn(1, 2, 6, 16)
+    (ours,) = check_gradients(fn, (x,), grad_out)
+    assert torch.isfinite(ours).all()
+    assert plan_lines("matrix::attention(") and plan_lines("matrix::attention_backward(")
+
+
+def test_long_key_sequences_train_on_aten_and_say_why():
+    q = torch.randn(1, 2, 8, 16, requires_grad=True)
+    k, v = torch.randn(1, 2, 513, 16, requires_grad=True), torch.randn(1, 2, 513, 16, requires_grad=True)
+    check_gradients(F.scaled_dot_product_attention, (q, k, v), torch.randn(1, 2, 8, 16))
+    assert not plan_lines("matrix::attention")
+    reasons = [d["reason"] for g in test_graphs() for d in json.loads(g.debug_info()["decisions"])
+               if not d["generated"] and "backward" in g.plan_text]
+    assert any("more than 512 keys" in r for r in reasons), reasons
+
+
+def test_training_plans_round_trip_through_the_cache():
+    """The backward's plan step (its extra slots and gradients) is read back from plan.json."""
+    x = torch.randn(2, 33, 3 * 64)
+    fn = lambda x: self_attention(x, 2, causal=True)
+    grad_out = torch.randn(2, 33, 64)
+
+    def run():
         leaf = x.clone().requires_grad_()
-        (f(leaf) * grad_out).sum().backward()
-        grads.append(leaf.grad)
-    assert torch.isfinite(grads[0]).all()
-    assert_same(grads[0], grads[1], rtol=1e-4, atol=1e-5)
-    assert plan_lines("matrix::attention")
+        (compile_cpp(fn)(leaf) * grad_out).sum().backward()
+        return leaf.grad
+
+    first = run()
+    assert plan_lines("matrix::attention_backward(")
+    torch._dynamo.reset()
+    second = run()
+    outcomes = [g.counters()["cache"] for g in test_graphs() if "attention_backward" in g.plan_text]
+    assert "hit" in outcomes, outcomes
+    assert torch.equal(first, second)
 
 
 def test_plan_round_trips_through_the_cache():
@@ -164,7 +218,7 @@ def test_plan_round_trips_through_the_cache():
     fn = lambda x: self_attention(x, 2, causal=True)
 
     def outcomes():
-        return [g.counters()["cache"] for g in test_graphs() if "matrix::attention" in g.plan_text]
+        return [g.counters()["cache"] for g in test_graphs() if "matrix::attention(" in g.plan_text]
 
     with torch.no_grad():
         first = compile_cpp(fn)(x)

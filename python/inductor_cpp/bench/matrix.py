@@ -21,8 +21,9 @@ Eager torch.mm/addmm/conv vs stock torch.compile(backend="inductor") vs ours
           1x1/2 64->128 @56, 3x3/2 64->128 @56; dw of the 7x7/2 stem), with "library" our
           conv_backward called directly
   attention  F.scaled_dot_product_attention on BERT-style packed q/k/v views, 12 heads of 64:
-          batch 8 x seq 128 (also causal) and 1 x 1024; "ours mk=off" runs ATen's flash
-          attention inside our plan
+          batch 8 x seq 128 (also causal) and 1 x 1024; and ATen's flash attention backward
+          called on its own (what a training backward graph runs) at 8 x 128 (also causal) and
+          2 x 512; "ours mk=off" runs ATen's kernels inside our plan
   amx     bf16 2048^3 mm (eager, stock, ours, and the library's gemm_bf16 called directly), as %
           of the measured AMX peak; bf16 Linear layers (32, 128, 256 rows) and the encoder below
           in bf16 at batch 1 x 32 and 1 x 128, stock and ours compiled with freezing (ours runs
@@ -57,6 +58,7 @@ indicative.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import math
 import sys
@@ -129,7 +131,18 @@ def _tolerance(work: Workload) -> tuple[float, float]:
     return tol, tol
 
 
-def _check(out: Any, ref: torch.Tensor, work: Workload, ref64: list) -> dict[str, Any]:
+def _check(out: Any, ref: Any, work: Workload, ref64: list) -> dict[str, Any]:
+    if isinstance(ref, (tuple, list)):  # several outputs (a backward's gradients): each checked
+        if not isinstance(out, (tuple, list)) or len(out) != len(ref):
+            return {"ok": False, "error": f"got {type(out).__name__}, expected {len(ref)} outputs"}
+        parts = [_check(o, r, dataclasses.replace(work, fn=lambda *a, i=i: work.fn(*a)[i]), [])
+                 for i, (o, r) in enumerate(zip(out, ref))]
+        merged = dict(next((p for p in parts if not p["ok"]), parts[0]))
+        merged["ok"] = all(p["ok"] for p in parts)
+        errors = [p["max_abs_err"] for p in parts if p.get("max_abs_err") is not None]
+        merged["max_abs_err"] = max(errors) if errors else None
+        merged["mismatches"] = sum(p.get("mismatches") or 0 for p in parts)
+        return merged
     rtol, atol_frac = _tolerance(work)
     if isinstance(out, torch.Tensor) and work.compare_as_float:
         out, ref = out.float(), ref.float()

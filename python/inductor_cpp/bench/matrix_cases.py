@@ -258,6 +258,27 @@ def _attention(batch: int, seq: int, heads: int, head_dim: int, causal: bool) ->
     return make
 
 
+def _attention_backward(batch: int, seq: int, heads: int, head_dim: int,
+                        causal: bool) -> Callable[[], Workload]:
+    """ATen's flash attention backward called on its own, as a training backward graph runs it:
+    q, k, v viewed out of one packed projection, the forward's output and logsumexp, a random
+    output gradient; the gradients of q, k and v."""
+    def make() -> Workload:
+        qkv = torch.randn(batch, seq, 3, heads, head_dim)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal)[:2]
+
+        def fn(grad_out, qkv, out, lse):
+            q, k, v = qkv.permute(2, 0, 3, 1, 4)
+            return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+                grad_out, q, k, v, out, lse, 0.0, causal)
+        # five products of batch·heads·seq²·head_dim multiply-adds (q·kᵀ, dO·vᵀ, and the three
+        # gradients)
+        flops = 10.0 * batch * heads * seq * seq * head_dim * (0.5 if causal else 1.0)
+        return Workload(fn, (torch.randn_like(out), qkv, out, lse), flops, k=seq)
+    return make
+
+
 def _resnet18(batch: int, image: int) -> Callable[[], Workload]:
     def make() -> Workload:
         import torchvision
@@ -370,6 +391,12 @@ def build_cases(args: argparse.Namespace, amx_usable: bool, amx_why: str) -> lis
         name = f"sdpa b{batch}x{seq} h12 d{head_dim}{' causal' if causal else ''}"
         cases.append(Case("attention", name, _attention(batch, seq, 12, head_dim, causal), (11, 2),
                           ours_off=True))
+    for batch, seq, causal in [(2, 16, False)] if smoke else [(8, 128, False), (8, 128, True),
+                                                                (2, 512, False)]:
+        head_dim = 8 if smoke else 64
+        name = f"sdpa backward b{batch}x{seq} h12 d{head_dim}{' causal' if causal else ''}"
+        cases.append(Case("attention", name, _attention_backward(batch, seq, 12, head_dim, causal),
+                          (9, 2), ours_off=True))
     if smoke:
         cases.append(Case("models", "resnet18 b1 32^2", _resnet18(1, 32), (2, 1), ours_off=True))
         cases.append(Case("models", "encoder 1L d32 b2x8", _encoder(2, 8, 32, 2, 64, 1), (2, 1),
