@@ -40,8 +40,7 @@ bool mask_fits(const ir::Graph& g, const Arg& mask, const Arg* causal,
   if (causal && causal->bool_value) return why = "a mask with is_causal", false;
   const auto mask_meta = is_tensor_ref(mask) ? meta_of(g, mask) : std::nullopt;
   if (!mask_meta || mask_meta->device != "cpu" ||
-      (mask_meta->dtype != "float32" && mask_meta->dtype != "bool") ||
-      mask_meta->sizes.size() > 4)
+      (mask_meta->dtype != "float32" && mask_meta->dtype != "bool") || mask_meta->sizes.size() > 4)
     return why = "an attention mask that is not a float32 or bool CPU tensor of static shape",
            false;
   const std::vector<int64_t> full{qs[0], qs[1], qs[2], kv_len};
@@ -138,7 +137,6 @@ std::optional<MatmulMatch> match_attention(
   return match;
 }
 
-
 std::optional<MatmulMatch> match_attention_backward(
     const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
     const std::function<int32_t(const std::string&)>& slot_of_buffer, std::string& why_not) {
@@ -181,8 +179,8 @@ std::optional<MatmulMatch> match_attention_backward(
   const std::vector<int64_t> out_sizes{qs[0], qs[1], qs[2], vs[3]};
   if (ks[0] != qs[0] || vs[0] != qs[0] || ks[1] != qs[1] || vs[1] != qs[1] || ks[3] != qs[3] ||
       vs[2] != ks[2] || out_meta->sizes != out_sizes || grad_out_meta->sizes != out_sizes ||
-      lse_meta->sizes != std::vector<int64_t>{qs[0], qs[1], qs[2]} ||
-      grad_meta[0]->sizes != qs || grad_meta[1]->sizes != ks || grad_meta[2]->sizes != vs)
+      lse_meta->sizes != std::vector<int64_t>{qs[0], qs[1], qs[2]} || grad_meta[0]->sizes != qs ||
+      grad_meta[1]->sizes != ks || grad_meta[2]->sizes != vs)
     return no("shapes do not match");
   for (const auto& m : grad_meta)
     if (m->strides[3] != 1 && m->sizes[3] != 1)
@@ -212,8 +210,12 @@ std::optional<MatmulMatch> match_attention_backward(
   launch.causal = causal && causal->bool_value;
   launch.nodes = {static_cast<int32_t>(n)};
   const auto alloc = [&](int32_t i) {
-    return runtime::BufferAlloc{slot(Arg::value(n, i)), grad_meta[size_t(i)]->sizes,
-                                grad_meta[size_t(i)]->strides, "float32", "cpu", -1};
+    return runtime::BufferAlloc{slot(Arg::value(n, i)),
+                                grad_meta[size_t(i)]->sizes,
+                                grad_meta[size_t(i)]->strides,
+                                "float32",
+                                "cpu",
+                                -1};
   };
   launch.out = alloc(0), launch.grad_key = alloc(1), launch.grad_value = alloc(2);
   return match;

@@ -119,8 +119,8 @@ void AttentionStep::run(std::vector<c10::IValue>& slots) const {
   const at::Tensor q = operand(slots[m.a], label_, "query"), k = operand(slots[m.b], label_, "key"),
                    v = operand(slots[m.value], label_, "value");
   matrix::AttentionParams p = attention_params(q, k, v, m, label_);
-  at::Tensor out = allocate(m.out, {p.batch, p.heads, p.q_len, p.value_dim}, q.options(), label_,
-                            "output");
+  at::Tensor out =
+      allocate(m.out, {p.batch, p.heads, p.q_len, p.value_dim}, q.options(), label_, "output");
   p.out_stride = leading_strides(out);
   const at::Tensor mask = attach_mask(slots, m, p, label_);
   TORCH_CHECK(matrix::attention_supported(p), "inductor_cpp: ", label_,
@@ -131,8 +131,7 @@ void AttentionStep::run(std::vector<c10::IValue>& slots) const {
   matrix::attention_f32(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
                         out.data_ptr<float>(), p, static_cast<int>(at::get_num_threads()),
                         lse.defined() ? lse.data_ptr<float>() : nullptr,
-                        lse.defined() ? leading_strides(lse)
-                                      : std::array<int64_t, 3>{});
+                        lse.defined() ? leading_strides(lse) : std::array<int64_t, 3>{});
   slots[m.out.slot] = std::move(out);
   if (lse.defined()) slots[m.logsumexp.slot] = std::move(lse);
 }
@@ -160,7 +159,8 @@ void AttentionStep::run_backward(std::vector<c10::IValue>& slots) const {
   TORCH_CHECK(matrix::attention_supported(p), "inductor_cpp: ", label_,
               ": attention not supported here");
   at::Tensor grad_q = allocate(m.out, q.sizes().vec(), q.options(), label_, "the query's gradient");
-  at::Tensor grad_k = allocate(m.grad_key, k.sizes().vec(), q.options(), label_, "the key's gradient");
+  at::Tensor grad_k =
+      allocate(m.grad_key, k.sizes().vec(), q.options(), label_, "the key's gradient");
   at::Tensor grad_v =
       allocate(m.grad_value, v.sizes().vec(), q.options(), label_, "the value's gradient");
   matrix::AttentionBackwardArgs a;

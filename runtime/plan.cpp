@@ -207,6 +207,28 @@ MatmulLaunch matmul_from_json(const json& j) {
   return m;
 }
 
+/// "  outputs = matrix::op(first operands" of a matrix step's text line, by op:
+///   conv2d_backward:    "%s5, %s6, _ = matrix::conv2d_backward(%s1, %s0, %s2", the gradients
+///                       of input, weight and bias from (grad output, input, weight), as ATen
+///                       orders them;
+///   attention_backward: "%s8, %s9, %s10 = matrix::attention_backward(%s7, %s1, %s2, %s3, %s5,
+///                       %s6", the gradients of q, k and v from (grad out, q, k, v, out,
+///                       logsumexp), as ATen orders them;
+///   attention with its logsumexp: "%s6, %s7 = matrix::attention(%s1, %s2";
+///   the rest:           "%s3 = matrix::mm(%s1, %s2".
+std::string matmul_call_head(const MatmulLaunch& m) {
+  const std::string call = " = matrix::" + m.op + "(";
+  if (m.is_conv_backward())
+    return "  " + slots_text({m.out.slot, m.grad_weight.slot, m.grad_bias.slot}) + call +
+           slots_text({m.a, m.input, m.b});
+  if (m.is_attention_backward())
+    return "  " + slots_text({m.out.slot, m.grad_key.slot, m.grad_value.slot}) + call +
+           slots_text({m.grad_output, m.a, m.b, m.value, m.forward_output, m.forward_logsumexp});
+  std::vector<int32_t> outs{m.out.slot};
+  if (m.logsumexp.slot >= 0) outs.push_back(m.logsumexp.slot);
+  return "  " + slots_text(outs) + call + slots_text({m.a, m.b});
+}
+
 }  // namespace
 
 std::string plan_to_text(const Plan& p) {
@@ -218,32 +240,9 @@ std::string plan_to_text(const Plan& p) {
   for (const Step& s : p.steps) {
     if (s.is_matmul()) {
       const MatmulLaunch& m = s.matmul;
-      // conv2d_backward: "%s5, %s6, _ = matrix::conv2d_backward(%s1, %s0, %s2, ...)", the
-      // gradients of input, weight and bias from (grad output, input, weight), as ATen orders them.
-      // attention_backward: "%s8, %s9, %s10 = matrix::attention_backward(%s7, %s1, %s2, %s3,
-      // %s5, %s6, scale=0.125)", the gradients of q, k and v from (grad out, q, k, v, out,
-      // logsumexp), as ATen orders them.
-      std::string line =
-          m.is_attention_backward()
-              ? "  " + slots_text({m.out.slot, m.grad_key.slot, m.grad_value.slot}) + " = matrix::" +
-                    m.op + "(" +
-                    slots_text({m.grad_output, m.a, m.b, m.value, m.forward_output,
-                                m.forward_logsumexp})
-          : m.is_conv_backward()
-                             ? "  " +
-                                   slots_text({m.out.slot, m.grad_weight.slot, m.grad_bias.slot}) +
-                                   " = matrix::" + m.op + "(%s" + std::to_string(m.a) + ", %s" +
-                                   std::to_string(m.input) + ", %s" + std::to_string(m.b)
-                             // attention with its logsumexp: "%s6, %s7 = matrix::attention(...)"
-                             : "  %s" + std::to_string(m.out.slot) +
-                                   (m.logsumexp.slot >= 0 ? ", %s" + std::to_string(m.logsumexp.slot) : "") +
-                                   " = matrix::" + m.op + "(%s" + std::to_string(m.a) + ", %s" +
-                                   std::to_string(m.b);
-      if (m.is_attention_backward())
-        line += (m.mask >= 0 ? ", mask=%s" + std::to_string(m.mask) : "") +
-                ", scale=" + shortest_float(m.alpha) + (m.causal ? ", causal" : "");
-      else if (m.is_attention())  // %s4 = matrix::attention(%s1, %s2, %s3, scale=0.125, causal)
-        line += ", %s" + std::to_string(m.value) +
+      std::string line = matmul_call_head(m);
+      if (m.is_attention() || m.is_attention_backward())  // ..., scale=0.125, causal)
+        line += (m.is_attention() ? ", %s" + std::to_string(m.value) : "") +
                 (m.mask >= 0 ? ", mask=%s" + std::to_string(m.mask) : "") +
                 ", scale=" + shortest_float(m.alpha) + (m.causal ? ", causal" : "");
       else if (!m.is_conv_backward() && m.alpha != 1)
