@@ -123,9 +123,14 @@ void attention_backward_f32(const AttentionParams& p, const AttentionBackwardArg
   const KernelTable s_kernels = score_kernels(p.head_dim, p.q_stride[2], ld, p.kv_len);
   const KernelTable dp_kernels = score_kernels(p.value_dim, a.grad_out_stride[2], ld, p.kv_len);
   // grad_v += Pᵀ·dO and grad_k += dSᵀ·q: tile rows are keys (Pᵀ row j is P's column j).
-  const KernelTable dv_kernels =
+  // Keys a block is the first to see are overwritten, the rest accumulated into.
+  const KernelTable dv_first =
+      grad_kernels(p.value_dim, 1, ld, a.grad_out_stride[2], a.grad_v_stride[2], false);
+  const KernelTable dv_next =
       grad_kernels(p.value_dim, 1, ld, a.grad_out_stride[2], a.grad_v_stride[2], true);
-  const KernelTable dk_kernels =
+  const KernelTable dk_first =
+      grad_kernels(p.head_dim, 1, ld, p.q_stride[2], a.grad_k_stride[2], false);
+  const KernelTable dk_next =
       grad_kernels(p.head_dim, 1, ld, p.q_stride[2], a.grad_k_stride[2], true);
   // grad_q = dS·k: tile rows are queries; k copied into panels of kGradCols columns (a head's
   // k rows lie a whole token apart in a packed qkv projection: one page per row read in place).
@@ -161,8 +166,7 @@ void attention_backward_f32(const AttentionParams& p, const AttentionBackwardArg
                     vt_panel, vt);
       pack_b_panels(kh, p.k_stride[2], /*trans_b=*/false, 0, p.kv_len, 0, p.head_dim, k_panel_cols,
                     k_panel, k_packed);
-      zero_rows(dkh, p.kv_len, p.head_dim, a.grad_k_stride[2]);
-      zero_rows(dvh, p.kv_len, p.value_dim, a.grad_v_stride[2]);
+      int64_t seen = 0;  // keys [0, seen) have gradient rows written by an earlier block
       for (int64_t q0 = 0; q0 < p.q_len; q0 += kQueryBlock) {
         const int64_t rows = std::min(kQueryBlock, p.q_len - q0);
         // Causal: keys past the block's last query are invisible to all of its rows. Scores
@@ -186,15 +190,24 @@ void attention_backward_f32(const AttentionParams& p, const AttentionBackwardArg
           gradient_row(s + i * ld, dp + i * ld, cols, valid, p.scale, mask_row,
                        lse[query * a.lse_stride[2]], di);
         }
-        tiled(dv_kernels, key_end, p.value_dim, kGradRows, kGradCols, s, 1, do_blk, kGradCols, dvh,
+        const int64_t old_keys = std::min(seen, key_end);
+        tiled(dv_next, old_keys, p.value_dim, kGradRows, kGradCols, s, 1, do_blk, kGradCols, dvh,
               a.grad_v_stride[2], rows);
-        tiled(dk_kernels, key_end, p.head_dim, kGradRows, kGradCols, dp, 1, q_blk, kGradCols, dkh,
+        tiled(dv_first, key_end - old_keys, p.value_dim, kGradRows, kGradCols, s + old_keys, 1,
+              do_blk, kGradCols, dvh + old_keys * a.grad_v_stride[2], a.grad_v_stride[2], rows);
+        tiled(dk_next, old_keys, p.head_dim, kGradRows, kGradCols, dp, 1, q_blk, kGradCols, dkh,
               a.grad_k_stride[2], rows);
+        tiled(dk_first, key_end - old_keys, p.head_dim, kGradRows, kGradCols, dp + old_keys, 1,
+              q_blk, kGradCols, dkh + old_keys * a.grad_k_stride[2], a.grad_k_stride[2], rows);
+        seen = std::max(seen, key_end);
         for (int64_t kb = 0; kb < key_end; kb += kQueryKeysPerPass)
           tiled(kb == 0 ? dq_first : dq_next, rows, p.head_dim, kGradRows, kGradCols, dp + kb, ld,
                 k_packed + kb * k_panel_cols, k_panel, dqh + q0 * a.grad_q_stride[2],
                 a.grad_q_stride[2], std::min(kQueryKeysPerPass, key_end - kb));
       }
+      // Keys no query sees (causal, more keys than queries): zero gradients.
+      zero_rows(dkh + seen * a.grad_k_stride[2], p.kv_len - seen, p.head_dim, a.grad_k_stride[2]);
+      zero_rows(dvh + seen * a.grad_v_stride[2], p.kv_len - seen, p.value_dim, a.grad_v_stride[2]);
     }
   };
   if (threads == 1) return worker(0);
