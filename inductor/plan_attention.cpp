@@ -1,5 +1,6 @@
 /// \file
-/// Matching flash-attention extern steps to "attention" MatmulLaunch steps (plan_attention.h).
+/// Matching flash-attention extern steps to "attention" and "attention_backward" MatmulLaunch
+/// steps (plan_attention.h).
 #include "inductor/plan_attention.h"
 
 #include <cmath>
@@ -15,55 +16,125 @@ using ir::Arg;
 using namespace matrix_plan;
 
 namespace {
-constexpr int64_t kMaxKeys = 512;  ///< longer key sequences stay ATen (see match_attention)
 
-/// The op's scale (argument `pos` or "scale"; default 1 / sqrt(head_dim)), or nothing with the
-/// reason in `why` (not a literal, not positive).
-std::optional<double> scale_of(const ir::Node& node, size_t pos, int64_t head_dim,
+/// A float32 CPU tensor of `rank` dims whose sizes may be symbolic; its static meta when they
+/// are not.
+struct Operand {
+  const ir::TensorMeta* meta = nullptr;
+  std::optional<StaticMeta> fixed;
+};
+
+std::optional<Operand> operand_of(const ir::Graph& g, const Arg& a, size_t rank) {
+  if (!is_tensor_ref(a)) return std::nullopt;
+  const ir::TensorMeta* m = tensor_meta_of(g, a);
+  if (!m || m->dtype != "float32" || m->device != "cpu" || m->sizes.size() != rank)
+    return std::nullopt;
+  Operand o{m, meta_of(g, a)};
+  if (o.fixed && !is_f32_cpu(o.fixed, rank)) return std::nullopt;  // a zero size
+  return o;
+}
+
+/// The operands' sizes when every one is static; else nothing (a plan of symbolic shapes).
+std::optional<std::vector<std::vector<int64_t>>> static_sizes(const std::vector<Operand>& ops) {
+  std::vector<std::vector<int64_t>> sizes;
+  for (const Operand& o : ops) {
+    if (!o.fixed) return std::nullopt;
+    sizes.push_back(o.fixed->sizes);
+  }
+  return sizes;
+}
+
+/// The output buffer of `value`: the plan's sizes and strides when static, none when symbolic
+/// (the step allocates ATen's layout at the call's sizes, runtime/attention_step.h).
+runtime::BufferAlloc output_alloc(const Operand& o, int32_t slot) {
+  if (!o.fixed) return runtime::BufferAlloc{slot, {}, {}, "float32", "cpu", -1};
+  return runtime::BufferAlloc{slot, o.fixed->sizes, o.fixed->strides, "float32", "cpu", -1};
+}
+
+/// The op's scale (argument `pos` or "scale"; default 1 / sqrt(head_dim), which must then be
+/// static), or nothing with the reason in `why` (not a literal, not positive).
+std::optional<double> scale_of(const ir::Node& node, size_t pos, const ir::Dim& head_dim,
                                std::string& why) {
-  double scale = 1.0 / std::sqrt(double(head_dim));
   const Arg* given = find_arg(node, pos, "scale");
   if (given && given->kind != Arg::Kind::None) {
     const auto literal = number(*given);
     if (!literal) return why = "the scale is not a literal", std::nullopt;
-    scale = *literal;
+    if (!(*literal > 0)) return why = "a scale that is not positive", std::nullopt;
+    return *literal;
   }
-  if (!(scale > 0)) return why = "a scale that is not positive", std::nullopt;
-  return scale;
+  if (!std::holds_alternative<int64_t>(head_dim))
+    return why = "a symbolic head dimension", std::nullopt;
+  return 1.0 / std::sqrt(double(std::get<int64_t>(head_dim)));
 }
 
-/// Whether `mask` is a float32 or bool CPU tensor of static shape broadcastable to [batch, heads,
-/// q_len, kv_len] (the query's sizes qs, kv_len keys), and not combined with is_causal; else
-/// false with the reason in `why`.
+/// Whether `mask` is a float32 or bool CPU tensor of at most 4 dims, broadcastable to [batch,
+/// heads, q_len, kv_len] (checked here when the shapes are static, by the step's expand when
+/// not), and not combined with is_causal; else false with the reason in `why`.
 bool mask_fits(const ir::Graph& g, const Arg& mask, const Arg* causal,
-               const std::vector<int64_t>& qs, int64_t kv_len, std::string& why) {
+               const std::optional<std::vector<int64_t>>& scores, std::string& why) {
   if (causal && causal->bool_value) return why = "a mask with is_causal", false;
-  const auto mask_meta = is_tensor_ref(mask) ? meta_of(g, mask) : std::nullopt;
-  if (!mask_meta || mask_meta->device != "cpu" ||
-      (mask_meta->dtype != "float32" && mask_meta->dtype != "bool") || mask_meta->sizes.size() > 4)
-    return why = "an attention mask that is not a float32 or bool CPU tensor of static shape",
+  const ir::TensorMeta* m = is_tensor_ref(mask) ? tensor_meta_of(g, mask) : nullptr;
+  if (!m || m->device != "cpu" || (m->dtype != "float32" && m->dtype != "bool") ||
+      m->sizes.size() > 4)
+    return why = "an attention mask that is not a float32 or bool CPU tensor of at most 4 dims",
            false;
-  const std::vector<int64_t> full{qs[0], qs[1], qs[2], kv_len};
-  const std::vector<int64_t>& ms = mask_meta->sizes;
+  if (!scores) return true;
+  const auto fixed = meta_of(g, mask);
+  if (!fixed) return why = "an attention mask of symbolic shape with static scores", false;
+  const std::vector<int64_t>& ms = fixed->sizes;
   for (size_t d = 0; d < ms.size(); ++d) {
-    const int64_t want = full[4 - ms.size() + d];
+    const int64_t want = (*scores)[4 - ms.size() + d];
     if (ms[d] != want && ms[d] != 1)
       return why = "an attention mask that does not broadcast to the scores", false;
   }
   return true;
 }
+
+/// Size checks of static q, k, v shapes; the reason in `why` when they fail.
+bool shapes_fit(const std::vector<int64_t>& qs, const std::vector<int64_t>& ks,
+                const std::vector<int64_t>& vs, std::string& why) {
+  if (ks[0] != qs[0] || vs[0] != qs[0] || ks[1] != qs[1] || vs[1] != qs[1] || ks[3] != qs[3] ||
+      vs[2] != ks[2])
+    return why = "shapes do not match", false;
+  matrix::AttentionParams p;
+  p.batch = qs[0], p.heads = qs[1], p.q_len = qs[2], p.kv_len = ks[2], p.head_dim = qs[3],
+  p.value_dim = vs[3];
+  // One key block: 1.1-1.8x ATen's flash attention forward and 1.1-1.9x its backward (dev Xeon,
+  // 2 threads, 128-512 keys); with more, ATen's is as fast or faster (768 keys 0.93-0.96x, 1024
+  // keys 0.88-1.06x), so longer sequences stay with it.
+  if (p.kv_len > matrix::kMaxFasterKeys)
+    return why = "more than " + std::to_string(matrix::kMaxFasterKeys) +
+                 " keys (ATen's kernel is as fast there)",
+           false;
+  if (!matrix::attention_supported(p))
+    return why = "not supported by our attention (it needs AVX-512, sizes > 0 and head "
+                 "dimensions up to " +
+                 std::to_string(matrix::kMaxHeadDim) + ")",
+           false;
+  return true;
+}
+
+/// The flash attention (or backward) node of extern step `step_index`, or null.
+const ir::Node* attention_node(const ir::Graph& g, const ir::ScheduledProgram& program,
+                               size_t step_index, const char* op) {
+  const ir::ScheduledStep& s = program.steps.at(step_index);
+  if (s.kind != ir::ScheduledStep::Kind::Extern || s.call.view || s.call.graph_node < 0)
+    return nullptr;
+  const ir::Node& node = g.nodes.at(static_cast<size_t>(s.call.graph_node));
+  return op_name(node.op) == op ? &node : nullptr;
+}
+
 }  // namespace
 
 std::optional<MatmulMatch> match_attention(
     const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
     const std::function<int32_t(const std::string&)>& slot_of_buffer,
     const std::set<std::string>& used, std::string& why_not) {
-  const ir::ScheduledStep& s = program.steps.at(step_index);
-  if (s.kind != ir::ScheduledStep::Kind::Extern || s.call.view || s.call.graph_node < 0)
-    return std::nullopt;
-  const int64_t n = s.call.graph_node;
-  const ir::Node& node = g.nodes.at(static_cast<size_t>(n));
-  if (op_name(node.op) != "aten::_scaled_dot_product_flash_attention_for_cpu") return std::nullopt;
+  const ir::Node* found =
+      attention_node(g, program, step_index, "aten::_scaled_dot_product_flash_attention_for_cpu");
+  if (!found) return std::nullopt;
+  const ir::Node& node = *found;
+  const auto n = static_cast<int32_t>(program.steps[step_index].call.graph_node);
   const auto no = [&why_not](const std::string& why) -> std::optional<MatmulMatch> {
     why_not = "matrix kernels: " + why;
     return std::nullopt;
@@ -71,82 +142,61 @@ std::optional<MatmulMatch> match_attention(
   std::string why;
   if (node.args.size() < 3 || node.outputs.size() != 2) return no("unexpected arguments");
   const Arg &q = node.args[0], &k = node.args[1], &v = node.args[2];
-  if (!is_tensor_ref(q) || !is_tensor_ref(k) || !is_tensor_ref(v))
-    return no("query, key or value is not a tensor");
-  const auto q_meta = meta_of(g, q), k_meta = meta_of(g, k), v_meta = meta_of(g, v);
-  const auto out_meta = meta_of(g, Arg::value(n, 0));
-  if (!is_f32_cpu(q_meta, 4) || !is_f32_cpu(k_meta, 4) || !is_f32_cpu(v_meta, 4) ||
-      !is_f32_cpu(out_meta, 4))
-    return no("not float32 4-D CPU tensors with static shapes");
+  const auto qo = operand_of(g, q, 4), ko = operand_of(g, k, 4), vo = operand_of(g, v, 4);
+  const auto out = operand_of(g, Arg::value(n, 0), 4);
+  // The logsumexp, when read (a training forward saves it for the backward): ours writes it
+  // too, m + log l per row, what the backward recomputes the probabilities from.
+  const bool lse_used = used.count(buffer_name_of(Arg::value(n, 1))) > 0;
+  const auto lse = lse_used ? operand_of(g, Arg::value(n, 1), 3) : std::nullopt;
+  if (!qo || !ko || !vo || !out || (lse_used && !lse))
+    return no("not float32 CPU [batch, heads, length, dim] tensors");
   const auto dropout = number_or(node, 3, "dropout_p", 0);
   if (!dropout || *dropout != 0) return no("dropout");
   const Arg* causal = find_arg(node, 4, "is_causal");
   if (causal && causal->kind != Arg::Kind::Bool) return no("is_causal is not a literal");
   const Arg* mask = find_arg(node, 5, "attn_mask");
   const bool masked = mask && mask->kind != Arg::Kind::None;
-  const std::vector<int64_t>& qs = q_meta->sizes;
-  const std::optional<double> scale = scale_of(node, 6, qs[3], why);
+  const std::optional<double> scale = scale_of(node, 6, qo->meta->sizes[3], why);
   if (!scale) return no(why);
-  // The logsumexp, when read (a training forward saves it for ATen's backward): ours writes
-  // it too, m + log l per row, what the backward recomputes the probabilities from.
-  const bool lse_used = used.count(buffer_name_of(Arg::value(n, 1))) > 0;
-  const auto lse_meta = lse_used ? meta_of(g, Arg::value(n, 1)) : std::nullopt;
-  if (lse_used && (!is_f32_cpu(lse_meta, 3) || lse_meta->sizes != std::vector<int64_t>{qs[0], qs[1], qs[2]}))
-    return no("its logsumexp is not a static float32 [batch, heads, queries] tensor");
-  const std::vector<int64_t>&ks = k_meta->sizes, &vs = v_meta->sizes;
-  if (ks[0] != qs[0] || vs[0] != qs[0] || ks[1] != qs[1] || vs[1] != qs[1] || ks[3] != qs[3] ||
-      vs[2] != ks[2] || out_meta->sizes != std::vector<int64_t>{qs[0], qs[1], qs[2], vs[3]})
-    return no("shapes do not match");
-  if (out_meta->strides[3] != 1 && out_meta->sizes[3] != 1)
-    return no("the output's last dimension is not contiguous");
-  if (masked && !mask_fits(g, *mask, causal, qs, ks[2], why)) return no(why);
-  matrix::AttentionParams p;
-  p.batch = qs[0], p.heads = qs[1], p.q_len = qs[2], p.kv_len = ks[2], p.head_dim = qs[3],
-  p.value_dim = vs[3];
-  p.scale = float(*scale);
-  // One key block (kv_len <= 512): 1.1-1.8x ATen's flash attention (dev Xeon, 2 threads, 128-512
-  // keys); with more, ATen's is as fast or faster (768 keys 0.96x, 1024 keys 0.88-1.0x), so
-  // longer sequences stay with it.
-  if (p.kv_len > kMaxKeys)
-    return no("more than " + std::to_string(kMaxKeys) + " keys (ATen's kernel is as fast there)");
-  if (!matrix::attention_supported(p))
-    return no(
-        "not supported by our attention (it needs AVX-512, sizes > 0 and head dimensions up to " +
-        std::to_string(matrix::kMaxHeadDim) + ")");
+  std::vector<Operand> all{*qo, *ko, *vo, *out};
+  if (lse_used) all.push_back(*lse);
+  const auto sizes = static_sizes(all);
+  std::optional<std::vector<int64_t>> scores;
+  if (sizes) {
+    const std::vector<int64_t>&qs = (*sizes)[0], &ks = (*sizes)[1], &vs = (*sizes)[2];
+    if (!shapes_fit(qs, ks, vs, why)) return no(why);
+    if ((*sizes)[3] != std::vector<int64_t>{qs[0], qs[1], qs[2], vs[3]} ||
+        (lse_used && (*sizes)[4] != std::vector<int64_t>{qs[0], qs[1], qs[2]}))
+      return no("shapes do not match");
+    if (out->fixed->strides[3] != 1 && qs[3] != 1)
+      return no("the output's last dimension is not contiguous");
+    scores = std::vector<int64_t>{qs[0], qs[1], qs[2], ks[2]};
+  }
+  if (masked && !mask_fits(g, *mask, causal, scores, why)) return no(why);
 
   MatmulMatch match;
   runtime::MatmulLaunch& launch = match.step.matmul;
-  match.step.node = static_cast<int32_t>(n);
+  match.step.node = n;
   launch.op = "attention";
-  launch.a = slot_of_buffer(buffer_name_of(q));
-  launch.b = slot_of_buffer(buffer_name_of(k));
-  launch.value = slot_of_buffer(buffer_name_of(v));
-  if (masked) launch.mask = slot_of_buffer(buffer_name_of(*mask));
+  const auto slot = [&](const Arg& a) { return slot_of_buffer(buffer_name_of(a)); };
+  launch.a = slot(q), launch.b = slot(k), launch.value = slot(v);
+  if (masked) launch.mask = slot(*mask);
   launch.alpha = float(*scale);
   launch.causal = causal && causal->bool_value;
-  launch.nodes = {static_cast<int32_t>(n)};
-  if (lse_used)
-    launch.logsumexp = runtime::BufferAlloc{slot_of_buffer(buffer_name_of(Arg::value(n, 1))), lse_meta->sizes,
-                                            lse_meta->strides, "float32", "cpu", -1};
-  launch.out = runtime::BufferAlloc{slot_of_buffer(buffer_name_of(Arg::value(n, 0))),
-                                    out_meta->sizes,
-                                    out_meta->strides,
-                                    "float32",
-                                    "cpu",
-                                    -1};
+  launch.nodes = {n};
+  if (lse_used) launch.logsumexp = output_alloc(*lse, slot(Arg::value(n, 1)));
+  launch.out = output_alloc(*out, slot(Arg::value(n, 0)));
   return match;
 }
 
 std::optional<MatmulMatch> match_attention_backward(
     const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
     const std::function<int32_t(const std::string&)>& slot_of_buffer, std::string& why_not) {
-  const ir::ScheduledStep& s = program.steps.at(step_index);
-  if (s.kind != ir::ScheduledStep::Kind::Extern || s.call.view || s.call.graph_node < 0)
-    return std::nullopt;
-  const int64_t n = s.call.graph_node;
-  const ir::Node& node = g.nodes.at(static_cast<size_t>(n));
-  if (op_name(node.op) != "aten::_scaled_dot_product_flash_attention_for_cpu_backward")
-    return std::nullopt;
+  const ir::Node* found = attention_node(
+      g, program, step_index, "aten::_scaled_dot_product_flash_attention_for_cpu_backward");
+  if (!found) return std::nullopt;
+  const ir::Node& node = *found;
+  const auto n = static_cast<int32_t>(program.steps[step_index].call.graph_node);
   const auto no = [&why_not](const std::string& why) -> std::optional<MatmulMatch> {
     why_not = "matrix kernels: " + why;
     return std::nullopt;
@@ -156,50 +206,40 @@ std::optional<MatmulMatch> match_attention_backward(
   // (grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, *, attn_mask, scale)
   const Arg &grad_out = node.args[0], &q = node.args[1], &k = node.args[2], &v = node.args[3],
             &out = node.args[4], &lse = node.args[5];
-  for (const Arg* t : {&grad_out, &q, &k, &v, &out, &lse})
-    if (!is_tensor_ref(*t)) return no("an operand is not a tensor");
-  const auto q_meta = meta_of(g, q), k_meta = meta_of(g, k), v_meta = meta_of(g, v);
-  const auto out_meta = meta_of(g, out), grad_out_meta = meta_of(g, grad_out);
-  const auto lse_meta = meta_of(g, lse);
-  std::array<std::optional<StaticMeta>, 3> grad_meta;
-  for (size_t i = 0; i < 3; ++i) grad_meta[i] = meta_of(g, Arg::value(n, static_cast<int32_t>(i)));
-  if (!is_f32_cpu(q_meta, 4) || !is_f32_cpu(k_meta, 4) || !is_f32_cpu(v_meta, 4) ||
-      !is_f32_cpu(out_meta, 4) || !is_f32_cpu(grad_out_meta, 4) || !is_f32_cpu(lse_meta, 3) ||
-      !is_f32_cpu(grad_meta[0], 4) || !is_f32_cpu(grad_meta[1], 4) || !is_f32_cpu(grad_meta[2], 4))
-    return no("not float32 CPU tensors with static shapes");
+  std::vector<Operand> all;  // q, k, v, out, grad_out, lse, then the three gradients
+  for (const Arg* a : {&q, &k, &v, &out, &grad_out, &lse})
+    if (auto o = operand_of(g, *a, a == &lse ? 3 : 4)) all.push_back(*o);
+  for (int32_t i = 0; i < 3; ++i)
+    if (auto o = operand_of(g, Arg::value(n, i), 4)) all.push_back(*o);
+  if (all.size() != 9) return no("not float32 CPU [batch, heads, length, dim] tensors");
   const auto dropout = number_or(node, 6, "dropout_p", 0);
   if (!dropout || *dropout != 0) return no("dropout");
   const Arg* causal = find_arg(node, 7, "is_causal");
   if (causal && causal->kind != Arg::Kind::Bool) return no("is_causal is not a literal");
   const Arg* mask = find_arg(node, 8, "attn_mask");
   const bool masked = mask && mask->kind != Arg::Kind::None;
-  const std::vector<int64_t>&qs = q_meta->sizes, &ks = k_meta->sizes, &vs = v_meta->sizes;
-  const std::optional<double> scale = scale_of(node, 9, qs[3], why);
+  const std::optional<double> scale = scale_of(node, 9, all[0].meta->sizes[3], why);
   if (!scale) return no(why);
-  const std::vector<int64_t> out_sizes{qs[0], qs[1], qs[2], vs[3]};
-  if (ks[0] != qs[0] || vs[0] != qs[0] || ks[1] != qs[1] || vs[1] != qs[1] || ks[3] != qs[3] ||
-      vs[2] != ks[2] || out_meta->sizes != out_sizes || grad_out_meta->sizes != out_sizes ||
-      lse_meta->sizes != std::vector<int64_t>{qs[0], qs[1], qs[2]} || grad_meta[0]->sizes != qs ||
-      grad_meta[1]->sizes != ks || grad_meta[2]->sizes != vs)
-    return no("shapes do not match");
-  for (const auto& m : grad_meta)
-    if (m->strides[3] != 1 && m->sizes[3] != 1)
-      return no("a gradient's last dimension is not contiguous");
-  if (masked && !mask_fits(g, *mask, causal, qs, ks[2], why)) return no(why);
-  matrix::AttentionParams p;
-  p.batch = qs[0], p.heads = qs[1], p.q_len = qs[2], p.kv_len = ks[2], p.head_dim = qs[3],
-  p.value_dim = vs[3];
-  // As the forward: 1.5x ATen's backward at 128 keys, 1.05-1.15x at 512 (dev Xeon).
-  if (p.kv_len > kMaxKeys)
-    return no("more than " + std::to_string(kMaxKeys) + " keys (ATen's kernel is as fast there)");
-  if (!matrix::attention_supported(p))
-    return no(
-        "not supported by our attention (it needs AVX-512, sizes > 0 and head dimensions up to " +
-        std::to_string(matrix::kMaxHeadDim) + ")");
+  const auto sizes = static_sizes(all);
+  std::optional<std::vector<int64_t>> scores;
+  if (sizes) {
+    const std::vector<int64_t>&qs = (*sizes)[0], &ks = (*sizes)[1], &vs = (*sizes)[2];
+    if (!shapes_fit(qs, ks, vs, why)) return no(why);
+    const std::vector<int64_t> out_sizes{qs[0], qs[1], qs[2], vs[3]};
+    if ((*sizes)[3] != out_sizes || (*sizes)[4] != out_sizes ||
+        (*sizes)[5] != std::vector<int64_t>{qs[0], qs[1], qs[2]} || (*sizes)[6] != qs ||
+        (*sizes)[7] != ks || (*sizes)[8] != vs)
+      return no("shapes do not match");
+    for (size_t i = 6; i < 9; ++i)
+      if (all[i].fixed->strides[3] != 1 && all[i].fixed->sizes[3] != 1)
+        return no("a gradient's last dimension is not contiguous");
+    scores = std::vector<int64_t>{qs[0], qs[1], qs[2], ks[2]};
+  }
+  if (masked && !mask_fits(g, *mask, causal, scores, why)) return no(why);
 
   MatmulMatch match;
   runtime::MatmulLaunch& launch = match.step.matmul;
-  match.step.node = static_cast<int32_t>(n);
+  match.step.node = n;
   launch.op = "attention_backward";
   const auto slot = [&](const Arg& a) { return slot_of_buffer(buffer_name_of(a)); };
   launch.grad_output = slot(grad_out);
@@ -208,16 +248,10 @@ std::optional<MatmulMatch> match_attention_backward(
   if (masked) launch.mask = slot(*mask);
   launch.alpha = float(*scale);
   launch.causal = causal && causal->bool_value;
-  launch.nodes = {static_cast<int32_t>(n)};
-  const auto alloc = [&](int32_t i) {
-    return runtime::BufferAlloc{slot(Arg::value(n, i)),
-                                grad_meta[size_t(i)]->sizes,
-                                grad_meta[size_t(i)]->strides,
-                                "float32",
-                                "cpu",
-                                -1};
-  };
-  launch.out = alloc(0), launch.grad_key = alloc(1), launch.grad_value = alloc(2);
+  launch.nodes = {n};
+  launch.out = output_alloc(all[6], slot(Arg::value(n, 0)));
+  launch.grad_key = output_alloc(all[7], slot(Arg::value(n, 1)));
+  launch.grad_value = output_alloc(all[8], slot(Arg::value(n, 2)));
   return match;
 }
 

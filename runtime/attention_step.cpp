@@ -5,9 +5,12 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
 #include <ATen/ops/zeros.h>
 
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 #include "runtime/cpu_pool.h"
@@ -33,12 +36,16 @@ std::array<int64_t, 3> leading_strides(const at::Tensor& t) {
   return {t.stride(0), t.stride(1), t.stride(2)};
 }
 
-/// Throws unless `a` is a 4-D float32 CPU output with a contiguous last dimension.
-void check_output(const BufferAlloc& a, const char* what) {
-  if (a.slot < 0 || a.dtype != "float32" || a.device != "cpu" || a.sizes.size() != 4 ||
-      a.strides.size() != 4 || a.strides[3] != 1)
-    throw std::runtime_error(std::string("attention: ") + what +
-                             " must be a 4-D float32 CPU tensor with a contiguous last dim");
+/// Throws unless `a` is a float32 CPU output of `rank` dims, with a contiguous last dimension
+/// (rank 4) or, for symbolic shapes, no sizes (allocated in ATen's layout, `allocate`).
+void check_output(const BufferAlloc& a, size_t rank, const char* what) {
+  const bool sized = a.sizes.size() == rank && a.strides.size() == rank &&
+                     (rank != 4 || a.strides[3] == 1);
+  if (a.slot < 0 || a.dtype != "float32" || a.device != "cpu" ||
+      !(sized || (a.sizes.empty() && a.strides.empty())))
+    throw std::runtime_error(std::string("attention: ") + what + " must be a " +
+                             std::to_string(rank) +
+                             "-D float32 CPU tensor with a contiguous last dim");
 }
 
 /// The forward's parameters from q, k and v (checked to match) and the launch.
@@ -81,12 +88,33 @@ at::Tensor attach_mask(const std::vector<c10::IValue>& slots, const MatmulLaunch
   return mask;
 }
 
-/// A pooled tensor with alloc's sizes and strides, after checking its sizes against `sizes`.
+/// A pooled tensor of `sizes` ([batch, heads, length(, dim)]) with alloc's strides, after
+/// checking the sizes against the plan's; a plan of symbolic shapes gives none, and the tensor
+/// then gets ATen's layout for these outputs: [batch, length, heads(, dim)] in memory.
 at::Tensor allocate(const BufferAlloc& alloc, const std::vector<int64_t>& sizes,
                     const at::TensorOptions& options, const std::string& label, const char* what) {
+  if (alloc.sizes.empty()) {
+    const int64_t dim = sizes.size() == 4 ? sizes[3] : 1;
+    std::vector<int64_t> strides{sizes[2] * sizes[1] * dim, dim, sizes[1] * dim};
+    if (sizes.size() == 4) strides.push_back(1);
+    return empty_strided_pooled(sizes, strides, options);
+  }
   TORCH_CHECK(sizes == alloc.sizes, "inductor_cpp: ", label, ": ", what, " ",
               at::IntArrayRef(sizes), " differs from the plan's ", at::IntArrayRef(alloc.sizes));
   return empty_strided_pooled(alloc.sizes, alloc.strides, options);
+}
+
+/// Whether this call is better left to ATen's kernel: more keys than ours is faster for (only
+/// possible when the plan's lengths are symbolic: a static plan has checked them), or sizes our
+/// kernel does not take.
+bool leave_to_aten(const matrix::AttentionParams& p) {
+  return p.kv_len > matrix::kMaxFasterKeys || !matrix::attention_supported(p);
+}
+
+/// The launch's mask as given (bool or float), for ATen's kernel.
+std::optional<at::Tensor> given_mask(const std::vector<c10::IValue>& slots, const MatmulLaunch& m) {
+  if (m.mask < 0) return std::nullopt;
+  return slots[m.mask].toTensor();
 }
 
 }  // namespace
@@ -102,15 +130,13 @@ AttentionStep::AttentionStep(MatmulLaunch launch, std::string label)
   if (m.is_attention_backward()) {
     if (m.grad_output < 0 || m.forward_output < 0 || m.forward_logsumexp < 0)
       throw std::runtime_error("attention_backward: slots missing");
-    check_output(m.out, "the query's gradient");
-    check_output(m.grad_key, "the key's gradient");
-    check_output(m.grad_value, "the value's gradient");
+    check_output(m.out, 4, "the query's gradient");
+    check_output(m.grad_key, 4, "the key's gradient");
+    check_output(m.grad_value, 4, "the value's gradient");
     return;
   }
-  check_output(m.out, "the output");
-  if (m.logsumexp.slot >= 0 && (m.logsumexp.dtype != "float32" || m.logsumexp.device != "cpu" ||
-                                m.logsumexp.sizes.size() != 3 || m.logsumexp.strides.size() != 3))
-    throw std::runtime_error("attention: the logsumexp must be a 3-D float32 CPU tensor");
+  check_output(m.out, 4, "the output");
+  if (m.logsumexp.slot >= 0) check_output(m.logsumexp, 3, "the logsumexp");
 }
 
 void AttentionStep::run(std::vector<c10::IValue>& slots) const {
@@ -119,12 +145,17 @@ void AttentionStep::run(std::vector<c10::IValue>& slots) const {
   const at::Tensor q = operand(slots[m.a], label_, "query"), k = operand(slots[m.b], label_, "key"),
                    v = operand(slots[m.value], label_, "value");
   matrix::AttentionParams p = attention_params(q, k, v, m, label_);
+  if (leave_to_aten(p)) {
+    auto [out, lse] = at::_scaled_dot_product_flash_attention_for_cpu(
+        q, k, v, 0.0, m.causal, given_mask(slots, m), double(m.alpha));
+    slots[m.out.slot] = std::move(out);
+    if (m.logsumexp.slot >= 0) slots[m.logsumexp.slot] = std::move(lse);
+    return;
+  }
   at::Tensor out =
       allocate(m.out, {p.batch, p.heads, p.q_len, p.value_dim}, q.options(), label_, "output");
   p.out_stride = leading_strides(out);
   const at::Tensor mask = attach_mask(slots, m, p, label_);
-  TORCH_CHECK(matrix::attention_supported(p), "inductor_cpp: ", label_,
-              ": attention not supported here");
   at::Tensor lse;  // [batch, heads, q_len], when the backward reads it
   if (m.logsumexp.slot >= 0)
     lse = allocate(m.logsumexp, {p.batch, p.heads, p.q_len}, q.options(), label_, "logsumexp");
@@ -154,10 +185,16 @@ void AttentionStep::run_backward(std::vector<c10::IValue>& slots) const {
                   lse.sizes() == at::IntArrayRef({p.batch, p.heads, p.q_len}),
               "inductor_cpp: ", label_, ": the logsumexp must be a float32 CPU [", p.batch, ", ",
               p.heads, ", ", p.q_len, "] tensor, got ", lse.scalar_type(), " ", lse.sizes());
+  if (leave_to_aten(p)) {
+    auto [grad_q, grad_k, grad_v] = at::_scaled_dot_product_flash_attention_for_cpu_backward(
+        grad_out, q, k, v, out, lse, 0.0, m.causal, given_mask(slots, m), double(m.alpha));
+    slots[m.out.slot] = std::move(grad_q);
+    slots[m.grad_key.slot] = std::move(grad_k);
+    slots[m.grad_value.slot] = std::move(grad_v);
+    return;
+  }
   p.out_stride = leading_strides(out);
   const at::Tensor mask = attach_mask(slots, m, p, label_);
-  TORCH_CHECK(matrix::attention_supported(p), "inductor_cpp: ", label_,
-              ": attention not supported here");
   at::Tensor grad_q = allocate(m.out, q.sizes().vec(), q.options(), label_, "the query's gradient");
   at::Tensor grad_k =
       allocate(m.grad_key, k.sizes().vec(), q.options(), label_, "the key's gradient");

@@ -5,8 +5,11 @@
 /// "attention_backward" one: its gradients (runtime/matrix/attention_backward.h), in place of
 /// `_scaled_dot_product_flash_attention_for_cpu_backward`. Tensors are read with their strides
 /// (the views of a packed qkv projection as they come; a copy only when their last dimension is
-/// not contiguous); outputs are allocated with the plan's strides. A boolean mask (true:
-/// visible) becomes an additive 0 / -inf one first.
+/// not contiguous); outputs are allocated with the plan's strides, or in ATen's layout
+/// ([batch, length, heads, dim] in memory) when the plan's shapes are symbolic. A boolean mask
+/// (true: visible) becomes an additive 0 / -inf one first. A call with more keys than ours is
+/// faster for (matrix::kMaxFasterKeys; only a plan of symbolic lengths lets one through) runs
+/// ATen's kernel, as does one with sizes ours does not take.
 #pragma once
 
 #include <ATen/core/ivalue.h>

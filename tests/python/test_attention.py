@@ -257,3 +257,56 @@ def test_opinfo_samples_train_as_eager():
             assert ours_error <= bound, (sample.kwargs, ours_error, eager_error)
         ran += bool(plan_lines("matrix::attention_backward("))
     assert ran >= 4, ran  # the 4-D samples run ours
+
+
+def test_new_sequence_lengths_train_on_ours_with_symbolic_shapes():
+    """A second sequence length makes Dynamo send graphs with a symbolic length; with
+    shape_specializations=0 their plans run every later length: forward and backward stay on
+    ours (outputs allocated per call in ATen's layout); 600 keys run ATen's kernel (bit-equal to
+    eager's), in a graph of their own or past a symbolic plan's per-call check."""
+    torch.manual_seed(2)
+    compiled = torch.compile(lambda x: self_attention(x, 2), backend="inductor_cpp",
+                             options={"shape_specializations": 0})
+    for seq in (40, 70, 600, 33):
+        x = torch.randn(2, seq, 3 * 64)
+        grad_out = torch.randn(2, seq, 64)
+        results = []
+        for f in (compiled, lambda x: self_attention(x, 2)):
+            leaf = x.clone().requires_grad_()
+            out = f(leaf)
+            (out * grad_out).sum().backward()
+            results.append((out.detach(), leaf.grad))
+        (ours, ours_grad), (eager, eager_grad) = results
+        assert_same(ours, eager, rtol=1e-5, atol=1e-5)
+        assert_same(ours_grad, eager_grad, rtol=1e-4, atol=1e-5)
+        if seq == 600:
+            assert torch.equal(ours, eager) and torch.equal(ours_grad, eager_grad)
+    graphs = test_graphs()
+    steps = [s["matmul"] for g in graphs for s in json.loads(g.plan_json)["steps"] if "matmul" in s]
+    symbolic = [m["op"] for m in steps if m["op"].startswith("attention") and not m["out"]["sizes"]]
+    assert sum("matrix::attention(" in g.plan_text for g in graphs) >= 2  # static, then symbolic
+    assert sum("matrix::attention_backward(" in g.plan_text for g in graphs) >= 2
+    for g in graphs:
+        if "aten::_scaled_dot_product" in g.plan_text:
+            reasons = [d["reason"] for d in json.loads(g.debug_info()["decisions"]) if not d["generated"]]
+            assert any("more than 512 keys" in r for r in reasons), reasons
+    assert sorted(set(symbolic)) == ["attention", "attention_backward"], symbolic
+
+
+def test_symbolic_plan_leaves_long_sequences_to_aten_per_call():
+    """With shape_specializations=0 every length runs the symbolic graph's plan: attention
+    there is ours too (outputs allocated per call in ATen's layout), the step checks the key
+    count per call and runs ATen's kernel for 600 keys (bit-equal to eager's), ours for 40."""
+    compiled = torch.compile(lambda x: self_attention(x, 2, causal=True), backend="inductor_cpp",
+                             options={"shape_specializations": 0})
+    for seq in (40, 600):
+        x = torch.randn(1, seq, 3 * 64)
+        torch._dynamo.mark_dynamic(x, 1)
+        with torch.no_grad():
+            ours, eager = compiled(x), self_attention(x, 2, causal=True)
+        assert_same(ours, eager, rtol=1e-5, atol=1e-5)
+        if seq == 600:
+            assert torch.equal(ours, eager)
+    (graph,) = test_graphs()
+    (step,) = [s["matmul"] for s in json.loads(graph.plan_json)["steps"] if "matmul" in s]
+    assert step["op"] == "attention" and step["out"]["sizes"] == [], step  # symbolic
