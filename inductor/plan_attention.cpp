@@ -70,9 +70,9 @@ std::optional<double> scale_of(const ir::Node& node, size_t pos, const ir::Dim& 
 /// Whether `mask` is a float32 or bool CPU tensor of at most 4 dims, broadcastable to [batch,
 /// heads, q_len, kv_len] (checked here when the shapes are static, by the step's expand when
 /// not), and not combined with is_causal; else false with the reason in `why`.
-bool mask_fits(const ir::Graph& g, const Arg& mask, const Arg* causal,
+bool mask_fits(const ir::Graph& g, const Arg& mask, bool causal,
                const std::optional<std::vector<int64_t>>& scores, std::string& why) {
-  if (causal && causal->bool_value) return why = "a mask with is_causal", false;
+  if (causal) return why = "a mask with is_causal", false;
   const ir::TensorMeta* m = is_tensor_ref(mask) ? tensor_meta_of(g, mask) : nullptr;
   if (!m || m->device != "cpu" || (m->dtype != "float32" && m->dtype != "bool") ||
       m->sizes.size() > 4)
@@ -107,9 +107,10 @@ bool shapes_fit(const std::vector<int64_t>& qs, const std::vector<int64_t>& ks,
                  " keys (ATen's kernel is as fast there)",
            false;
   if (!matrix::attention_supported(p))
-    return why = "not supported by our attention (it needs AVX-512, sizes > 0 and head "
-                 "dimensions up to " +
-                 std::to_string(matrix::kMaxHeadDim) + ")",
+    return why =
+               "not supported by our attention (it needs AVX-512, sizes > 0 and head "
+               "dimensions up to " +
+               std::to_string(matrix::kMaxHeadDim) + ")",
            false;
   return true;
 }
@@ -122,6 +123,50 @@ const ir::Node* attention_node(const ir::Graph& g, const ir::ScheduledProgram& p
     return nullptr;
   const ir::Node& node = g.nodes.at(static_cast<size_t>(s.call.graph_node));
   return op_name(node.op) == op ? &node : nullptr;
+}
+
+/// The op's flags: dropout_p, is_causal, attn_mask and scale at positions first .. first + 3.
+struct Flags {
+  const Arg* mask = nullptr;  ///< null: none
+  bool causal = false;
+  double scale = 1;
+};
+
+/// The flags of `node` (positions as above; the default scale from q's head dimension), or
+/// nothing with the reason in `why`: dropout, a causal flag or scale that is not a literal, a
+/// scale that is not positive.
+std::optional<Flags> flags_of(const ir::Node& node, size_t first, const ir::Dim& head_dim,
+                              std::string& why) {
+  const auto dropout = number_or(node, first, "dropout_p", 0);
+  if (!dropout || *dropout != 0) return why = "dropout", std::nullopt;
+  Flags f;
+  const Arg* causal = find_arg(node, first + 1, "is_causal");
+  if (causal && causal->kind != Arg::Kind::Bool)
+    return why = "is_causal is not a literal", std::nullopt;
+  f.causal = causal && causal->bool_value;
+  const Arg* mask = find_arg(node, first + 2, "attn_mask");
+  if (mask && mask->kind != Arg::Kind::None) f.mask = mask;
+  const auto scale = scale_of(node, first + 3, head_dim, why);
+  if (!scale) return std::nullopt;
+  f.scale = *scale;
+  return f;
+}
+
+/// A launch of `op` for node n with q, k, v and the flags set.
+MatmulMatch start_launch(const char* op, int32_t n, const Arg& q, const Arg& k, const Arg& v,
+                         const Flags& flags,
+                         const std::function<int32_t(const std::string&)>& slot_of_buffer) {
+  MatmulMatch match;
+  runtime::MatmulLaunch& launch = match.step.matmul;
+  match.step.node = n;
+  launch.op = op;
+  const auto slot = [&](const Arg& a) { return slot_of_buffer(buffer_name_of(a)); };
+  launch.a = slot(q), launch.b = slot(k), launch.value = slot(v);
+  if (flags.mask) launch.mask = slot(*flags.mask);
+  launch.alpha = float(flags.scale);
+  launch.causal = flags.causal;
+  launch.nodes = {n};
+  return match;
 }
 
 }  // namespace
@@ -150,14 +195,8 @@ std::optional<MatmulMatch> match_attention(
   const auto lse = lse_used ? operand_of(g, Arg::value(n, 1), 3) : std::nullopt;
   if (!qo || !ko || !vo || !out || (lse_used && !lse))
     return no("not float32 CPU [batch, heads, length, dim] tensors");
-  const auto dropout = number_or(node, 3, "dropout_p", 0);
-  if (!dropout || *dropout != 0) return no("dropout");
-  const Arg* causal = find_arg(node, 4, "is_causal");
-  if (causal && causal->kind != Arg::Kind::Bool) return no("is_causal is not a literal");
-  const Arg* mask = find_arg(node, 5, "attn_mask");
-  const bool masked = mask && mask->kind != Arg::Kind::None;
-  const std::optional<double> scale = scale_of(node, 6, qo->meta->sizes[3], why);
-  if (!scale) return no(why);
+  const auto flags = flags_of(node, 3, qo->meta->sizes[3], why);
+  if (!flags) return no(why);
   std::vector<Operand> all{*qo, *ko, *vo, *out};
   if (lse_used) all.push_back(*lse);
   const auto sizes = static_sizes(all);
@@ -172,18 +211,11 @@ std::optional<MatmulMatch> match_attention(
       return no("the output's last dimension is not contiguous");
     scores = std::vector<int64_t>{qs[0], qs[1], qs[2], ks[2]};
   }
-  if (masked && !mask_fits(g, *mask, causal, scores, why)) return no(why);
+  if (flags->mask && !mask_fits(g, *flags->mask, flags->causal, scores, why)) return no(why);
 
-  MatmulMatch match;
+  MatmulMatch match = start_launch("attention", n, q, k, v, *flags, slot_of_buffer);
   runtime::MatmulLaunch& launch = match.step.matmul;
-  match.step.node = n;
-  launch.op = "attention";
   const auto slot = [&](const Arg& a) { return slot_of_buffer(buffer_name_of(a)); };
-  launch.a = slot(q), launch.b = slot(k), launch.value = slot(v);
-  if (masked) launch.mask = slot(*mask);
-  launch.alpha = float(*scale);
-  launch.causal = causal && causal->bool_value;
-  launch.nodes = {n};
   if (lse_used) launch.logsumexp = output_alloc(*lse, slot(Arg::value(n, 1)));
   launch.out = output_alloc(*out, slot(Arg::value(n, 0)));
   return match;
@@ -212,14 +244,8 @@ std::optional<MatmulMatch> match_attention_backward(
   for (int32_t i = 0; i < 3; ++i)
     if (auto o = operand_of(g, Arg::value(n, i), 4)) all.push_back(*o);
   if (all.size() != 9) return no("not float32 CPU [batch, heads, length, dim] tensors");
-  const auto dropout = number_or(node, 6, "dropout_p", 0);
-  if (!dropout || *dropout != 0) return no("dropout");
-  const Arg* causal = find_arg(node, 7, "is_causal");
-  if (causal && causal->kind != Arg::Kind::Bool) return no("is_causal is not a literal");
-  const Arg* mask = find_arg(node, 8, "attn_mask");
-  const bool masked = mask && mask->kind != Arg::Kind::None;
-  const std::optional<double> scale = scale_of(node, 9, all[0].meta->sizes[3], why);
-  if (!scale) return no(why);
+  const auto flags = flags_of(node, 6, all[0].meta->sizes[3], why);
+  if (!flags) return no(why);
   const auto sizes = static_sizes(all);
   std::optional<std::vector<int64_t>> scores;
   if (sizes) {
@@ -235,20 +261,13 @@ std::optional<MatmulMatch> match_attention_backward(
         return no("a gradient's last dimension is not contiguous");
     scores = std::vector<int64_t>{qs[0], qs[1], qs[2], ks[2]};
   }
-  if (masked && !mask_fits(g, *mask, causal, scores, why)) return no(why);
+  if (flags->mask && !mask_fits(g, *flags->mask, flags->causal, scores, why)) return no(why);
 
-  MatmulMatch match;
+  MatmulMatch match = start_launch("attention_backward", n, q, k, v, *flags, slot_of_buffer);
   runtime::MatmulLaunch& launch = match.step.matmul;
-  match.step.node = n;
-  launch.op = "attention_backward";
   const auto slot = [&](const Arg& a) { return slot_of_buffer(buffer_name_of(a)); };
   launch.grad_output = slot(grad_out);
-  launch.a = slot(q), launch.b = slot(k), launch.value = slot(v);
   launch.forward_output = slot(out), launch.forward_logsumexp = slot(lse);
-  if (masked) launch.mask = slot(*mask);
-  launch.alpha = float(*scale);
-  launch.causal = causal && causal->bool_value;
-  launch.nodes = {n};
   launch.out = output_alloc(all[6], slot(Arg::value(n, 0)));
   launch.grad_key = output_alloc(all[7], slot(Arg::value(n, 1)));
   launch.grad_value = output_alloc(all[8], slot(Arg::value(n, 2)));

@@ -10,15 +10,14 @@ Usage: python scripts/debug/attention_train_probe.py [threads=2] [batch=8] [seq=
 from __future__ import annotations
 
 import copy
-import statistics
 import sys
-import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 import inductor_cpp  # noqa: F401  (registers the backend)
+from train_rounds import first_steps, timed_rounds
 
 threads, batch, seq, layers, rounds = (int(a) for a in (sys.argv[1:] + ["2", "8", "128", "2", "7"][len(sys.argv) - 1:]))
 torch.set_num_threads(threads)
@@ -41,27 +40,6 @@ for name, spec in variants.items():
         loss.backward()
         opt.step()
         return loss.detach()
-    before = {id(g) for g in inductor_cpp.live_graphs()}
-    start = time.perf_counter()
-    losses[name] = [step().item() for _ in range(2)]
-    plans = [g.plan_text for g in inductor_cpp.live_graphs() if id(g) not in before]
-    steps_of = lambda op: sum(text.count(op) for text in plans)  # noqa: E731
-    print(f"{name}: first two steps {time.perf_counter() - start:.1f} s, losses {losses[name]}; "
-          f"matrix::attention {steps_of('matrix::attention(')}, matrix::attention_backward "
-          f"{steps_of('matrix::attention_backward(')}, ATen flash attention backward "
-          f"{steps_of('_scaled_dot_product_flash_attention_for_cpu_backward(')}", flush=True)
+    losses[name] = first_steps(name, step, ['matrix::attention', 'matrix::attention_backward', '_scaled_dot_product_flash_attention_for_cpu_backward'])
     steps[name] = step
-times = {name: [] for name in variants}
-for r in range(rounds):
-    order = list(variants) if r % 2 == 0 else list(reversed(variants))
-    for name in order:
-        start = time.perf_counter()
-        steps[name]()
-        times[name].append(time.perf_counter() - start)
-eager = statistics.median(times["eager"])
-stock = statistics.median(times["stock"])
-for name in variants:
-    med = statistics.median(times[name])
-    diff = max(abs(a - b) for a, b in zip(losses[name], losses["eager"]))
-    print(f"{name:12s} median step {med * 1e3:8.1f} ms  {eager / med:5.2f}x eager  {stock / med:5.2f}x stock  "
-          f"|loss - eager| {diff:.1e}")
+timed_rounds(steps, losses, rounds)

@@ -9,15 +9,14 @@ Usage: python scripts/debug/conv_backward_train_probe.py [threads=2] [batch=8] [
 from __future__ import annotations
 
 import copy
-import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 import torchvision
 
 import inductor_cpp  # noqa: F401  (registers the backend)
+from train_rounds import first_steps, timed_rounds
 
 threads, batch, image, rounds = (int(a) for a in (sys.argv[1:] + ["2", "8", "112", "7"][len(sys.argv) - 1:]))
 torch.set_num_threads(threads)
@@ -39,26 +38,6 @@ for name, spec in variants.items():
         loss.backward()
         opt.step()
         return loss.detach()
-    before = {id(g) for g in inductor_cpp.live_graphs()}
-    start = time.perf_counter()
-    losses[name] = [step().item() for _ in range(2)]
-    plans = [g.plan_text for g in inductor_cpp.live_graphs() if id(g) not in before]
-    steps_of = lambda op: sum(text.count(op) for text in plans)  # noqa: E731
-    print(f"{name}: first two steps {time.perf_counter() - start:.1f} s, losses {losses[name]}; "
-          f"matrix::conv2d {steps_of('matrix::conv2d(')}, matrix::conv2d_backward "
-          f"{steps_of('matrix::conv2d_backward(')}, aten::convolution_backward "
-          f"{steps_of('aten::convolution_backward(')}", flush=True)
+    losses[name] = first_steps(name, step, ['matrix::conv2d', 'matrix::conv2d_backward', 'aten::convolution_backward'])
     steps[name] = step
-times = {name: [] for name in variants}
-for r in range(rounds):
-    order = list(variants) if r % 2 == 0 else list(reversed(variants))
-    for name in order:
-        start = time.perf_counter()
-        steps[name]()
-        times[name].append(time.perf_counter() - start)
-eager = statistics.median(times["eager"])
-for name in variants:
-    med = statistics.median(times[name])
-    diff = max(abs(a - b) for a, b in zip(losses[name], losses["eager"]))
-    print(f"{name:12s} median step {med * 1e3:8.1f} ms  {eager / med:5.2f}x eager  "
-          f"|loss - eager| {diff:.1e}")
+timed_rounds(steps, losses, rounds)

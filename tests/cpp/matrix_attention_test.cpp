@@ -13,20 +13,14 @@
 
 #include "codegen/xbyak/cpu_features.h"
 #include "runtime/matrix/attention.h"
+#include "tests/cpp/attention_test_inputs.h"
 
 namespace inductor_cpp::matrix {
 namespace {
 
 constexpr float kCanary = 1234.5f;
 
-struct Case {
-  int64_t batch, heads, q_len, kv_len, head_dim, value_dim;
-  bool causal;
-  bool packed_qkv;  ///< q, k, v as views of one [batch, len, 3, heads, dim] tensor
-  /// 0: no mask; 1: padding mask [batch, 1, 1, kv] (the last keys of batch b hidden by -inf,
-  /// b + 1 of them); 2: a random [batch, heads, q, kv] additive mask, query row 1 fully hidden.
-  int mask = 0;
-};
+using Case = testing::AttentionCase;
 
 /// Checks attention_f32 on random inputs against fp64 sums: each output within 1e-5 of
 /// eager-scale error (relative to the row's Σ p·|v|), logsumexp within 1e-5.
@@ -35,54 +29,13 @@ void check_attention(const Case& c, int threads, std::mt19937& rng) {
                << "b" << c.batch << " h" << c.heads << " q" << c.q_len << " kv" << c.kv_len << " d"
                << c.head_dim << " dv" << c.value_dim << (c.causal ? " causal" : "")
                << (c.packed_qkv ? " packed" : "") << " threads " << threads);
-  AttentionParams p;
-  p.batch = c.batch, p.heads = c.heads, p.q_len = c.q_len, p.kv_len = c.kv_len;
-  p.head_dim = c.head_dim, p.value_dim = c.value_dim, p.causal = c.causal;
-  p.scale = float(1.0 / std::sqrt(double(c.head_dim)));
-  std::vector<float> q, k, v;
-  std::uniform_real_distribution<float> dist(-2, 2);
-  if (c.packed_qkv) {  // [batch, len, 3, heads, dim]: q_len == kv_len, head_dim == value_dim
-    const int64_t d = c.head_dim, row = 3 * c.heads * d;
-    q.resize(size_t(c.batch * c.q_len * row));
-    for (float& e : q) e = dist(rng);
-    p.q_stride = {c.q_len * row, d, row};
-    p.k_stride = p.q_stride, p.v_stride = p.q_stride;
-  } else {  // dense [batch, heads, len, dim], k and v with padded rows (stride dim + 3)
-    q.resize(size_t(c.batch * c.heads * c.q_len * c.head_dim));
-    k.resize(size_t(c.batch * c.heads * c.kv_len * (c.head_dim + 3)));
-    v.resize(size_t(c.batch * c.heads * c.kv_len * (c.value_dim + 3)));
-    for (auto* t : {&q, &k, &v})
-      for (float& e : *t) e = dist(rng);
-    p.q_stride = {c.heads * c.q_len * c.head_dim, c.q_len * c.head_dim, c.head_dim};
-    p.k_stride = {c.heads * c.kv_len * (c.head_dim + 3), c.kv_len * (c.head_dim + 3),
-                  c.head_dim + 3};
-    p.v_stride = {c.heads * c.kv_len * (c.value_dim + 3), c.kv_len * (c.value_dim + 3),
-                  c.value_dim + 3};
-  }
-  std::vector<float> mask;
-  if (c.mask == 1) {
-    mask.assign(size_t(c.batch * c.kv_len), 0.0f);
-    for (int64_t b = 0; b < c.batch; ++b)
-      for (int64_t j = std::max<int64_t>(1, c.kv_len - b - 1); j < c.kv_len; ++j)
-        mask[size_t(b * c.kv_len + j)] = -std::numeric_limits<float>::infinity();
-    p.mask_stride = {c.kv_len, 0, 0, 1};
-  } else if (c.mask == 2) {
-    mask.resize(size_t(c.batch * c.heads * c.q_len * c.kv_len));
-    for (float& e : mask) e = dist(rng);
-    for (int64_t bh = 0; bh < c.batch * c.heads; ++bh)
-      for (int64_t j = 0; j < c.kv_len; ++j)
-        mask[size_t((bh * c.q_len + 1) * c.kv_len + j)] = -std::numeric_limits<float>::infinity();
-    p.mask_stride = {c.heads * c.q_len * c.kv_len, c.q_len * c.kv_len, c.kv_len, 1};
-  }
-  if (c.mask) p.mask = mask.data();
-  const auto mask_at = [&](int64_t b, int64_t h, int64_t i, int64_t j) {
-    if (!c.mask) return 0.0;
-    return double(
-        mask[size_t(b * p.mask_stride[0] + h * p.mask_stride[1] + i * p.mask_stride[2] + j)]);
+  testing::AttentionInputs in;
+  testing::make_attention_inputs(c, rng, in);
+  AttentionParams& p = in.p;
+  const float *qp = in.qp, *kp = in.kp, *vp = in.vp;
+  const auto mask_at = [&in](int64_t b, int64_t h, int64_t i, int64_t j) {
+    return in.mask_at(b, h, i, j);
   };
-  const float* qp = q.data();
-  const float* kp = c.packed_qkv ? q.data() + c.heads * c.head_dim : k.data();
-  const float* vp = c.packed_qkv ? q.data() + 2 * c.heads * c.head_dim : v.data();
   // Output [batch, q_len, heads, value_dim + 1]: a canary after every row.
   const int64_t out_row = c.value_dim + 1;
   p.out_stride = {c.q_len * c.heads * out_row, out_row, c.heads * out_row};
