@@ -115,14 +115,19 @@ bool shapes_fit(const std::vector<int64_t>& qs, const std::vector<int64_t>& ks,
   return true;
 }
 
-/// The flash attention (or backward) node of extern step `step_index`, or null.
-const ir::Node* attention_node(const ir::Graph& g, const ir::ScheduledProgram& program,
-                               size_t step_index, const char* op) {
+/// The graph node of extern step `step_index` when it is op `op`, else -1.
+int32_t attention_node(const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
+                       const char* op) {
   const ir::ScheduledStep& s = program.steps.at(step_index);
-  if (s.kind != ir::ScheduledStep::Kind::Extern || s.call.view || s.call.graph_node < 0)
-    return nullptr;
+  if (s.kind != ir::ScheduledStep::Kind::Extern || s.call.view || s.call.graph_node < 0) return -1;
   const ir::Node& node = g.nodes.at(static_cast<size_t>(s.call.graph_node));
-  return op_name(node.op) == op ? &node : nullptr;
+  return op_name(node.op) == op ? static_cast<int32_t>(s.call.graph_node) : -1;
+}
+
+/// Declines a match: why_not = "matrix kernels: " + why.
+std::nullopt_t decline(std::string& why_not, const std::string& why) {
+  why_not = "matrix kernels: " + why;
+  return std::nullopt;
 }
 
 /// The op's flags: dropout_p, is_causal, attn_mask and scale at positions first .. first + 3.
@@ -175,15 +180,11 @@ std::optional<MatmulMatch> match_attention(
     const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
     const std::function<int32_t(const std::string&)>& slot_of_buffer,
     const std::set<std::string>& used, std::string& why_not) {
-  const ir::Node* found =
+  const int32_t n =
       attention_node(g, program, step_index, "aten::_scaled_dot_product_flash_attention_for_cpu");
-  if (!found) return std::nullopt;
-  const ir::Node& node = *found;
-  const auto n = static_cast<int32_t>(program.steps[step_index].call.graph_node);
-  const auto no = [&why_not](const std::string& why) -> std::optional<MatmulMatch> {
-    why_not = "matrix kernels: " + why;
-    return std::nullopt;
-  };
+  if (n < 0) return std::nullopt;
+  const ir::Node& node = g.nodes[static_cast<size_t>(n)];
+  const auto no = [&why_not](const std::string& why) { return decline(why_not, why); };
   std::string why;
   if (node.args.size() < 3 || node.outputs.size() != 2) return no("unexpected arguments");
   const Arg &q = node.args[0], &k = node.args[1], &v = node.args[2];
@@ -224,15 +225,11 @@ std::optional<MatmulMatch> match_attention(
 std::optional<MatmulMatch> match_attention_backward(
     const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
     const std::function<int32_t(const std::string&)>& slot_of_buffer, std::string& why_not) {
-  const ir::Node* found = attention_node(
-      g, program, step_index, "aten::_scaled_dot_product_flash_attention_for_cpu_backward");
-  if (!found) return std::nullopt;
-  const ir::Node& node = *found;
-  const auto n = static_cast<int32_t>(program.steps[step_index].call.graph_node);
-  const auto no = [&why_not](const std::string& why) -> std::optional<MatmulMatch> {
-    why_not = "matrix kernels: " + why;
-    return std::nullopt;
-  };
+  const int32_t n = attention_node(g, program, step_index,
+                                   "aten::_scaled_dot_product_flash_attention_for_cpu_backward");
+  if (n < 0) return std::nullopt;
+  const ir::Node& node = g.nodes[static_cast<size_t>(n)];
+  const auto no = [&why_not](const std::string& why) { return decline(why_not, why); };
   std::string why;
   if (node.args.size() < 6 || node.outputs.size() != 3) return no("unexpected arguments");
   // (grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, *, attn_mask, scale)
