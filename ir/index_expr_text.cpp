@@ -156,7 +156,8 @@ std::string to_string(const Expr& e) {
 //   comparison := additive [('<' | '<=' | '>' | '>=' | '==' | '!=') additive]
 //   additive   := multiplicative (('+' | '-') multiplicative)*
 //   multiplicative := unary (('*' | '//' | '%') unary)*
-//   unary      := '-' unary | '+' unary | primary        ('-' before digits: a negative literal)
+//   unary      := '-' unary | '+' unary | power          ('-' before digits: a negative literal)
+//   power      := primary ['**' integer]                  (sympy's s0**2: a product of copies)
 //   primary    := integer | identifier | (min|max|Min|Max) '(' comparison ',' comparison ')'
 //               | '(' comparison ')'
 
@@ -255,8 +256,28 @@ class ExprParser {
       return Expr(-1) * unary();
     }
     if (accept("+")) return unary();
-    return primary();
+    return power();
   }
+
+  /// sympy prints a square size (an image's H = W symbol) as `3*s0**2`. Only small
+  /// non-negative integer exponents occur in sizes and strides; the power becomes a product.
+  Expr power() {
+    Expr base = primary();
+    if (!accept("**")) return base;
+    skip_space();
+    if (pos_ >= text_.size() || !is_digit(text_[pos_])) fail("expected an integer exponent");
+    const size_t start = pos_;
+    const int64_t exponent = integer(/*negative=*/false);
+    if (exponent > kMaxExponent) {
+      pos_ = start;
+      fail("exponent above " + std::to_string(kMaxExponent));
+    }
+    Expr product(1);
+    for (int64_t i = 0; i < exponent; ++i) product = product * base;
+    return product;
+  }
+
+  static constexpr int64_t kMaxExponent = 8;
 
   int64_t integer(bool negative) {
     uint64_t v = 0;

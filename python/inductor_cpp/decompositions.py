@@ -6,8 +6,11 @@ them) and remove the ops that are better left whole:
 * ops we lower directly in C++ (gelu, silu and a few backward ops: one node instead of several),
 * ops whose ATen kernel is better than their decomposition (addmm's BLAS call with the bias
   folded in; linspace/logspace, whose decomposition rounds differently), and
-* on devices we do not generate code for (see CODEGEN_DEVICES), fused ATen kernels such as
-  softmax and layer_norm: there, splitting them would turn one fast call into several.
+* where we do not generate code (devices outside CODEGEN_DEVICES, and graphs with symbolic
+  sizes, whose own plan is ATen calls: specialize.py), fused ATen kernels such as softmax and
+  layer_norm: there, splitting them would turn one fast call into several. A symbolic graph's
+  static copies are re-traced with the full table (`decomposition_table(device)`), so they
+  get the decomposed ops our code generation fuses.
 
 Each removal is listed with its reason; code generation takes entries out of KEEP_AS_ATEN as
 it learns to generate something faster than the ATen kernel.
@@ -83,11 +86,13 @@ EXTRA_FOR_CODEGEN = (
 
 
 @functools.lru_cache(maxsize=None)
-def decomposition_table(device_type: str = "cpu") -> dict:
-    """torch's core-ATen decompositions minus what we keep whole on `device_type`."""
+def decomposition_table(device_type: str = "cpu", generated: bool = True) -> dict:
+    """torch's core-ATen decompositions minus what we keep whole on `device_type`.
+    `generated` False: the graph runs as ATen calls whatever the device (symbolic sizes), so
+    the fused kernels stay whole."""
     table = dict(core_aten_decompositions())
     keep = dict(KEEP_AS_ATEN)
-    if device_type in CODEGEN_DEVICES:
+    if generated and device_type in CODEGEN_DEVICES:
         table.update(get_decompositions(list(EXTRA_FOR_CODEGEN)))
     else:
         keep.update(KEEP_AS_ATEN_WITHOUT_CODEGEN)

@@ -144,8 +144,9 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind
         pristine = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph), gm.__class__.__name__)
         fallback = _compile_one_graph(gm, example_inputs, kind, opts)
         static = lambda g, example: _compile_one_graph(g, example, kind, opts)  # noqa: E731
-        return specialize.ShapeSpecializedGraph(pristine, kind, opts.shape_specializations,
-                                                bool(opts.strict), fallback, static).boxed()
+        return specialize.ShapeSpecializedGraph(
+            pristine, kind, opts.shape_specializations, bool(opts.strict), fallback, static,
+            decompositions.decomposition_table(_device_type(example_inputs))).boxed()
     return _compile_one_graph(gm, example_inputs, kind, opts)
 
 
@@ -265,7 +266,12 @@ def backend(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str | 
         fw_compiler=_compiler("forward", opts),
         bw_compiler=_compiler("backward", opts),
         inference_compiler=_compiler("inference", opts, slot),
-        decompositions=decompositions.decomposition_table(_device_type(example_inputs)),
+        # Symbolic sizes: the graph's own plan is ATen calls (lowering needs static sizes), so
+        # fused kernels such as layer_norm stay whole; its static copies decompose them when
+        # they are re-traced (specialize.py).
+        decompositions=decompositions.decomposition_table(
+            _device_type(example_inputs),
+            generated=not specialize.has_symbolic_sizes(example_inputs)),
         partition_fn=joint_graph.partition,
         keep_inference_input_mutations=True,
     )

@@ -59,8 +59,12 @@ class ShapeSpecializedGraph:
 
     def __init__(self, gm: torch.fx.GraphModule, kind: str, limit: int, strict: bool,
                  fallback: Callable[[list[Any]], Any],
-                 compile_static: Callable[[torch.fx.GraphModule, list[Any]], Callable]):
+                 compile_static: Callable[[torch.fx.GraphModule, list[Any]], Callable],
+                 decompositions: dict | None = None):
+        """`decompositions`: applied when a static copy is re-traced (the table a static graph
+        gets; the symbolic `gm` kept fused ATen kernels whole)."""
         self.gm, self.kind, self.limit, self.strict = gm, kind, limit, strict
+        self.decompositions = decompositions or {}
         self.fallback = fallback
         self.compile_static = compile_static
         self.compiled_graph = getattr(fallback, "compiled_graph", None)
@@ -99,7 +103,10 @@ class ShapeSpecializedGraph:
                               "ATen calls")
                 return self.fallback
             try:
-                static_gm = make_fx(self.gm, tracing_mode="fake")(*args)
+                # The symbolic graph kept fused ATen kernels whole (decompositions.py); the
+                # static copy decomposes them into ops our code generation fuses.
+                static_gm = make_fx(self.gm, decomposition_table=self.decompositions,
+                                    tracing_mode="fake")(*args)
                 # Tensors: their fake values; numbers (the sizes, now constants): themselves.
                 fn = self.compile_static(static_gm, fx_import.placeholder_values(static_gm, args))
             except Exception as e:  # noqa: BLE001 - the fallback plan is always correct

@@ -116,6 +116,12 @@ TEST(IndexExprTest, ParsesSympySpellingsAndOperators) {
   EXPECT_EQ(parse_expr("i1 % %ind0"), mod(i1, v("%ind0")));
   EXPECT_EQ(parse_expr("-9223372036854775808"), Expr(std::numeric_limits<int64_t>::min()));
   EXPECT_EQ(parse_expr("min + 1"), v("min") + 1);
+  // sympy's powers (a square image's stride): products; '**' binds tighter than '-' and '*'.
+  Expr s0 = v("s0");
+  EXPECT_EQ(parse_expr("3*s0**2"), Expr(3) * (s0 * s0));
+  EXPECT_EQ(parse_expr("-s0**2"), Expr(-1) * (s0 * s0));
+  EXPECT_EQ(parse_expr("(s0 + 1)** 3"), (s0 + 1) * (s0 + 1) * (s0 + 1));
+  EXPECT_EQ(parse_expr("s0**0"), Expr(1));
 }
 
 TEST(IndexExprTest, VariableNamesMustBeIdentifiers) {
@@ -127,7 +133,7 @@ TEST(IndexExprTest, VariableNamesMustBeIdentifiers) {
 
 TEST(IndexExprTest, ParseErrorsNameThePosition) {
   for (const char* bad : {"", "i0 +", "(i0", "i0 i1", "min(i0)", "3 $ 4", "99999999999999999999",
-                          "i0 < 1 < 2", "%"}) {
+                          "i0 < 1 < 2", "%", "s0**", "s0**s1", "s0**-1", "s0**99"}) {
     try {
       parse_expr(bad);
       ADD_FAILURE() << "parsed: '" << bad << "'";

@@ -117,6 +117,75 @@ def test_matrix_steps_and_layouts_follow_each_shape():
         assert "matrix::addmm" in g.plan_text and "-> gelu" in g.plan_text, g.plan_text
 
 
+class NormThenSoftmax(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(16)
+        self.proj = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        return self.proj(self.norm(x)).softmax(-1)
+
+
+def test_symbolic_plan_keeps_fused_kernels_whole_and_static_copies_decompose_them():
+    """The symbolic graph's own plan is ATen calls: layer_norm and softmax (and their backward
+    ops) stay one fused ATen call each there instead of their decompositions' five to eight
+    ops. A static copy is re-traced with the full decomposition table, so its layer_norm and
+    softmax become generated kernels as in a static compile."""
+    torch.manual_seed(0)
+    model = NormThenSoftmax()
+    compiled = torch.compile(model, backend="inductor_cpp", dynamic=True,
+                             options={"shape_specializations": 1})
+    for rows in (4, 6, 9):  # 4: the one static copy; 6 and 9: past the limit, symbolic plans
+        x = torch.randn(rows, 16, requires_grad=True)
+        out = compiled(x)
+        out.pow(3).sum().backward()
+        grads = [p.grad.clone() for p in model.parameters()] + [x.grad.clone()]
+        x.grad = None
+        model.zero_grad()
+        expected = model(x)
+        expected.pow(3).sum().backward()
+        assert_same(out, expected, rtol=1e-5, atol=1e-6)
+        for got, want in zip(grads, [p.grad for p in model.parameters()] + [x.grad]):
+            assert_same(got, want, rtol=1e-4, atol=1e-6)
+        model.zero_grad()
+    generated, aten_only = graphs_by_kind()
+    symbolic_text = "\n".join(g.plan_text for g in aten_only)
+    for fused in ("aten::native_layer_norm(", "aten::native_layer_norm_backward(",
+                  "aten::_softmax(", "aten::_softmax_backward_data("):
+        assert fused in symbolic_text, symbolic_text
+    assert sorted(g.counters()["calls"] for g in aten_only) == [2, 2]  # forward, backward
+    assert len(generated) == 2  # the forward and backward copies for 4 rows
+    for g in generated:
+        assert "layer_norm" not in g.plan_text and "softmax" not in g.plan_text, g.plan_text
+
+
+class SquareConv(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.conv(x)).mean((2, 3)))
+
+
+def test_square_images_with_symbolic_sizes_keep_their_plan():
+    """dynamic=True on square images gives one size symbol for height and width, and strides
+    such as 3*s0**2, which the index parser did not read: the whole graph's code generation was
+    abandoned with a warning."""
+    model = SquareConv().eval()
+    compiled = torch.compile(model, backend="inductor_cpp", dynamic=True,
+                             options={"shape_specializations": 0})
+    with collect_logs() as messages, torch.no_grad():
+        for batch, side in ((2, 12), (3, 10)):
+            x = torch.randn(batch, 3, side, side)
+            assert_same(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    assert not any("abandoned" in m for m in messages), messages
+    (graph,) = [g for g in test_graphs() if g.counters()["calls"] > 0]
+    assert "matrix::addmm" in graph.plan_text, graph.plan_text  # the head, on dynamic rows
+
+
 @pytest.mark.parametrize("bad", [-1, 1.5, True, "4"])
 def test_bad_limit_is_an_error(bad):
     with pytest.raises(ValueError, match="shape_specializations"):
