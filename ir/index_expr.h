@@ -13,7 +13,8 @@
 /// Text form (what to_string prints and parse_expr reads), C-like with Python operators:
 ///   i0*64 + i1        (i0 + 3) // 4        i1 % 8        min(i0, 5)        i0 < 7
 /// Variables are identifiers ([A-Za-z_%][A-Za-z0-9_.]*): loop variables i0, r0, symbols s0,
-/// indirect-index placeholders %ind0.
+/// indirect-index placeholders %ind0. parse_expr also reads sympy's spellings of Dynamo's size
+/// expressions: Min/Max, and powers with an integer exponent up to 8 (`3*s0**2`, a product).
 #pragma once
 
 #include <cstddef>
