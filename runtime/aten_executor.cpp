@@ -296,7 +296,7 @@ bool is_dense_row_major(const BufferAlloc& a) {
 BoundStep bind_matmul_step(const Step& step, const KernelLibrary* library, const std::vector<std::string>& labels,
                            bool frozen_weights) {
   BoundMatmul m;
-  m.packed_b = std::make_shared<PackedBCache>(!frozen_weights);
+  m.packed_b = std::make_shared<PackedBCache>(!frozen_weights, /*shared=*/true);
   m.launch = step.matmul;
   for (const MatmulEpilogue& e : m.launch.epilogue) {
     m.kinds.push_back(epilogue_kind(e.kind));
@@ -783,6 +783,7 @@ AtenExecutable::WeightCacheCounts AtenExecutable::weight_cache_counts() const {
     if (!step.matmul) continue;
     const BoundMatmul& m = *step.matmul;
     counts.packs += m.conv ? m.conv->cached_packs() : m.packed_b->packs();
+    counts.adopted += m.conv ? 0 : m.packed_b->adopted();
     counts.stale_drops += m.conv ? m.conv->stale_drops() : m.packed_b->stale_drops();
   }
   return counts;

@@ -53,6 +53,7 @@ class AtenExecutable {
   /// weight's contents changed behind its version counter.
   struct WeightCacheCounts {
     int64_t packs = 0;
+    int64_t adopted = 0;  ///< copies another step packed, taken instead of packing
     int64_t stale_drops = 0;
   };
   WeightCacheCounts weight_cache_counts() const;

@@ -56,7 +56,8 @@ matrix::EpilogueKind bias_kind(const std::string& kind) {
 MatmulBf16Step::MatmulBf16Step(const MatmulLaunch& launch, std::string label, bool frozen_weights)
     : launch_(launch),
       label_(std::move(label)),
-      packed_b_(std::make_shared<PackedWeightCache<matrix::PackedBBf16>>(!frozen_weights)) {
+      packed_b_(std::make_shared<PackedWeightCache<matrix::PackedBBf16>>(!frozen_weights,
+                                                                         /*shared=*/true)) {
   if (launch_.op != "mm" && launch_.op != "addmm")
     throw std::runtime_error("bf16 matmul: mm or addmm, got " + launch_.op);
   if (launch_.epilogue.size() > 1 || (launch_.op == "addmm") != (launch_.epilogue.size() == 1))

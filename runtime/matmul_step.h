@@ -14,14 +14,18 @@
 ///
 /// Caching starts only after the same B (same identity and version) was seen on two consecutive
 /// calls: an intermediate produced in the same run changes every call and keeps being packed per
-/// call, with no extra copy and no fingerprint. Memory: one packed copy of B per matmul step
-/// (about B's size, padded to whole column panels), freed when B changes or the executable is
-/// destroyed.
+/// call, with no extra copy and no fingerprint. Memory: one packed copy of B (about B's size,
+/// padded to whole column panels), freed when B changes or the last step holding it is
+/// destroyed. Steps that pack the same weight the same way share one copy (SharedPackedCopies):
+/// a graph with symbolic sizes compiles a static copy of itself per input shape
+/// (python/inductor_cpp/specialize.py), and each copy's steps would otherwise pack every weight
+/// again (eight shapes of a BERT-size model: eight copies of its weights).
 #pragma once
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/intrusive_ptr.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -46,6 +50,65 @@ struct PackedBKey {
   bool same_as(const PackedBKey& other) const;
 };
 
+/// The packed copies held by the steps of every live graph, found by the weight's key and
+/// contents: a step about to pack a weight first looks for a copy another step made of the
+/// same weight state (same storage, data pointer, sizes, strides and version, and the same
+/// fingerprint, or none under "freezing"). Entries hold the copies weakly: a copy lives while
+/// a step holds it. One registry per `Packed` type, so per packing form; callers whose packing
+/// depends on more than the weight (convolutions: the layer's parameters) do not share.
+template <typename Packed>
+class SharedPackedCopies {
+ public:
+  static std::shared_ptr<const Packed> find(const PackedBKey& key,
+                                            const WeightFingerprint& contents) {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    prune(r);
+    for (const Entry& e : r.entries) {
+      if (e.contents != contents || !e.key.same_as(key)) continue;
+      if (std::shared_ptr<const Packed> packed = e.packed.lock()) return packed;
+    }
+    return nullptr;
+  }
+
+  static void add(const PackedBKey& key, const WeightFingerprint& contents,
+                  const std::shared_ptr<const Packed>& packed) {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    prune(r);
+    r.entries.push_back(Entry{key, contents, packed});
+  }
+
+  /// Live entries (for tests).
+  static size_t size() {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    prune(r);
+    return r.entries.size();
+  }
+
+ private:
+  struct Entry {
+    PackedBKey key;
+    WeightFingerprint contents;
+    std::weak_ptr<const Packed> packed;
+  };
+  struct Registry {
+    std::mutex mutex;
+    std::vector<Entry> entries;
+  };
+  static Registry& registry() {
+    static Registry* r = new Registry();  // never destroyed: steps may outlive static teardown
+    return *r;
+  }
+  /// Drops entries whose copy no step holds any more (their keys would pin StorageImpl objects).
+  static void prune(Registry& r) {
+    r.entries.erase(std::remove_if(r.entries.begin(), r.entries.end(),
+                                   [](const Entry& e) { return e.packed.expired(); }),
+                    r.entries.end());
+  }
+};
+
 /// One matrix step's packed weight (`Packed`: matrix::PackedB for mm/addmm's B,
 /// matrix::PackedConvWeight for a convolution's weight). Thread-safe: concurrent runs share it
 /// under a mutex; a packed copy handed out stays valid for its caller even if another call
@@ -55,7 +118,10 @@ class PackedWeightCache {
  public:
   /// `check_contents` false: trust the version counter alone (the "freezing" option: weights
   /// are constants, as in stock Inductor's freezing), skipping the per-call fingerprint.
-  explicit PackedWeightCache(bool check_contents = true) : check_contents_(check_contents) {}
+  /// `shared`: take a copy another step made of the same weight state (SharedPackedCopies)
+  /// instead of packing again; false where the packed form depends on more than the weight.
+  explicit PackedWeightCache(bool check_contents = true, bool shared = false)
+      : check_contents_(check_contents), shared_(shared) {}
 
   /// The packed copy of `w` to use (made by `pack()` when not yet cached, or when w's contents
   /// changed behind its version counter), or nullptr when the caller should pack per call (w
@@ -78,9 +144,15 @@ class PackedWeightCache {
       ++stale_;
     }
     if (!packed_) {
-      packed_ = std::make_shared<const Packed>(pack());
+      if (shared_) packed_ = SharedPackedCopies<Packed>::find(last_seen_, *contents);
+      if (packed_) {
+        ++adopted_;
+      } else {
+        packed_ = std::make_shared<const Packed>(pack());
+        ++packs_;
+        if (shared_) SharedPackedCopies<Packed>::add(last_seen_, *contents, packed_);
+      }
       fingerprint_ = std::move(*contents);
-      ++packs_;
     }
     return packed_;
   }
@@ -94,6 +166,12 @@ class PackedWeightCache {
     return packs_;
   }
 
+  /// How many times a copy packed by another step was taken instead of packing.
+  int64_t adopted() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return adopted_;
+  }
+
   /// How many cached copies were dropped because the weight's contents changed while its
   /// version counter did not (for tests and diagnostics).
   int64_t stale_drops() const {
@@ -103,11 +181,13 @@ class PackedWeightCache {
 
  private:
   const bool check_contents_;
+  const bool shared_;
   mutable std::mutex mutex_;
   PackedBKey last_seen_;  ///< the weight's key on the previous call
   std::shared_ptr<const Packed> packed_;
   WeightFingerprint fingerprint_;  ///< the packed copy's source contents
   int64_t packs_ = 0;
+  int64_t adopted_ = 0;
   int64_t stale_ = 0;
 };
 

@@ -234,6 +234,7 @@ class CompiledGraph {
     const runtime::AtenExecutable::WeightCacheCounts weights = executable_.weight_cache_counts();
     d["weight_packs"] = weights.packs;  // weights packed into a matrix step's cross-call cache
     d["weight_stale_drops"] = weights.stale_drops;  // of those, dropped for writes behind .data
+    d["weight_shared"] = weights.adopted;  // copies another graph's step packed, taken as they are
     return d;
   }
 

@@ -117,6 +117,36 @@ def test_matrix_steps_and_layouts_follow_each_shape():
         assert "matrix::addmm" in g.plan_text and "-> gelu" in g.plan_text, g.plan_text
 
 
+def test_static_copies_share_one_packed_weight():
+    """Each shape's static graph has its own matmul step for the same Linear weight; the second
+    one takes the packed copy the first made instead of packing (and holding) another. A write
+    behind the version counter (`.data`) is still seen by both: each drops the stale copy."""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(64, 48)
+    compiled = torch.compile(lin, backend="inductor_cpp", dynamic=True,
+                             options={"matrix_kernels": True})
+    shapes = (40, 56)
+    with torch.no_grad():
+        for _ in range(3):  # cached from the second sight of the weight on
+            for rows in shapes:
+                x = torch.randn(rows, 64)
+                assert_same(compiled(x), lin(x), rtol=1e-4, atol=1e-5)
+        static = sorted((g for g in test_graphs() if g.counters()["calls"] > 0),
+                        key=lambda g: g.plan_text)
+        assert len(static) == 2 and all("matrix::addmm" in g.plan_text for g in static)
+        counts = sorted((g.counters()["weight_packs"], g.counters()["weight_shared"])
+                        for g in static)
+        assert counts == [(0, 1), (1, 0)], counts  # one graph packed, the other took its copy
+        lin.weight.data.mul_(-1)  # behind the version counter: the fingerprint sees it
+        for rows in shapes:
+            x = torch.randn(rows, 64)
+            assert_same(compiled(x), lin(x), rtol=1e-4, atol=1e-5)
+        assert sum(g.counters()["weight_stale_drops"] for g in static) == 2
+        # The first graph to see the new contents packed them; the other took that copy.
+        assert sum(g.counters()["weight_packs"] for g in static) == 2
+        assert sum(g.counters()["weight_shared"] for g in static) == 2
+
+
 class NormThenSoftmax(torch.nn.Module):
     def __init__(self):
         super().__init__()
