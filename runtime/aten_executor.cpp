@@ -783,7 +783,7 @@ AtenExecutable::WeightCacheCounts AtenExecutable::weight_cache_counts() const {
     if (!step.matmul) continue;
     const BoundMatmul& m = *step.matmul;
     counts.packs += m.conv ? m.conv->cached_packs() : m.packed_b->packs();
-    counts.adopted += m.conv ? 0 : m.packed_b->adopted();
+    counts.adopted += m.conv ? m.conv->adopted_packs() : m.packed_b->adopted();
     counts.stale_drops += m.conv ? m.conv->stale_drops() : m.packed_b->stale_drops();
   }
   return counts;

@@ -99,7 +99,9 @@ ConvStep::ConvStep(MatmulLaunch launch, std::vector<matrix::EpilogueKind> kinds,
       kinds_(std::move(kinds)),
       tile_fn_(tile_fn),
       label_(std::move(label)),
-      packed_(std::make_shared<PackedWeightCache<matrix::PackedConvWeight>>(!frozen_weights)) {
+      // Shared across graphs: the packed form depends on the weight's own sizes alone.
+      packed_(std::make_shared<PackedWeightCache<matrix::PackedConvWeight>>(!frozen_weights,
+                                                                              /*shared=*/true)) {
   const BufferAlloc& out = launch_.out;
   if (!launch_.is_conv()) throw std::runtime_error("not a conv2d step: " + launch_.op);
   if (out.dtype != "float32" || out.device != "cpu")

@@ -73,6 +73,8 @@ class ConvStep {
   int64_t cached_packs() const { return packed_->packs(); }
   /// How many cached copies were dropped for writes behind the version counter.
   int64_t stale_drops() const { return packed_->stale_drops(); }
+  /// Copies of the weight another step had packed, taken instead of packing.
+  int64_t adopted_packs() const { return packed_->adopted(); }
 
  private:
   MatmulLaunch launch_;

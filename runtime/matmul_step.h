@@ -54,8 +54,8 @@ struct PackedBKey {
 /// contents: a step about to pack a weight first looks for a copy another step made of the
 /// same weight state (same storage, data pointer, sizes, strides and version, and the same
 /// fingerprint, or none under "freezing"). Entries hold the copies weakly: a copy lives while
-/// a step holds it. One registry per `Packed` type, so per packing form; callers whose packing
-/// depends on more than the weight (convolutions: the layer's parameters) do not share.
+/// a step holds it. One registry per `Packed` type, so per packing form; a caller whose
+/// packing depends on more than the weight's own state must not share.
 template <typename Packed>
 class SharedPackedCopies {
  public:

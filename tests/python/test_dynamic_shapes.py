@@ -147,6 +147,22 @@ def test_static_copies_share_one_packed_weight():
         assert sum(g.counters()["weight_shared"] for g in static) == 2
 
 
+def test_static_copies_share_one_packed_convolution_weight():
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(16, 32, 3, padding=1).eval()
+    compiled = torch.compile(conv, backend="inductor_cpp", dynamic=True,
+                             options={"matrix_kernels": True})
+    with torch.no_grad():
+        for _ in range(3):
+            for batch in (2, 3):
+                x = torch.randn(batch, 16, 10, 10)
+                assert_same(compiled(x), conv(x), rtol=1e-4, atol=1e-5)
+    static = [g for g in test_graphs() if g.counters()["calls"] > 0]
+    assert len(static) == 2 and all("matrix::conv2d" in g.plan_text for g in static)
+    counts = sorted((g.counters()["weight_packs"], g.counters()["weight_shared"]) for g in static)
+    assert counts == [(0, 1), (1, 0)], counts
+
+
 class NormThenSoftmax(torch.nn.Module):
     def __init__(self):
         super().__init__()
