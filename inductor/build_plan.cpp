@@ -345,6 +345,7 @@ PlanBuild build_plan(const ir::Graph& input_graph, const CodegenSettings& settin
         m = match_attention_backward(g, result.scheduled, i, slot_of_buffer, why_not);
       if (m) {
         if (m->absorbed_step) absorbed.insert(*m->absorbed_step);
+        for (const auto& [value, buffer] : m->aliases) slots.alias(value, slots.slot_of_buffer(buffer));
         if (m->tile_kernel) kernels.push_back(std::move(*m->tile_kernel));
         nodes_done.insert(m->step.matmul.nodes.begin(), m->step.matmul.nodes.end());
         out.plan.steps.push_back(std::move(m->step));

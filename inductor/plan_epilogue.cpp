@@ -264,6 +264,24 @@ std::string op_name(const std::string& op) {
   return op;
 }
 
+std::optional<runtime::MatmulEpilogue> activation_of(const ir::Node& act, int64_t prev) {
+  const Arg* data = nullptr;
+  std::optional<runtime::MatmulEpilogue> op = epilogue_op_of(act, prev, &data);
+  if (!op || data) return std::nullopt;
+  return op;
+}
+
+std::optional<int32_t> sole_reader_node(const ir::Graph& g, const ir::ScheduledProgram& program,
+                                        int32_t node) {
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (mentions(g.nodes[n], node) == 0) continue;
+    const int32_t reader = static_cast<int32_t>(n);
+    if (only_read_by(g, program, node, reader)) return reader;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 std::optional<size_t> sole_reader_kernel(const ir::Graph& g, const ir::ScheduledProgram& program,
                                          size_t index, int64_t producer) {
   const std::string out = buffer_name_of(Arg::value(producer, 0));

@@ -79,6 +79,16 @@ bool ready_before(const ir::ScheduledProgram& program, const std::string& buffer
 bool only_read_by(const ir::Graph& g, const ir::ScheduledProgram& program, int32_t node,
                   int32_t next);
 
+/// A data-free epilogue op (relu, gelu, gelu-tanh, silu, sigmoid, tanh, clamp / hardtanh, a
+/// literal scale) that node `act` applies to node `prev`'s output; nothing for anything else
+/// (residuals and gates need data).
+std::optional<runtime::MatmulEpilogue> activation_of(const ir::Node& act, int64_t prev);
+
+/// The graph node that reads node `node`'s value, when exactly one does, once (and the value
+/// is not a graph output).
+std::optional<int32_t> sole_reader_node(const ir::Graph& g, const ir::ScheduledProgram& program,
+                                        int32_t node);
+
 /// The one step reading node `producer`'s output (written by scheduled step `index`): a kernel
 /// after it writing one buffer; nothing when the output is a graph output or has other readers.
 std::optional<size_t> sole_reader_kernel(const ir::Graph& g, const ir::ScheduledProgram& program,

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <functional>
 #include <optional>
+#include <utility>
 #include <set>
 #include <string>
 
@@ -29,6 +30,9 @@ struct MatmulMatch {
   /// The absorbed kernel's tile form (plan_tile_epilogue.h), when the epilogue's last op is
   /// "kernel": the caller emits it with the graph's kernels.
   std::optional<ir::Kernel> tile_kernel;
+  /// (value, buffer): values that now live in another buffer's slot. A symbolic plan's
+  /// absorbed activation: its output is the reshape of the step's output it was applied to.
+  std::vector<std::pair<std::string, std::string>> aliases;
 };
 
 /// The MatmulLaunch for scheduled extern step `step_index` of `program` (lowered from `g`),

@@ -4,6 +4,8 @@ up to the `shape_specializations` limit, then the symbolic graph's plan of ATen 
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -161,6 +163,55 @@ def test_static_copies_share_one_packed_convolution_weight():
     assert len(static) == 2 and all("matrix::conv2d" in g.plan_text for g in static)
     counts = sorted((g.counters()["weight_packs"], g.counters()["weight_shared"]) for g in static)
     assert counts == [(0, 1), (1, 0)], counts
+
+
+class LinearThen(torch.nn.Module):
+    def __init__(self, activation, keep_pre_activation=False):
+        super().__init__()
+        self.lin = torch.nn.Linear(32, 48)
+        self.activation, self.keep = activation, keep_pre_activation
+
+    def forward(self, x):
+        y = self.lin(x)
+        return self.activation(y) + y if self.keep else self.activation(y)
+
+
+@pytest.mark.parametrize("activation,batch_dims,absorbed", [
+    (F.gelu, 2, "gelu"),  # [B, S, 32]: the addmm's output is viewed as [B, S, 48] first
+    (functools.partial(F.gelu, approximate="tanh"), 2, "gelu_tanh"),
+    (torch.relu, 1, "relu"),  # [M, 32]: read straight from the addmm
+    (F.silu, 2, "silu"),
+])
+def test_symbolic_plan_absorbs_the_activation_after_a_linear(activation, batch_dims, absorbed):
+    """Past the static copies, a Linear with dynamic rows runs on our GEMM; the activation after
+    it (through the [B·S, N] -> [B, S, N] view) is its epilogue instead of an ATen call."""
+    torch.manual_seed(0)
+    model = LinearThen(activation).eval()
+    compiled = torch.compile(model, backend="inductor_cpp", dynamic=True,
+                             options={"shape_specializations": 0})
+    with torch.no_grad():
+        for rows in (5, 11):
+            x = torch.randn(*([2, rows] if batch_dims == 2 else [rows]), 32)
+            assert_same(compiled(x), model(x), rtol=1e-5, atol=1e-6)
+    (graph,) = [g for g in test_graphs() if g.counters()["calls"] > 0]
+    text = graph.plan_text
+    assert "matrix::addmm(" in text and f"-> {absorbed}" in text, text
+    name = absorbed.split("_")[0]
+    assert f"aten::{name}" not in text and f"aten::{absorbed}" not in text, text
+
+
+def test_symbolic_plan_keeps_an_activation_whose_input_is_read_again():
+    torch.manual_seed(0)
+    model = LinearThen(F.gelu, keep_pre_activation=True).eval()
+    compiled = torch.compile(model, backend="inductor_cpp", dynamic=True,
+                             options={"shape_specializations": 0})
+    with torch.no_grad():
+        for rows in (5, 11):
+            x = torch.randn(2, rows, 32)
+            assert_same(compiled(x), model(x), rtol=1e-5, atol=1e-6)
+    (graph,) = [g for g in test_graphs() if g.counters()["calls"] > 0]
+    assert "matrix::addmm(" in graph.plan_text and "aten::gelu(" in graph.plan_text, \
+        graph.plan_text
 
 
 class NormThenSoftmax(torch.nn.Module):
