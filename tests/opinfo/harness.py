@@ -482,8 +482,10 @@ def _backend_state() -> tuple[int, list[str]]:
     return inductor_cpp.counters()["eager_graph_fallbacks"], reasons
 
 
-def run_sample(op, sample, index: int, dtype: str) -> SampleResult:
-    """Eager vs compiled on one sample (see the module docstring)."""
+def run_sample(op, sample, index: int, dtype: str, symbolic: bool = False) -> SampleResult:
+    """Eager vs compiled on one sample (see the module docstring). `symbolic`: compiled with
+    `dynamic=True` and no static copies (option shape_specializations 0), so the sample runs the
+    plan of a graph with symbolic sizes (ATen calls, matrix steps on dynamic rows, attention)."""
     desc = describe_sample(sample)
     fn = op.op
     metadata_only = op.name in UNINITIALIZED_OUTPUT_OPS
@@ -504,7 +506,8 @@ def run_sample(op, sample, index: int, dtype: str) -> SampleResult:
     fallbacks_before, reasons_before = _backend_state()
     graphs_before = set(inductor_cpp.live_graphs())
     compiled_fn = torch.compile(lambda *a, **k: fn(*a, **k), backend="inductor_cpp",
-                                fullgraph=False)
+                                fullgraph=False, dynamic=True if symbolic else None,
+                                options={"shape_specializations": 0} if symbolic else None)
     start = time.perf_counter()
     result = SampleResult(index, desc, "pass")
     torch.manual_seed(1000 + index)
@@ -579,8 +582,10 @@ def iter_samples(op, dtype: str, max_samples: int | None = None):
     return itertools.islice(samples, max_samples) if max_samples else samples
 
 
-def run_pair(op, dtype: str, max_samples: int | None = None) -> PairResult:
-    """Every sample (or the first `max_samples`) of one OpInfo at one dtype."""
+def run_pair(op, dtype: str, max_samples: int | None = None,
+             symbolic: bool = False) -> PairResult:
+    """Every sample (or the first `max_samples`) of one OpInfo at one dtype (`symbolic`: see
+    run_sample)."""
     pr = PairResult(pair_name(op), dtype)
     start = time.perf_counter()
     reason = skip_reason(op)
@@ -600,7 +605,7 @@ def run_pair(op, dtype: str, max_samples: int | None = None) -> PairResult:
                     pr.status, pr.reason = "sample_error", _short_error(e)
                     return pr
                 break
-            pr.samples.append(run_sample(op, sample, index, dtype))
+            pr.samples.append(run_sample(op, sample, index, dtype, symbolic))
             index += 1
     finally:
         pr.seconds = round(time.perf_counter() - start, 2)

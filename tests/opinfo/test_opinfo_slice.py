@@ -6,7 +6,8 @@ mix chosen to touch every kind of graph the backend meets -- unary/binary pointw
 promotion, comparisons, reductions with dim/keepdim, views and as_strided, indexing, gather and
 scatter, cat/stack/split (list inputs and outputs), where, clamp, cumsum, sort/topk (tuple
 outputs), matmul family, softmax, layer_norm, conv2d, max_pool2d, losses, dtype conversions, and
-int64/int32/bool dtypes -- in about a minute on 2 cores.
+int64/int32/bool dtypes -- in about a minute on 2 cores. A second, smaller slice runs with
+symbolic sizes (SYMBOLIC_SLICE: the plans Dynamo's dynamic shapes reach past the static copies).
 
 Only the first MAX_SAMPLES samples of each pair run (the OpInfo generators are deterministic
 under the harness's seed, so it is always the same ones). Each test asserts that all of them
@@ -94,6 +95,31 @@ SLICE: list[tuple[str, str]] = [
     ("bool", "float32"),
 ]
 
+# Run again with symbolic sizes (dynamic=True, shape_specializations 0): the plan of ATen calls,
+# fused ATen kernels kept whole, matmuls on dynamic rows absorbing an activation, attention,
+# size arithmetic (sym:: steps). Ops whose symbolic plans differ from the static path.
+SYMBOLIC_SLICE: list[tuple[str, str]] = [
+    ("matmul", "float32"),
+    ("addmm", "float32"),
+    ("nn.functional.linear", "float32"),
+    ("bmm", "float32"),
+    ("softmax", "float32"),
+    ("log_softmax", "float32"),
+    ("nn.functional.layer_norm", "float32"),
+    ("nn.functional.group_norm", "float32"),
+    ("nn.functional.batch_norm", "float32"),
+    ("nn.functional.conv2d", "float32"),
+    ("nn.functional.gelu", "float32"),
+    ("nn.functional.scaled_dot_product_attention", "float32"),
+    ("nn.functional.max_pool2d", "float32"),
+    ("nn.functional.interpolate.nearest", "float32"),
+    ("nn.functional.pad.constant", "float32"),
+    ("nn.functional.cross_entropy", "float32"),
+    ("__getitem__", "float32"),
+    ("cat", "float32"),
+    ("var", "float32"),
+]
+
 EXPECTED_FAILURES: dict[str, str] = {
     k: v for k, v in json.loads((Path(__file__).parent / "expected_failures.json").read_text()).items()
     if not k.startswith("_")  # comments
@@ -127,3 +153,13 @@ def test_opinfo(name, dtype):
     result = harness.run_pair(harness.find_op(name), dtype, max_samples=MAX_SAMPLES)
     assert result.status == "pass", result.summary()
     assert result.run_samples, f"{result.key}: every sample raised eagerly"
+
+
+@pytest.mark.parametrize("name, dtype", SYMBOLIC_SLICE,
+                         ids=[harness.pair_key(n, d) for n, d in SYMBOLIC_SLICE])
+def test_opinfo_with_symbolic_sizes(name, dtype):
+    op = harness.find_op(name)
+    assert dtype in harness.supported_dtype_names(op) and harness.skip_reason(op) is None
+    result = harness.run_pair(op, dtype, max_samples=MAX_SAMPLES, symbolic=True)
+    assert result.status == "pass", result.summary()
+    assert any(s.how == "compiled" for s in result.samples), result.summary()
