@@ -2,6 +2,8 @@
 /// AttentionStep: operand checks and strides around the library's attention (see the header).
 #include "runtime/attention_step.h"
 
+#include <ATen/ExpandUtils.h>
+
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
@@ -89,11 +91,18 @@ at::Tensor attach_mask(const std::vector<c10::IValue>& slots, const MatmulLaunch
 }
 
 /// A pooled tensor of `sizes` ([batch, heads, length(, dim)]) with alloc's strides, after
-/// checking the sizes against the plan's; a plan of symbolic shapes gives none, and the tensor
-/// then gets ATen's layout for these outputs: [batch, length, heads(, dim)] in memory.
+/// checking the sizes against the plan's. A plan of symbolic shapes gives none; the tensor then
+/// gets ATen's layout for this output (what its meta function promises the graph's later
+/// views): dense in the dim order of `like`'s strides when given (the forward's output is
+/// `empty_like(query)`: a query read out of a [length, batch·heads, dim] projection gives an
+/// output in that order, a contiguous query a contiguous one), else [batch, length, heads(,
+/// dim)] in memory (the logsumexp, and the backward's gradients whatever the inputs' layout).
 at::Tensor allocate(const BufferAlloc& alloc, const std::vector<int64_t>& sizes,
-                    const at::TensorOptions& options, const std::string& label, const char* what) {
+                    const at::TensorOptions& options, const std::string& label, const char* what,
+                    const at::Tensor* like = nullptr) {
   if (alloc.sizes.empty()) {
+    if (like)
+      return empty_strided_pooled(sizes, at::infer_dense_strides(sizes, like->strides()), options);
     const int64_t dim = sizes.size() == 4 ? sizes[3] : 1;
     std::vector<int64_t> strides{sizes[2] * sizes[1] * dim, dim, sizes[1] * dim};
     if (sizes.size() == 4) strides.push_back(1);
@@ -145,7 +154,11 @@ void AttentionStep::run(std::vector<c10::IValue>& slots) const {
   const at::Tensor q = operand(slots[m.a], label_, "query"), k = operand(slots[m.b], label_, "key"),
                    v = operand(slots[m.value], label_, "value");
   matrix::AttentionParams p = attention_params(q, k, v, m, label_);
-  if (leave_to_aten(p)) {
+  // A symbolic plan's output takes the query's layout (allocate), which our kernel can write
+  // only with the head dimension innermost; a query read with another layout goes to ATen.
+  const at::Tensor& given_q = slots[m.a].toTensor();
+  const bool layout_ours = !m.out.sizes.empty() || given_q.stride(3) == 1 || given_q.size(3) == 1;
+  if (leave_to_aten(p) || !layout_ours) {
     auto [out, lse] = at::_scaled_dot_product_flash_attention_for_cpu(
         q, k, v, 0.0, m.causal, given_mask(slots, m), double(m.alpha));
     slots[m.out.slot] = std::move(out);
@@ -153,7 +166,7 @@ void AttentionStep::run(std::vector<c10::IValue>& slots) const {
     return;
   }
   at::Tensor out =
-      allocate(m.out, {p.batch, p.heads, p.q_len, p.value_dim}, q.options(), label_, "output");
+      allocate(m.out, {p.batch, p.heads, p.q_len, p.value_dim}, q.options(), label_, "output", &q);
   p.out_stride = leading_strides(out);
   const at::Tensor mask = attach_mask(slots, m, p, label_);
   at::Tensor lse;  // [batch, heads, q_len], when the backward reads it

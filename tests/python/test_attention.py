@@ -310,3 +310,36 @@ def test_symbolic_plan_leaves_long_sequences_to_aten_per_call():
     (graph,) = test_graphs()
     (step,) = [s["matmul"] for s in json.loads(graph.plan_json)["steps"] if "matmul" in s]
     assert step["op"] == "attention" and step["out"]["sizes"] == [], step  # symbolic
+
+
+def attention_of_contiguous_heads(q, k, v):
+    """SDPA on contiguous [batch, heads, length, dim] tensors, its output viewed as rows: the
+    view is valid only on the layout eager gives (a contiguous output, as the query)."""
+    return F.scaled_dot_product_attention(q, k, v).view(q.shape[0], -1)
+
+
+@pytest.mark.parametrize("model", ["multihead_attention", "contiguous_heads"])
+def test_symbolic_plan_output_takes_the_querys_layout(model):
+    """ATen's attention output is laid out as its query (empty_like), and the graph's later
+    views rely on it: nn.MultiheadAttention (vit) reads q out of a [length, batch·heads, dim]
+    projection and views the output's [length, batch, heads, dim] permutation as rows; a
+    contiguous query gives a contiguous output. A symbolic plan allocated [batch, length,
+    heads, dim] for both, and the view raised."""
+    torch.manual_seed(0)
+    if model == "multihead_attention":
+        mha = torch.nn.MultiheadAttention(64, 4).eval()
+        fn = lambda x: mha(x, x, x, need_weights=False)[0]  # noqa: E731
+        shapes = [(7, 2, 64), (9, 3, 64)]  # [length, batch, embed]
+    else:
+        fn = lambda x: attention_of_contiguous_heads(x, x * 0.5, x + 1)  # noqa: E731
+        shapes = [(2, 4, 7, 16), (3, 4, 9, 16)]
+    # The second shape makes Dynamo mark the changed dims (lengths, batch) symbolic; with no
+    # static copies it runs the symbolic graph's plan.
+    compiled = torch.compile(fn, backend="inductor_cpp", options={"shape_specializations": 0})
+    with torch.no_grad():
+        for shape in shapes:
+            x = torch.randn(*shape)
+            assert_same(compiled(x), fn(x), rtol=1e-5, atol=1e-5)
+    steps = [s["matmul"] for g in test_graphs() if g.counters()["calls"] > 0
+             for s in json.loads(g.plan_json)["steps"] if "matmul" in s]
+    assert any(m["op"] == "attention" and m["out"]["sizes"] == [] for m in steps), steps
