@@ -79,14 +79,6 @@ class SharedPackedCopies {
     r.entries.push_back(Entry{key, contents, packed});
   }
 
-  /// Live entries (for tests).
-  static size_t size() {
-    Registry& r = registry();
-    std::lock_guard<std::mutex> lock(r.mutex);
-    prune(r);
-    return r.entries.size();
-  }
-
  private:
   struct Entry {
     PackedBKey key;
