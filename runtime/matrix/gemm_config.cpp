@@ -49,6 +49,8 @@ const GemmBlocking& gemm_blocking() {
       b.mc = 6 * 64;
       b.plain_nr = 0;
       b.pair_min_rows = 0;
+      b.few_rows = 32;
+      b.swap_max_rows = 0;  // measured on AVX-512 only (gemm_swapped.h)
     }
     // Tuning knob: INDUCTOR_CPP_MATRIX_BLOCKING="mr,nr,kc,mc,nc[,plain_kc,pack_b_min_row_tiles]"
     // (read once).
@@ -83,6 +85,8 @@ const GemmBlocking& gemm_blocking() {
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_SPLIT_K"))
       b.balance_split_k = std::string(env) != "0";
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_FEW_ROWS")) b.few_rows = std::atol(env);
+    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_SWAP_ROWS"))
+      b.swap_max_rows = std::atol(env);
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PACK_A"))
       b.pack_a_always = std::string(env) == "always";
     return b;

@@ -124,6 +124,31 @@ AVX512_FN void pack_a_tiles_avx512(const float* a, int64_t lda, bool trans_a, in
   }
 }
 
+/// transpose_f32 on AVX-512: per 16×16 block, 16 masked row loads, the register transpose and
+/// up to 16 masked stores (adding the destination's old values first with `accumulate`).
+AVX512_FN void transpose_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
+                                float* dst, int64_t ld_dst, bool accumulate) {
+  for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+    const int64_t rr = std::min<int64_t>(16, rows - r0);
+    const __mmask16 store_mask = first_lanes(rr);
+    for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+      const int64_t cc = std::min<int64_t>(16, cols - c0);
+      const __mmask16 load_mask = first_lanes(cc);
+      __m512 r[16];
+      for (int64_t i = 0; i < 16; ++i)
+        r[i] = i < rr ? _mm512_maskz_loadu_ps(load_mask, src + (r0 + i) * ld_src + c0)
+                      : _mm512_setzero_ps();
+      transpose16(r);
+      for (int64_t j = 0; j < cc; ++j) {
+        float* out = dst + (c0 + j) * ld_dst + r0;
+        const __m512 v =
+            accumulate ? _mm512_add_ps(r[j], _mm512_maskz_loadu_ps(store_mask, out)) : r[j];
+        _mm512_mask_storeu_ps(out, store_mask, v);
+      }
+    }
+  }
+}
+
 /// dst[r·ld_dst + c] = src[c·ld_src + r] for an 8×8 block: 8 row loads, the in-register
 /// transpose (unpack, shuffle, 128-bit permute), 8 stores.
 __attribute__((target("avx2"))) void transpose8(const float* src, int64_t ld_src, float* dst,
@@ -219,6 +244,16 @@ void pack_a_tiles(const float* a, int64_t lda, bool trans_a, int64_t m0, int64_t
     for (int64_t kk = 0; kk < kc; ++kk)
       for (int64_t r = 0; r < rr; ++r) tile[kk * mr + r] = src[r * lda + kk];
   }
+}
+
+void transpose_f32(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,
+                   int64_t ld_dst, bool accumulate) {
+  if (use_avx512()) return transpose_avx512(src, ld_src, rows, cols, dst, ld_dst, accumulate);
+  for (int64_t c = 0; c < cols; ++c)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float v = src[r * ld_src + c];
+      dst[c * ld_dst + r] = accumulate ? dst[c * ld_dst + r] + v : v;
+    }
 }
 
 namespace {

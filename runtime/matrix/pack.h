@@ -30,4 +30,10 @@ void for_panel_ranges(int64_t panels, int64_t floats, int num_threads,
 void pack_a_tiles(const float* a, int64_t lda, bool trans_a, int64_t m0, int64_t rows, int64_t k0,
                   int64_t kc, int mr, float* dst);
 
+/// dst[c·ld_dst + r] = src[r·ld_src + c] for r < rows, c < cols, or += with `accumulate`: a
+/// transposing copy through 16×16 register blocks (AVX-512) or element by element (otherwise).
+/// The swapped product's output pass (gemm_swapped.h) turns its Cᵀ into C with it.
+void transpose_f32(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,
+                   int64_t ld_dst, bool accumulate);
+
 }  // namespace inductor_cpp::matrix

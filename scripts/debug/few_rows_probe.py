@@ -1,9 +1,12 @@
 """Compiled few-row products (nn.Linear: x · Wᵀ, and torch.mm with a reused plain B) under two or
-more settings of INDUCTOR_CPP_MATRIX_FEW_ROWS (the most rows for which Wᵀ is read in place;
-1: the packed copy from two rows, checked by its fingerprint per call; runtime/matrix/gemm.h
-`in_place_beats_packed_copy`), each setting in its own process, the settings alternating over
-rounds; µs per call (best of 7 batches per process), the median over rounds per setting, eager
-alongside. docs/codegen/matrix.md "Few rows on AVX-512".
+more settings, each setting in its own process, the settings alternating over rounds; µs per
+call (best of 7 batches per process), the median over rounds per setting, eager alongside.
+A setting is a number, the value of INDUCTOR_CPP_MATRIX_FEW_ROWS (the most rows for which Wᵀ is
+read in place by dot products; 1: the packed copy from two rows, checked by its fingerprint per
+call; runtime/matrix/gemm.h `in_place_beats_packed_copy`), or environment assignments
+`NAME=value[,NAME=value]` (e.g. INDUCTOR_CPP_MATRIX_SWAP_ROWS=0: no swapped products,
+runtime/matrix/gemm_swapped.h). docs/codegen/matrix.md "Few rows on AVX-512", "Swapped few-row
+products".
 
 Usage: python scripts/debug/few_rows_probe.py [threads=2] [rounds=3] [rows=8,16,32]
        [shapes=768x768,3072x768,768x3072,4096x4096 (N x K)] [settings=32;1 (';'-separated)]
@@ -66,7 +69,11 @@ def main() -> None:
     samples: dict[tuple[str, str, str], list[float]] = {}
     for r in range(rounds):
         for setting in settings:
-            env = dict(os.environ, INDUCTOR_CPP_MATRIX_FEW_ROWS=setting)
+            env = dict(os.environ)
+            if "=" in setting:
+                env.update(pair.split("=", 1) for pair in setting.split(","))
+            else:
+                env["INDUCTOR_CPP_MATRIX_FEW_ROWS"] = setting
             out = subprocess.run([sys.executable, __file__, "--worker", str(threads), rows, shapes],
                                  env=env, capture_output=True, text=True)
             if out.returncode != 0:

@@ -23,6 +23,7 @@
 #include "runtime/matrix/gemm.h"
 #include "runtime/matrix/gemm_config.h"
 #include "runtime/matrix/gemm_driver.h"
+#include "runtime/matrix/gemm_swapped.h"
 #include "runtime/matrix/gemv.h"
 #include "runtime/matrix/pack.h"
 #include "runtime/matrix/scratch.h"
@@ -471,9 +472,10 @@ TEST_F(GemmTest, FewRowsTimesWTransposedReadWInPlace) {
   // leading dimensions, alpha, accumulate and epilogues, 1–3 threads; every output is one dot
   // product computed by one thread, so the result does not depend on the thread count.
   // M = 33, a transposed A or a plain B go to the tile kernels.
-  for (int64_t m : {2, 3, 4, 5, 7, 8, 17, 32})
+  for (int64_t m : {2, 3, 4, 5, 7, 8, 16, 17, 32})
     for (int64_t k : {1, 7, 8, 9, 16, 33, 300})
       for (int64_t n : {1, 3, 4, 5, 17, 130}) {
+        if (m > gemm_blocking().few_rows) continue;  // AVX-512: 16 (gemm_config.h)
         Fixture f(m, n, k, false, true, rng, 1 + (m + k) % 3);
         f.p.alpha = k % 2 ? 1.0f : -0.5f;
         f.p.accumulate = (n + k) % 2 == 1;
@@ -493,6 +495,81 @@ TEST_F(GemmTest, FewRowsTimesWTransposedReadWInPlace) {
     f.check();
   }
   EXPECT_FALSE(gemm_reads_b_in_place(Fixture(512, 64, 64, false, false, rng).p, 2));  // many row tiles: packed
+}
+
+TEST_F(GemmTest, SwappedFewRowProductsTimesWTransposed) {
+  // 17-128 rows times Wᵀ, computed as Cᵀ = W · Aᵀ then transposed into C (gemm_swapped.h):
+  // rows around the wide tile's 64-column pairs and the 16-row transpose blocks, W rows around
+  // the 64-column output pass, K over one K block (1024), A plain or transposed, padded leading
+  // dimensions, alpha, accumulate, every kind of epilogue op (a column bias stays a column
+  // bias), a tile kernel, 1-3 threads, and a call from inside a parallel region.
+  if (gemm_blocking().isa != xbyak::Isa::Avx512) GTEST_SKIP() << "the swapped form is AVX-512 only";
+  struct Shape {
+    int64_t m, n, k;
+  };
+  int trial = 0;
+  for (Shape s : {Shape{33, 200, 70}, Shape{64, 128, 1}, Shape{100, 300, 17}, Shape{17, 129, 300},
+                  Shape{128, 130, 1100}, Shape{47, 257, 64}})
+    for (bool ta : {false, true}) {
+      ++trial;
+      Fixture f(s.m, s.n, s.k, ta, true, rng, 1 + trial % 3);
+      f.p.alpha = trial % 2 ? 1.0f : -0.5f;
+      f.p.accumulate = trial % 3 == 0;
+      f.p.epilogue = {f.op(EpilogueKind::BiasCol), f.op(EpilogueKind::BiasRow)};
+      if (trial % 2) f.p.epilogue.push_back(f.op(EpilogueKind::Gelu));
+      else f.p.epilogue.push_back(f.op(EpilogueKind::Relu));
+      f.p.epilogue.push_back(f.op(EpilogueKind::AddResidual));
+      SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
+                   ", trans_a " + std::to_string(ta));
+      ASSERT_TRUE(swapped_product_applies(f.p, 2));
+      EXPECT_TRUE(gemm_reads_b_in_place(f.p, 2));
+      EXPECT_TRUE(in_place_beats_packed_copy(f.p, 2, /*frozen=*/false));
+      EXPECT_FALSE(in_place_beats_packed_copy(f.p, 2, /*frozen=*/true));
+      const std::vector<float> c_before = f.c_frame;
+      for (int threads : {1, 2, 3}) {
+        f.c_frame = c_before;
+        f.p.c = f.c_frame.data() + f.frame_ld;
+        gemm_f32(f.p, threads);
+        f.check();
+        if (HasFatalFailure()) return;
+        const std::vector<float> first = f.c_frame;
+        f.c_frame = c_before;
+        gemm_f32(f.p, threads);
+        ASSERT_EQ(std::memcmp(first.data(), f.c_frame.data(), first.size() * 4), 0)
+            << threads << " threads, run to run";
+      }
+    }
+  // Not swapped: a plain B, too few W rows per thread, more rows than swap_max_rows.
+  EXPECT_FALSE(swapped_product_applies(Fixture(64, 300, 40, false, false, rng).p, 2));
+  EXPECT_FALSE(swapped_product_applies(Fixture(64, 100, 40, false, true, rng).p, 2));
+  EXPECT_FALSE(swapped_product_applies(
+      Fixture(gemm_blocking().swap_max_rows + 1, 300, 40, false, true, rng).p, 2));
+
+  // A tile kernel sees every element of C once, after the other ops.
+  Fixture f(70, 150, 90, false, true, rng);
+  std::vector<int> hits(70 * 150, 0);
+  TileContext context{f.p.c, f.p.ldc, 150, f.bias_row.data(), &hits};
+  char* bufs[1] = {reinterpret_cast<char*>(&context)};
+  TileKernel tile;
+  tile.fn = tile_half_minus_row;
+  tile.bufs = bufs;
+  EpilogueOp op = f.op(EpilogueKind::Tile);
+  op.data = f.bias_row.data();  // for reference_op only
+  op.tile = &tile;
+  f.p.epilogue = {f.op(EpilogueKind::BiasCol), op};
+  ASSERT_TRUE(swapped_product_applies(f.p, 2));
+  gemm_f32(f.p, 2);
+  f.check();
+  for (int e = 0; e < 70 * 150; ++e) ASSERT_EQ(hits[e], 1) << "element " << e;
+
+  // Two OpenMP threads, each asking for a 2-thread swapped product (no nesting: each runs on its
+  // own thread).
+  Fixture g0(40, 260, 50, false, true, rng), g1(90, 300, 33, true, true, rng);
+  Fixture* both[2] = {&g0, &g1};
+#pragma omp parallel num_threads(2)
+  gemm_f32(both[omp_get_thread_num()]->p, 2);
+  g0.check();
+  g1.check();
 }
 
 TEST_F(GemmTest, CalledFromInsideAParallelRegion) {

@@ -359,13 +359,13 @@ def matrix_kernels_isa() -> str:
 
 @pytest.mark.parametrize("freezing", [False, True])
 def test_few_rows_times_wt_read_in_place(freezing):
-    """Up to 32 rows times Wᵀ (a Linear on a small batch) read W in place (gemv.h): nothing is
-    packed or cached, and a `.data` write is seen. With freezing on AVX-512 the packed kernels
-    are faster and nothing checks the copy, so W is packed once and cached (runtime/matrix/
-    gemm.h in_place_beats_packed_copy)."""
+    """Up to 16 rows (32 on AVX2) times Wᵀ (a Linear on a small batch) read W in place (gemv.h):
+    nothing is packed or cached, and a `.data` write is seen. With freezing on AVX-512 the packed
+    kernels are faster and nothing checks the copy, so W is packed once and cached (runtime/
+    matrix/gemm.h in_place_beats_packed_copy)."""
     lin = torch.nn.Linear(64, 48)
     compiled = torch.compile(lin, backend="inductor_cpp", options={"freezing": freezing})
-    x = torch.randn(20, 64)
+    x = torch.randn(12, 64)
     with torch.no_grad():
         for _ in range(3):
             assert_same(compiled(x), lin(x), rtol=RTOL, atol=ATOL)
@@ -374,6 +374,33 @@ def test_few_rows_times_wt_read_in_place(freezing):
             assert_same(compiled(x), lin(x), rtol=RTOL, atol=ATOL)
     packed = freezing and matrix_kernels_isa() == "avx512"
     assert weight_cache_counts() == ((1, 0) if packed else (0, 0))
+
+
+@pytest.mark.parametrize("freezing", [False, True])
+@pytest.mark.parametrize("rows", [40, 128])
+def test_swapped_few_row_linear_reads_w_once(rows, freezing):
+    """17-128 rows times Wᵀ on AVX-512 run as Cᵀ = W · xᵀ (runtime/matrix/gemm_swapped.h): W is
+    read in place, nothing is packed or cached, the bias and ReLU still apply per output
+    feature, and a `.data` write is seen on the next call. Under freezing W is packed once and
+    cached as before. On AVX2 W is packed and cached (checked by its fingerprint)."""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(96, 2 * 64 * torch.get_num_threads() + 40)
+    model = torch.nn.Sequential(lin, torch.nn.ReLU())
+    compiled = torch.compile(model, backend="inductor_cpp", options={"freezing": freezing})
+    x = torch.randn(rows, 96)
+    with torch.no_grad():
+        for _ in range(3):
+            assert_same(compiled(x), model(x), rtol=RTOL, atol=ATOL)
+        if not freezing:
+            lin.weight.data.mul_(-1)
+            lin.bias.data.add_(0.5)
+            assert_same(compiled(x), model(x), rtol=RTOL, atol=ATOL)
+    if freezing:
+        assert weight_cache_counts() == (1, 0)
+    elif matrix_kernels_isa() == "avx512":
+        assert weight_cache_counts() == (0, 0)  # swapped: nothing to pack or check
+    else:
+        assert weight_cache_counts() == (2, 1)  # the .data write dropped the packed copy
 
 
 @pytest.mark.parametrize("freezing", [False, True])
