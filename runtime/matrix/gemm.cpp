@@ -59,8 +59,8 @@ bool gemm_reads_b_in_place(const GemmProblem& p, int num_threads) {
 
 bool in_place_beats_packed_copy(const GemmProblem& p, int num_threads, bool frozen) {
   if (!gemv_applies(p))
-    return !frozen && (swapped_product_applies(p, num_threads) ||
-                       gemm_plan_reads_b_in_place(p, num_threads));
+    return !frozen &&
+           (swapped_product_applies(p, num_threads) || gemm_plan_reads_b_in_place(p, num_threads));
   return !frozen || p.m == 1 || gemm_blocking().isa != xbyak::Isa::Avx512;
 }
 

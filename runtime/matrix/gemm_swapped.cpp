@@ -62,7 +62,8 @@ void gemm_f32_swapped(const GemmProblem& p, int num_threads) {
     for (int64_t b = blocks * t / workers; b < blocks * (t + 1) / workers; ++b) {
       const int64_t j0 = b * kPassColumns, cols = std::min(kPassColumns, p.n - j0);
       transpose_f32(ct + j0 * p.m, p.m, cols, p.m, p.c + j0, p.ldc, p.accumulate);
-      if (!p.epilogue.empty()) apply_epilogue_tile(p.c + j0, p.ldc, p.m, cols, 0, j0, p.epilogue, 0);
+      if (!p.epilogue.empty())
+        apply_epilogue_tile(p.c + j0, p.ldc, p.m, cols, 0, j0, p.epilogue, 0);
     }
     _mm_setcsr(saved_csr);
   };

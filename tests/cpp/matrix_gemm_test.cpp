@@ -516,8 +516,10 @@ TEST_F(GemmTest, SwappedFewRowProductsTimesWTransposed) {
       f.p.alpha = trial % 2 ? 1.0f : -0.5f;
       f.p.accumulate = trial % 3 == 0;
       f.p.epilogue = {f.op(EpilogueKind::BiasCol), f.op(EpilogueKind::BiasRow)};
-      if (trial % 2) f.p.epilogue.push_back(f.op(EpilogueKind::Gelu));
-      else f.p.epilogue.push_back(f.op(EpilogueKind::Relu));
+      if (trial % 2)
+        f.p.epilogue.push_back(f.op(EpilogueKind::Gelu));
+      else
+        f.p.epilogue.push_back(f.op(EpilogueKind::Relu));
       f.p.epilogue.push_back(f.op(EpilogueKind::AddResidual));
       SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
                    ", trans_a " + std::to_string(ta));
