@@ -47,8 +47,8 @@ bool caller_flushes_denormals() {
 void gemm_f32(const GemmProblem& p, int num_threads) {
   if (p.k > 0 && (!p.b || p.ldb < (p.trans_b ? p.k : p.n)))
     throw std::invalid_argument("gemm: bad B / ldb");
-  if (gemv_applies(p)) return gemv_f32(p, num_threads);
   if (swapped_product_applies(p, num_threads)) return gemm_f32_swapped(p, num_threads);
+  if (gemv_applies(p)) return gemv_f32(p, num_threads);
   run_gemm_f32(p, nullptr, num_threads);
 }
 
@@ -58,9 +58,8 @@ bool gemm_reads_b_in_place(const GemmProblem& p, int num_threads) {
 }
 
 bool in_place_beats_packed_copy(const GemmProblem& p, int num_threads, bool frozen) {
-  if (!gemv_applies(p))
-    return !frozen &&
-           (swapped_product_applies(p, num_threads) || gemm_plan_reads_b_in_place(p, num_threads));
+  if (swapped_product_applies(p, num_threads)) return !frozen;
+  if (!gemv_applies(p)) return !frozen && gemm_plan_reads_b_in_place(p, num_threads);
   return !frozen || p.m == 1 || gemm_blocking().isa != xbyak::Isa::Avx512;
 }
 

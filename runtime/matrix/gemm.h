@@ -137,19 +137,21 @@ std::optional<OperandLayout> operand_layout(int64_t rows, int64_t cols, int64_t 
 /// workers follow the numerics the user chose for the thread.
 bool caller_flushes_denormals();
 
-/// C = epilogue(alpha·op(A)·op(B) [+ C]). Throws std::invalid_argument on bad arguments. One-row
-/// problems run as matrix-vector products (gemv.h).
+/// C = epilogue(alpha·op(A)·op(B) [+ C]). Throws std::invalid_argument on bad arguments. On
+/// AVX-512, 17-128 rows times a large Bᵀ run swapped, Cᵀ = B · op(A)ᵀ (gemm_swapped.h); one-row
+/// and other few-row problems as matrix-vector products (gemv.h).
 void gemm_f32(const GemmProblem& p, int num_threads);
 
 /// Whether gemm_f32 reads op(B) in place, so that a pre-packed copy of B would go unused: one-
-/// and few-row products (gemv.h) and a plain B under few row tiles per thread. Callers that keep
-/// packed weights (runtime/matmul_step.h) then keep none.
+/// and few-row products (gemv.h, gemm_swapped.h) and a plain B under few row tiles per thread.
+/// Callers that keep packed weights (runtime/matmul_step.h) then keep none.
 bool gemm_reads_b_in_place(const GemmProblem& p, int num_threads);
 
 /// Whether a caller that keeps a packed copy of B across calls (a compiled graph's matmul step,
 /// runtime/matmul_step.h) should still run p on gemm_f32 reading B in place (gemm_reads_b_in_place)
 /// rather than on its packed copy, which costs one read of B per call for the content
-/// fingerprint unless `frozen`. A plain B under few row tiles: whenever not frozen. One row, or
+/// fingerprint unless `frozen`. A plain B under few row tiles, and the swapped few-row products
+/// (gemm_swapped.h, which read B once, as the fingerprint alone would): whenever not frozen. One row, or
 /// few rows times Wᵀ (gemv.h): always, except a frozen copy on AVX-512 from two rows on, where
 /// the packed kernels run 1.0-1.35x faster than the dot products and nothing checks the copy
 /// (with a fingerprint, in place was as fast or faster: docs/codegen/matrix.md "Few rows on

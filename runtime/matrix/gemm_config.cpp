@@ -49,7 +49,6 @@ const GemmBlocking& gemm_blocking() {
       b.mc = 6 * 64;
       b.plain_nr = 0;
       b.pair_min_rows = 0;
-      b.few_rows = 32;
       b.swap_max_rows = 0;  // measured on AVX-512 only (gemm_swapped.h)
     }
     // Tuning knob: INDUCTOR_CPP_MATRIX_BLOCKING="mr,nr,kc,mc,nc[,plain_kc,pack_b_min_row_tiles]"

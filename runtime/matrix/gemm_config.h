@@ -62,15 +62,19 @@ struct GemmBlocking {
   /// it packed. AMD Zen 1 (AVX2), 2 threads, in place against B packed beforehand: 8 × 768² 149
   /// against 234 µs, 16 × 768² 277 / 258, 32 × 768² 551 / 529, 64 × 768² 1102 / 999 (the packed
   /// kernels win from there); a Xeon (AVX-512), 2 threads: 32 × 768² 228 / 171, 32 × 4096²
-  /// 6.4 / 5.9 ms (docs/codegen/matrix.md "Few rows on AVX-512"). AVX-512 uses 16: from 17 rows
-  /// the swapped product (swap_max_rows) beats the dot products there (32 × 4096², compiled,
-  /// 7.7 against 6.0 ms; 32 × 768² 387 against 248 µs). Knob INDUCTOR_CPP_MATRIX_FEW_ROWS=n (1:
-  /// products of two or more rows all go to the tile kernels or the swapped product).
-  int64_t few_rows = 16;
+  /// 6.4 / 5.9 ms (docs/codegen/matrix.md "Few rows on AVX-512"). From swap_min_rows on, the
+  /// swapped product takes the problems it applies to first. Knob INDUCTOR_CPP_MATRIX_FEW_ROWS=n
+  /// (1: products of two or more rows all go to the tile kernels or the swapped product).
+  int64_t few_rows = 32;
+  /// Least A rows for the swapped product (gemm_swapped.h): dev Xeon, 2 threads, compiled
+  /// Linear, swapped against the dot products: 32 × 4096² 6.0 against 7.7 ms, 32 × 768² 248
+  /// against 387 µs; at 16 rows mixed (0.8-1.2x), at 8 rows the dot products win (1.2-2.4x).
+  int64_t swap_min_rows = 17;
   /// Most A rows for which gemm_f32 computes a product with a transposed B (nn.Linear, W not
   /// frozen) as Cᵀ = W · op(A)ᵀ, reading W once in place (gemm_swapped.h); 0: never. Dev Xeon,
   /// 2 threads, compiled Linear against the packed copy and its fingerprint: 1.1-1.9x up to 128
-  /// rows, mixed at 160-256 (0.9-1.5x). Knob INDUCTOR_CPP_MATRIX_SWAP_ROWS=n.
+  /// rows, mixed at 160-256 (0.9-1.5x). Knob INDUCTOR_CPP_MATRIX_SWAP_ROWS=n (the most rows; 0
+  /// turns the swapped product off).
   int64_t swap_max_rows = 128;
 };
 

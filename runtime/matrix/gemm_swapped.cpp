@@ -20,6 +20,12 @@ namespace {
 /// Rows of W per thread below which the swapped problem would not give every thread a wide
 /// tile's share (gemm_config.h pair_min_rows).
 constexpr int64_t kMinWRowsPerThread = 64;
+/// Least of W per thread (floats): below it the per-call costs (packing op(A)ᵀ, the output
+/// pass, a second parallel region) outweigh the read of W saved. H200 host, 16 threads,
+/// compiled Linear, swapped against packed (two leases): 1024² (64 Ki floats a thread) 64 rows
+/// 218 against 146 µs, 128 rows 374 against 251; 3072 × 768 (144 Ki) 0.89-1.13x, level;
+/// 4096² (1 Mi) 1.26-1.43x. Dev Xeon, 2 threads: 768² (288 Ki) 1.05-1.39x.
+constexpr int64_t kMinWFloatsPerThread = 256 * 1024;
 /// C columns the output pass handles at once: the transposed block (m × 64 floats, 64 KiB at
 /// m = 256) is still in L2 when the epilogue reads it.
 constexpr int64_t kPassColumns = 64;
@@ -28,8 +34,10 @@ constexpr int64_t kPassColumns = 64;
 
 bool swapped_product_applies(const GemmProblem& p, int num_threads) {
   const GemmBlocking& blk = gemm_blocking();
-  return blk.isa == xbyak::Isa::Avx512 && p.trans_b && p.m >= 2 && p.m <= blk.swap_max_rows &&
-         p.k > 0 && p.n >= kMinWRowsPerThread * std::max(num_threads, 1);
+  const int64_t threads = std::max(num_threads, 1);
+  return blk.isa == xbyak::Isa::Avx512 && p.trans_b && p.m >= blk.swap_min_rows &&
+         p.m <= blk.swap_max_rows && p.k > 0 && p.n >= kMinWRowsPerThread * threads &&
+         p.n * p.k >= kMinWFloatsPerThread * threads;
 }
 
 void gemm_f32_swapped(const GemmProblem& p, int num_threads) {

@@ -1,6 +1,6 @@
 /// \file gemm_swapped.h
-/// \brief Private to runtime/matrix: a product of a few dozen to a few hundred rows times a
-/// transposed B (nn.Linear's x · Wᵀ on a batch of 33-256 rows) computed with the operands'
+/// \brief Private to runtime/matrix: a product of a few dozen rows times a transposed B
+/// (nn.Linear's x · Wᵀ on a batch of 17-128 rows, W not frozen) computed with the operands'
 /// roles swapped, Cᵀ = W · op(A)ᵀ, then transposed into C with the epilogue.
 ///
 /// Why: with few rows, reading W is the cost. The usual form needs W packed into column panels:
@@ -20,8 +20,9 @@
 
 namespace inductor_cpp::matrix {
 
-/// Whether gemm_f32 computes p swapped: AVX-512, B transposed, 2 ≤ m ≤ swap_max_rows
-/// (gemm_config.h), and enough of W for every thread's share to be a wide tile's 64 rows.
+/// Whether gemm_f32 computes p swapped: AVX-512, B transposed, swap_min_rows ≤ m ≤
+/// swap_max_rows (gemm_config.h), and enough of W for every thread: a wide tile's 64 rows and
+/// 256 Ki floats (1 MiB).
 bool swapped_product_applies(const GemmProblem& p, int num_threads);
 
 /// C = epilogue(alpha · op(A) · op(B) [+ C]) as described above, on up to num_threads threads.

@@ -472,10 +472,9 @@ TEST_F(GemmTest, FewRowsTimesWTransposedReadWInPlace) {
   // leading dimensions, alpha, accumulate and epilogues, 1–3 threads; every output is one dot
   // product computed by one thread, so the result does not depend on the thread count.
   // M = 33, a transposed A or a plain B go to the tile kernels.
-  for (int64_t m : {2, 3, 4, 5, 7, 8, 16, 17, 32})
+  for (int64_t m : {2, 3, 4, 5, 7, 8, 17, 32})
     for (int64_t k : {1, 7, 8, 9, 16, 33, 300})
       for (int64_t n : {1, 3, 4, 5, 17, 130}) {
-        if (m > gemm_blocking().few_rows) continue;  // AVX-512: 16 (gemm_config.h)
         Fixture f(m, n, k, false, true, rng, 1 + (m + k) % 3);
         f.p.alpha = k % 2 ? 1.0f : -0.5f;
         f.p.accumulate = (n + k) % 2 == 1;
@@ -483,6 +482,7 @@ TEST_F(GemmTest, FewRowsTimesWTransposedReadWInPlace) {
                         f.op(EpilogueKind::AddResidual)};
         SCOPED_TRACE("m " + std::to_string(m) + ", k " + std::to_string(k) + ", n " + std::to_string(n));
         ASSERT_TRUE(gemv_applies(f.p) && gemm_reads_b_in_place(f.p, 2));
+        ASSERT_FALSE(swapped_product_applies(f.p, 1));  // W under 256 Ki floats
         check_thread_counts(f, [](int) { return false; });
         if (HasFatalFailure()) return;
       }
@@ -508,8 +508,8 @@ TEST_F(GemmTest, SwappedFewRowProductsTimesWTransposed) {
     int64_t m, n, k;
   };
   int trial = 0;
-  for (Shape s : {Shape{33, 200, 70}, Shape{64, 128, 1}, Shape{100, 300, 17}, Shape{17, 129, 300},
-                  Shape{128, 130, 1100}, Shape{47, 257, 64}})
+  for (Shape s : {Shape{33, 200, 4000}, Shape{64, 400, 2000}, Shape{100, 6000, 140}, Shape{17, 129, 6200},
+                  Shape{128, 390, 2100}, Shape{47, 12400, 64}})
     for (bool ta : {false, true}) {
       ++trial;
       Fixture f(s.m, s.n, s.k, ta, true, rng, 1 + trial % 3);
@@ -541,16 +541,20 @@ TEST_F(GemmTest, SwappedFewRowProductsTimesWTransposed) {
             << threads << " threads, run to run";
       }
     }
-  // Not swapped: a plain B, too few W rows per thread, more rows than swap_max_rows.
-  EXPECT_FALSE(swapped_product_applies(Fixture(64, 300, 40, false, false, rng).p, 2));
-  EXPECT_FALSE(swapped_product_applies(Fixture(64, 100, 40, false, true, rng).p, 2));
+  // Not swapped: a plain B, too few W rows or too little of W per thread, fewer rows than
+  // swap_min_rows or more than swap_max_rows.
+  EXPECT_FALSE(swapped_product_applies(Fixture(64, 300, 2000, false, false, rng).p, 2));
+  EXPECT_FALSE(swapped_product_applies(Fixture(64, 100, 6000, false, true, rng).p, 2));
+  EXPECT_FALSE(swapped_product_applies(Fixture(64, 300, 1500, false, true, rng).p, 2));
   EXPECT_FALSE(swapped_product_applies(
-      Fixture(gemm_blocking().swap_max_rows + 1, 300, 40, false, true, rng).p, 2));
+      Fixture(gemm_blocking().swap_min_rows - 1, 300, 2000, false, true, rng).p, 2));
+  EXPECT_FALSE(swapped_product_applies(
+      Fixture(gemm_blocking().swap_max_rows + 1, 300, 2000, false, true, rng).p, 2));
 
   // A tile kernel sees every element of C once, after the other ops.
-  Fixture f(70, 150, 90, false, true, rng);
-  std::vector<int> hits(70 * 150, 0);
-  TileContext context{f.p.c, f.p.ldc, 150, f.bias_row.data(), &hits};
+  Fixture f(70, 300, 1800, false, true, rng);
+  std::vector<int> hits(70 * 300, 0);
+  TileContext context{f.p.c, f.p.ldc, 300, f.bias_row.data(), &hits};
   char* bufs[1] = {reinterpret_cast<char*>(&context)};
   TileKernel tile;
   tile.fn = tile_half_minus_row;
@@ -562,12 +566,13 @@ TEST_F(GemmTest, SwappedFewRowProductsTimesWTransposed) {
   ASSERT_TRUE(swapped_product_applies(f.p, 2));
   gemm_f32(f.p, 2);
   f.check();
-  for (int e = 0; e < 70 * 150; ++e) ASSERT_EQ(hits[e], 1) << "element " << e;
+  for (int e = 0; e < 70 * 300; ++e) ASSERT_EQ(hits[e], 1) << "element " << e;
 
   // Two OpenMP threads, each asking for a 2-thread swapped product (no nesting: each runs on its
   // own thread).
-  Fixture g0(40, 260, 50, false, true, rng), g1(90, 300, 33, true, true, rng);
+  Fixture g0(40, 260, 2100, false, true, rng), g1(90, 300, 1800, true, true, rng);
   Fixture* both[2] = {&g0, &g1};
+  ASSERT_TRUE(swapped_product_applies(g0.p, 2) && swapped_product_applies(g1.p, 2));
 #pragma omp parallel num_threads(2)
   gemm_f32(both[omp_get_thread_num()]->p, 2);
   g0.check();

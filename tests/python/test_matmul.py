@@ -379,15 +379,18 @@ def test_few_rows_times_wt_read_in_place(freezing):
 @pytest.mark.parametrize("freezing", [False, True])
 @pytest.mark.parametrize("rows", [40, 128])
 def test_swapped_few_row_linear_reads_w_once(rows, freezing):
-    """17-128 rows times Wᵀ on AVX-512 run as Cᵀ = W · xᵀ (runtime/matrix/gemm_swapped.h): W is
-    read in place, nothing is packed or cached, the bias and ReLU still apply per output
-    feature, and a `.data` write is seen on the next call. Under freezing W is packed once and
-    cached as before. On AVX2 W is packed and cached (checked by its fingerprint)."""
+    """17-128 rows times a large enough Wᵀ on AVX-512 run as Cᵀ = W · xᵀ (runtime/matrix/
+    gemm_swapped.h): W is read in place, nothing is packed or cached, the bias and ReLU still
+    apply per output feature, and a `.data` write is seen on the next call. Under freezing W is
+    packed once and cached as before. On AVX2 W is packed and cached (checked by its
+    fingerprint)."""
     torch.manual_seed(0)
-    lin = torch.nn.Linear(96, 2 * 64 * torch.get_num_threads() + 40)
+    threads = torch.get_num_threads()
+    n = 64 * threads + 40  # W rows: at least 64 a thread, and 256 Ki floats a thread
+    lin = torch.nn.Linear((256 * 1024 * threads) // n + 8, n)
     model = torch.nn.Sequential(lin, torch.nn.ReLU())
     compiled = torch.compile(model, backend="inductor_cpp", options={"freezing": freezing})
-    x = torch.randn(rows, 96)
+    x = torch.randn(rows, lin.in_features)
     with torch.no_grad():
         for _ in range(3):
             assert_same(compiled(x), model(x), rtol=RTOL, atol=ATOL)
