@@ -151,9 +151,9 @@ bool gemm_reads_b_in_place(const GemmProblem& p, int num_threads);
 /// runtime/matmul_step.h) should still run p on gemm_f32 reading B in place (gemm_reads_b_in_place)
 /// rather than on its packed copy, which costs one read of B per call for the content
 /// fingerprint unless `frozen`. A plain B under few row tiles, and the swapped few-row products
-/// (gemm_swapped.h, which read B once, as the fingerprint alone would): whenever not frozen. One row, or
-/// few rows times Wᵀ (gemv.h): always, except a frozen copy on AVX-512 from two rows on, where
-/// the packed kernels run 1.0-1.35x faster than the dot products and nothing checks the copy
+/// (gemm_swapped.h, which read B once, as the fingerprint alone would): whenever not frozen. One
+/// row, or few rows times Wᵀ (gemv.h): always, except a frozen copy on AVX-512 from two rows on,
+/// where the packed kernels run 1.0-1.35x faster than the dot products and nothing checks the copy
 /// (with a fingerprint, in place was as fast or faster: docs/codegen/matrix.md "Few rows on
 /// AVX-512").
 bool in_place_beats_packed_copy(const GemmProblem& p, int num_threads, bool frozen);
