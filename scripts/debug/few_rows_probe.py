@@ -14,6 +14,7 @@ Usage: python scripts/debug/few_rows_probe.py [threads=2] [rounds=3] [rows=8,16,
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -71,7 +72,8 @@ def main() -> None:
         for setting in settings:
             env = dict(os.environ)
             if "=" in setting:
-                env.update(pair.split("=", 1) for pair in setting.split(","))
+                # a comma starts a new assignment only before NAME= (values may hold commas)
+                env.update(pair.split("=", 1) for pair in re.split(r",(?=[A-Z_]+=)", setting))
             else:
                 env["INDUCTOR_CPP_MATRIX_FEW_ROWS"] = setting
             out = subprocess.run([sys.executable, __file__, "--worker", str(threads), rows, shapes],
