@@ -26,8 +26,8 @@ constexpr int64_t kMinWRowsPerThread = 64;
 /// 218 against 146 µs, 128 rows 374 against 251; 3072 × 768 (144 Ki) 0.89-1.13x, level;
 /// 4096² (1 Mi) 1.26-1.43x. Dev Xeon, 2 threads: 768² (288 Ki) 1.05-1.39x.
 constexpr int64_t kMinWFloatsPerThread = 256 * 1024;
-/// C columns the output pass handles at once: the transposed block (m × 64 floats, 64 KiB at
-/// m = 256) is still in L2 when the epilogue reads it.
+/// C columns the output pass handles at once: the transposed block (m × 64 floats, 32 KiB at
+/// m = 128) is still in L1/L2 when the epilogue reads it.
 constexpr int64_t kPassColumns = 64;
 
 }  // namespace
