@@ -138,8 +138,8 @@ std::optional<OperandLayout> operand_layout(int64_t rows, int64_t cols, int64_t 
 bool caller_flushes_denormals();
 
 /// C = epilogue(alpha·op(A)·op(B) [+ C]). Throws std::invalid_argument on bad arguments. On
-/// AVX-512, 17-128 rows times a large Bᵀ run swapped, Cᵀ = B · op(A)ᵀ (gemm_swapped.h); one-row
-/// and other few-row problems as matrix-vector products (gemv.h).
+/// AVX-512, 17-128 rows times a large transposed B run swapped, Cᵀ = W · op(A)ᵀ with W = op(B)ᵀ
+/// (gemm_swapped.h); one-row and other few-row problems as matrix-vector products (gemv.h).
 void gemm_f32(const GemmProblem& p, int num_threads);
 
 /// Whether gemm_f32 reads op(B) in place, so that a pre-packed copy of B would go unused: one-
