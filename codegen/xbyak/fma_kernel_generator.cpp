@@ -103,6 +103,9 @@ class FmaKernel : public CodeGenerator {
   void k_step(int u) {
     const bool plain = d_.b_layout == BLayout::Plain;
     for (int v = 0; v < nv_; ++v) load(bvec(v), b_vector(u, v), plain && masked(v));
+    if (plain && d_.b_prefetch)  // one per 64-byte line of the row segment
+      for (int64_t byte = 0; byte < int64_t(d_.nr) * 4; byte += 64)
+        prefetcht0(ptr[r_b + int64_t(u) * d_.ldb * 4 + byte + d_.b_prefetch]);
     for (int i = 0; i < d_.mr; ++i) {
       vbroadcastss(bcast(), ptr[r_a + (i * d_.a_row_stride + u * d_.a_k_stride) * 4]);
       for (int v = 0; v < nv_; ++v) vfmadd231ps(acc(i, v), bvec(v), bcast());

@@ -39,6 +39,8 @@ void validate(const MicroKernelDesc& d) {
        d.b_panel_cols >= d.nr || 2 * d.b_panel_cols < d.nr))
     throw std::invalid_argument("microkernel: b_panel_cols must split a packed tile in two: " +
                                 d.to_string());
+  if (d.b_prefetch != 0 && d.b_layout != BLayout::Plain)
+    throw std::invalid_argument("microkernel: b_prefetch is for a plain B: " + d.to_string());
 }
 
 struct DescHash {
@@ -66,14 +68,15 @@ bool MicroKernelDesc::operator==(const MicroKernelDesc& o) const {
   return isa == o.isa && mr == o.mr && nr == o.nr && k == o.k && a_row_stride == o.a_row_stride &&
          a_k_stride == o.a_k_stride && ldb == o.ldb && ldc == o.ldc && b_layout == o.b_layout &&
          accumulate == o.accumulate && float_bits(alpha) == float_bits(o.alpha) &&
-         b_panel_cols == o.b_panel_cols && epilogue == o.epilogue;
+         b_panel_cols == o.b_panel_cols && b_prefetch == o.b_prefetch && epilogue == o.epilogue;
 }
 
 uint64_t MicroKernelDesc::hash() const {
   uint64_t h = 0;
-  for (uint64_t v : {uint64_t(isa), uint64_t(mr), uint64_t(nr), uint64_t(k), uint64_t(a_row_stride),
-                     uint64_t(a_k_stride), uint64_t(ldb), uint64_t(ldc), uint64_t(b_layout),
-                     uint64_t(accumulate), float_bits(alpha), uint64_t(b_panel_cols)})
+  for (uint64_t v :
+       {uint64_t(isa), uint64_t(mr), uint64_t(nr), uint64_t(k), uint64_t(a_row_stride),
+        uint64_t(a_k_stride), uint64_t(ldb), uint64_t(ldc), uint64_t(b_layout),
+        uint64_t(accumulate), float_bits(alpha), uint64_t(b_panel_cols), uint64_t(b_prefetch)})
     h = mix(h, v);
   for (const auto& e : epilogue)
     h = mix(mix(mix(mix(h, uint64_t(e.kind)), float_bits(e.a)), float_bits(e.b)), uint64_t(e.ld));
@@ -86,6 +89,7 @@ std::string MicroKernelDesc::to_string() const {
     << " a_strides=(" << a_row_stride << "," << a_k_stride << ") ldb=" << ldb << " ldc=" << ldc
     << (b_layout == BLayout::Packed ? " packed" : " plain");
   if (b_panel_cols) s << " panels_of=" << b_panel_cols;
+  if (b_prefetch) s << " prefetch=" << b_prefetch;
   s << (accumulate ? " acc" : "") << " alpha=" << alpha << " epilogue=" << epilogue.size();
   return s.str();
 }

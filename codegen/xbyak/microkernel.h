@@ -66,6 +66,11 @@ struct MicroKernelDesc {
   /// columns [0, b_panel_cols) from b, the rest from b + args.b_panel_stride bytes, both with
   /// row stride ldb. A 6×64 tile then runs on the 32-column panels that 14×32 tiles use.
   int b_panel_cols = 0;
+  /// Plain B only: each k step also prefetches (into L1) its B row segment this many bytes
+  /// further along the row, where the driver's next kernels will read (0: no prefetch). B read
+  /// in place lies in rows ldb apart, one or two lines per row per kernel, which the hardware
+  /// prefetchers follow poorly (gemm_driver.cpp "plain_prefetch").
+  int64_t b_prefetch = 0;
   bool accumulate = false;  ///< C = alpha·acc + C instead of C = alpha·acc.
   float alpha = 1.0f;
   std::vector<KernelEpilogueOp> epilogue;

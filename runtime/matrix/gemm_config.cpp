@@ -50,6 +50,7 @@ const GemmBlocking& gemm_blocking() {
       b.plain_nr = 0;
       b.pair_min_rows = 0;
       b.swap_max_rows = 0;  // measured on AVX-512 only (gemm_swapped.h)
+      b.stream_max_rows = 0;  // likewise (gemm_config.h "Streamed plain B")
     }
     // Tuning knob: INDUCTOR_CPP_MATRIX_BLOCKING="mr,nr,kc,mc,nc[,plain_kc,pack_b_min_row_tiles]"
     // (read once).
@@ -62,6 +63,13 @@ const GemmBlocking& gemm_blocking() {
       }
     }
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PLAIN_NR")) b.plain_nr = std::atoi(env);
+    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_STREAM")) {
+      long max_rows = b.stream_max_rows, kc = b.stream_kc, prefetch = b.stream_prefetch;
+      if (std::sscanf(env, "%ld,%ld,%ld", &max_rows, &kc, &prefetch) >= 1 && kc > 0) {
+        b.stream_max_rows = b.isa == xbyak::Isa::Avx512 ? max_rows : 0;
+        b.stream_kc = kc, b.stream_prefetch = prefetch;
+      }
+    }
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_GRID_SLACK"))
       b.grid_slack = std::atof(env);
     // Tuning knob: INDUCTOR_CPP_MATRIX_GRID_TM=tm forces tm thread rows where it divides the team.

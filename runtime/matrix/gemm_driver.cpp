@@ -116,6 +116,14 @@ Grid partition(const GemmBlocking& blk, const GemmProblem& p, int num_threads) {
   return g;
 }
 
+/// Whether B is streamed: read in place over an N split, in K chunks of stream_kc with
+/// prefetch (gemm_config.h "Streamed plain B"): few rows times a large plain B, with enough
+/// column panels for every thread.
+bool streams_plain_b(const GemmBlocking& blk, const GemmProblem& p, const Grid& g) {
+  return blk.stream_max_rows > 0 && !p.trans_b && p.m >= 2 && p.m <= blk.stream_max_rows &&
+         p.n * p.k >= blk.stream_min_b_floats && g.tiles_n >= g.threads * blk.stream_min_panels;
+}
+
 /// Everything the workers share for one call (read-only once built).
 struct Plan {
   const GemmProblem* p = nullptr;
@@ -124,6 +132,7 @@ struct Plan {
   GemmBlocking blk;
   Grid grid;
   BSource b_source = BSource::Plain;
+  bool stream = false;  ///< Plain B streamed over an N split (gemm_config.h "Streamed plain B").
   bool pack_a = false;
   int64_t kc = 0, nkb = 1;  ///< K block and number of K blocks.
   int64_t nc = 0;           ///< Columns per B block (a multiple of nr), split over tn.
@@ -175,6 +184,7 @@ MicroKernelFn kernel_for(const Plan& plan, Phase phase, int rows, int cols) {
   const bool b_packed = plan.b_source != BSource::Plain;
   d.ldb = b_packed ? plan.blk.nr : p.ldb;
   d.b_layout = b_packed ? xbyak::BLayout::Packed : xbyak::BLayout::Plain;
+  if (plan.stream) d.b_prefetch = plan.blk.stream_prefetch;
   if (plan.pair_panels && cols > plan.blk.nr) d.b_panel_cols = plan.blk.nr;
   d.ldc = p.ldc;
   d.alpha = p.alpha;
@@ -224,8 +234,10 @@ Plan make_plan(const GemmProblem& p, const PackedB* packed, int num_threads) {
   if (packed && packed->panel_width() != plan.blk.nr)
     throw std::invalid_argument("gemm: PackedB panel width mismatch");
   Grid g = partition(plan.blk, p, num_threads);
-  const bool pack_b =
-      !packed && (p.trans_b || g.row_tiles_per_thread() >= plan.blk.pack_b_min_row_tiles);
+  plan.stream = !packed && streams_plain_b(plan.blk, p, g);
+  if (plan.stream) g.tm = 1, g.tn = g.threads;
+  const bool pack_b = !packed && !plan.stream &&
+                      (p.trans_b || g.row_tiles_per_thread() >= plan.blk.pack_b_min_row_tiles);
   if (!packed && !pack_b && plan.blk.plain_nr > 0 && p.n >= plan.blk.plain_nr &&
       p.m <= xbyak::max_rows(plan.blk.isa, plan.blk.plain_nr)) {
     // B read in place by one short row tile (M ≤ 6): wider panels read longer runs of each B row
@@ -234,6 +246,7 @@ Plan make_plan(const GemmProblem& p, const PackedB* packed, int num_threads) {
     plan.blk.mr = std::min(plan.blk.mr, xbyak::max_rows(plan.blk.isa, plan.blk.nr));
     plan.blk.mc = std::max<int64_t>(1, plan.blk.mc / plan.blk.mr) * plan.blk.mr;
     g = partition(plan.blk, p, num_threads);
+    if (plan.stream) g.tm = 1, g.tn = int(std::min<int64_t>(g.threads, g.tiles_n));
   }
   plan.b_source = packed ? BSource::Prepacked : pack_b ? BSource::Shared : BSource::Plain;
   // Packed B with many rows per thread, or a single short row tile (M ≤ pair_mr: no B panel is
@@ -260,8 +273,9 @@ Plan make_plan(const GemmProblem& p, const PackedB* packed, int num_threads) {
   // across row tiles, so the whole K (C written once), up to 2·kc for a shared B (its ring
   // holds 3 blocks). Plain B (few row tiles, read in place): short K chunks, so that consecutive
   // kernels walk along the rows of B (a few parallel streams) instead of down its columns.
-  const int64_t kc_target = plan.b_source == BSource::Plain ? plan.blk.plain_kc
-                            : g.row_tiles_per_thread() > 1  ? plan.blk.kc
+  const int64_t kc_target = plan.stream                       ? plan.blk.stream_kc
+                            : plan.b_source == BSource::Plain ? plan.blk.plain_kc
+                            : g.row_tiles_per_thread() > 1    ? plan.blk.kc
                             : plan.b_source == BSource::Shared && p.k > 2 * plan.blk.kc
                                 ? plan.blk.kc
                                 : p.k;

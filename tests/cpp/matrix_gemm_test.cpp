@@ -497,6 +497,41 @@ TEST_F(GemmTest, FewRowsTimesWTransposedReadWInPlace) {
   EXPECT_FALSE(gemm_reads_b_in_place(Fixture(512, 64, 64, false, false, rng).p, 2));  // many row tiles: packed
 }
 
+TEST_F(GemmTest, StreamedPlainBFewRows) {
+  // 2-64 rows times a plain B of at least 256 Ki floats (torch.mm with a weight in [K, N], a
+  // Linear's input gradient): B read in place over an N split in K chunks of 128 rows, the
+  // kernels prefetching along B's rows (gemm_config.h "Streamed plain B"). Rows around the
+  // 14-row tiles and the 6-row wide panels, N with a partial last panel, K over one and several
+  // chunks with a short last one, padded leading dimensions, alpha, accumulate, JIT and C++
+  // epilogue ops, 1-3 threads: each output is computed by one thread in K-chunk order, so the
+  // result does not depend on the thread count (unless split-K applies).
+  if (gemm_blocking().isa != xbyak::Isa::Avx512) GTEST_SKIP() << "streaming is AVX-512 only";
+  struct Shape {
+    int64_t n, k;
+  };
+  int trial = 0;
+  for (int64_t m : {2, 7, 15, 33, 64})
+    for (Shape s : {Shape{1000, 300}, Shape{2050, 129}, Shape{600, 513}}) {
+      ++trial;
+      Fixture f(m, s.n, s.k, false, false, rng, 1 + trial % 3);
+      f.p.alpha = trial % 2 ? 1.0f : -0.5f;
+      f.p.accumulate = trial % 3 == 0;
+      f.p.epilogue = {f.op(EpilogueKind::BiasCol), f.op(EpilogueKind::BiasRow)};
+      f.p.epilogue.push_back(f.op(trial % 2 ? EpilogueKind::Gelu : EpilogueKind::Relu));
+      f.p.epilogue.push_back(f.op(EpilogueKind::AddResidual));
+      SCOPED_TRACE("m " + std::to_string(m) + ", n " + std::to_string(s.n) + ", k " +
+                   std::to_string(s.k));
+      for (int threads : {1, 2, 3})
+        ASSERT_TRUE(gemm_reads_b_in_place(f.p, threads)) << threads << " threads";
+      check_thread_counts(
+          f, [&](int threads) { return gemm_split_k_parts(f.p, nullptr, threads) > 1; });
+      if (HasFatalFailure()) return;
+    }
+  // Under 256 Ki floats of B, or more rows than stream_max_rows: packed as before.
+  EXPECT_FALSE(gemm_reads_b_in_place(Fixture(33, 500, 500, false, false, rng).p, 2));
+  EXPECT_FALSE(gemm_reads_b_in_place(Fixture(65, 1000, 300, false, false, rng).p, 2));
+}
+
 TEST_F(GemmTest, SwappedFewRowProductsTimesWTransposed) {
   // 17-128 rows times Wᵀ, computed as Cᵀ = W · Aᵀ then transposed into C (gemm_swapped.h):
   // rows around the wide tile's 64-column pairs and the 16-row transpose blocks, W rows around
