@@ -64,10 +64,11 @@ const GemmBlocking& gemm_blocking() {
     }
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PLAIN_NR")) b.plain_nr = std::atoi(env);
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_STREAM")) {
-      long max_rows = b.stream_max_rows, kc = b.stream_kc, prefetch = b.stream_prefetch;
-      if (std::sscanf(env, "%ld,%ld,%ld", &max_rows, &kc, &prefetch) >= 1 && kc > 0) {
+      long max_rows = b.stream_max_rows, kc = b.stream_kc, prefetch = b.stream_prefetch,
+           max_b = b.stream_max_b_floats;
+      if (std::sscanf(env, "%ld,%ld,%ld,%ld", &max_rows, &kc, &prefetch, &max_b) >= 1 && kc > 0) {
         b.stream_max_rows = b.isa == xbyak::Isa::Avx512 ? max_rows : 0;
-        b.stream_kc = kc, b.stream_prefetch = prefetch;
+        b.stream_kc = kc, b.stream_prefetch = prefetch, b.stream_max_b_floats = max_b;
       }
     }
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_GRID_SLACK"))

@@ -30,20 +30,25 @@ struct GemmBlocking {
   int64_t kc = 512;       ///< K block.
   int64_t plain_kc = 32;  ///< K chunk when B is read in place.
   int plain_nr = 64;      ///< Panel width when B is read in place (0: nr); mr shrinks to fit.
-  /// Streamed plain B: a product of 2..stream_max_rows rows times a plain (row-major) B of at
-  /// least stream_min_b_floats, with stream_min_panels column panels per thread, reads B in
-  /// place over an N split (each thread its own columns, so B crosses memory once, in runs of
-  /// nc / tn floats per row) in K chunks of stream_kc rows, every kernel prefetching its rows'
-  /// lines stream_prefetch bytes to the right, where the next panel's kernels read. Dev Xeon, 2
-  /// threads, 32 × 4096², µs per call of gemm_f32: K chunks of 64 / 128 rows without the
-  /// prefetch 7,900 / 11,700 (against 4,100 at 32), with it 3,950 / 3,900; the default grid's M
-  /// split had each thread read all of B (16 × 4096²: 3,200 → 2,500 with the N split).
+  /// Streamed plain B: a product of 2..stream_max_rows rows times a plain (row-major) B of
+  /// stream_min_b_floats to stream_max_b_floats, with stream_min_panels column panels per
+  /// thread, reads B in place over an N split (each thread its own columns, so B is read once)
+  /// in K chunks of stream_kc rows, every kernel prefetching its rows' lines stream_prefetch
+  /// bytes to the right, where the next panel's kernels read. The default grid's M split had
+  /// each thread read all of B, and a compiled graph read it twice (its packed copy and the
+  /// copy's fingerprint). Without the prefetch, K chunks over 32 rows collapsed (dev Xeon, 2
+  /// threads, 32 × 4096²: 7.9 ms at 64 rows, 11.7 at 128, against 4.1 at 32; with it 3.9-4.0).
+  /// The B-size bound is measured: B of 2.4 and 9.4 MB (768², 3072 × 768) gained on the dev Xeon
+  /// and on the H200 host at 2 threads (32 × 768²: 0.73 → 1.02x eager there); a 64 MB B
+  /// (4096²) gained 1.1-1.3x on the dev Xeon but lost on the host at 2-16 threads (32 × 4096² at
+  /// 16: 0.76 → 0.69x), where it streams from memory at a third of eager's rate.
   /// docs/codegen/matrix.md "Streamed plain B". Knob INDUCTOR_CPP_MATRIX_STREAM=
-  /// "max_rows[,kc,prefetch]" (max_rows 0: off).
+  /// "max_rows[,kc,prefetch,max_b_floats]" (max_rows 0: off).
   int64_t stream_max_rows = 64;
   int64_t stream_kc = 128;
   int64_t stream_prefetch = 256;
   int64_t stream_min_b_floats = 256 * 1024;
+  int64_t stream_max_b_floats = 4 * 1024 * 1024;
   int64_t stream_min_panels = 2;
   int64_t pack_b_min_row_tiles =
       2;              ///< Pack a (non-transposed) B when a thread has this many row tiles.

@@ -117,11 +117,12 @@ Grid partition(const GemmBlocking& blk, const GemmProblem& p, int num_threads) {
 }
 
 /// Whether B is streamed: read in place over an N split, in K chunks of stream_kc with
-/// prefetch (gemm_config.h "Streamed plain B"): few rows times a large plain B, with enough
-/// column panels for every thread.
+/// prefetch (gemm_config.h "Streamed plain B"): few rows times a plain B of one to a few
+/// MiB, with enough column panels for every thread.
 bool streams_plain_b(const GemmBlocking& blk, const GemmProblem& p, const Grid& g) {
   return blk.stream_max_rows > 0 && !p.trans_b && p.m >= 2 && p.m <= blk.stream_max_rows &&
-         p.n * p.k >= blk.stream_min_b_floats && g.tiles_n >= g.threads * blk.stream_min_panels;
+         p.n * p.k >= blk.stream_min_b_floats && p.n * p.k <= blk.stream_max_b_floats &&
+         g.tiles_n >= g.threads * blk.stream_min_panels;
 }
 
 /// Everything the workers share for one call (read-only once built).

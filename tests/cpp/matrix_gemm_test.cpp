@@ -498,7 +498,7 @@ TEST_F(GemmTest, FewRowsTimesWTransposedReadWInPlace) {
 }
 
 TEST_F(GemmTest, StreamedPlainBFewRows) {
-  // 2-64 rows times a plain B of at least 256 Ki floats (torch.mm with a weight in [K, N], a
+  // 2-64 rows times a plain B of 256 Ki to 4 Mi floats (torch.mm with a weight in [K, N], a
   // Linear's input gradient): B read in place over an N split in K chunks of 128 rows, the
   // kernels prefetching along B's rows (gemm_config.h "Streamed plain B"). Rows around the
   // 14-row tiles and the 6-row wide panels, N with a partial last panel, K over one and several
@@ -527,8 +527,9 @@ TEST_F(GemmTest, StreamedPlainBFewRows) {
           f, [&](int threads) { return gemm_split_k_parts(f.p, nullptr, threads) > 1; });
       if (HasFatalFailure()) return;
     }
-  // Under 256 Ki floats of B, or more rows than stream_max_rows: packed as before.
+  // Under 256 Ki or over 4 Mi floats of B, or more rows than stream_max_rows: packed as before.
   EXPECT_FALSE(gemm_reads_b_in_place(Fixture(33, 500, 500, false, false, rng).p, 2));
+  EXPECT_FALSE(gemm_reads_b_in_place(Fixture(33, 4100, 1100, false, false, rng).p, 2));
   EXPECT_FALSE(gemm_reads_b_in_place(Fixture(65, 1000, 300, false, false, rng).p, 2));
 }
 
