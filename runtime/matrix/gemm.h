@@ -143,19 +143,20 @@ bool caller_flushes_denormals();
 void gemm_f32(const GemmProblem& p, int num_threads);
 
 /// Whether gemm_f32 reads op(B) in place, so that a pre-packed copy of B would go unused: one-
-/// and few-row products (gemv.h, gemm_swapped.h) and a plain B under few row tiles per thread.
+/// and few-row products (gemv.h, gemm_swapped.h), a plain B under few row tiles per thread, and
+/// a streamed plain B (2-64 rows, 1-16 MiB of B: gemm_config.h "Streamed plain B").
 /// Callers that keep packed weights (runtime/matmul_step.h) then keep none.
 bool gemm_reads_b_in_place(const GemmProblem& p, int num_threads);
 
 /// Whether a caller that keeps a packed copy of B across calls (a compiled graph's matmul step,
 /// runtime/matmul_step.h) should still run p on gemm_f32 reading B in place (gemm_reads_b_in_place)
 /// rather than on its packed copy, which costs one read of B per call for the content
-/// fingerprint unless `frozen`. A plain B under few row tiles, and the swapped few-row products
-/// (gemm_swapped.h, which read B once, as the fingerprint alone would): whenever not frozen. One
-/// row, or few rows times Wᵀ (gemv.h): always, except a frozen copy on AVX-512 from two rows on,
-/// where the packed kernels run 1.0-1.35x faster than the dot products and nothing checks the copy
-/// (with a fingerprint, in place was as fast or faster: docs/codegen/matrix.md "Few rows on
-/// AVX-512").
+/// fingerprint unless `frozen`. A plain B under few row tiles or streamed, and the swapped few-row
+/// products (gemm_swapped.h, which read B once, as the fingerprint alone would): whenever not
+/// frozen. One row, or few rows times Wᵀ (gemv.h): always, except a frozen copy on AVX-512 from two
+/// rows on, where the packed kernels run 1.0-1.35x faster than the dot products and nothing checks
+/// the copy (with a fingerprint, in place was as fast or faster: docs/codegen/matrix.md "Few rows
+/// on AVX-512").
 bool in_place_beats_packed_copy(const GemmProblem& p, int num_threads, bool frozen);
 
 /// Same with a pre-packed B (p.b, p.ldb, p.trans_b ignored; packed.k()/n() must match).

@@ -2,7 +2,7 @@
 gradient) under two or more settings, each setting in its own process, the settings alternating
 over rounds: eager torch.mm, our GEMM called directly (_C.matrix.gemm_f32, B read as the plan
 chooses: streamed in place or packed per call) and torch.compile(backend="inductor_cpp") in the
-same process, µs per call (best of 3 batches of ~30 ms per process), the median over rounds per
+same process, µs per call (best of 3 batches of ~20 ms per process), the median over rounds per
 setting. Each compiled output is checked against a float64 product first.
 
 A setting is a list of environment assignments joined by ",,", e.g.
@@ -19,23 +19,10 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 DEFAULT_SHAPES = ("8x4096x4096,16x4096x4096,32x4096x4096,64x4096x4096,128x4096x4096,"
                   "16x768x768,32x768x768,64x768x768,32x3072x768,32x768x3072")
 VARIANTS = ("eager", "library", "compiled")
-
-
-def per_call_us(fn, budget_s: float = 0.03) -> float:
-    fn()
-    start = time.perf_counter()
-    fn()
-    once = max(time.perf_counter() - start, 1e-7)
-    calls = max(1, min(2000, int(budget_s / once)))
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls * 1e6
 
 
 def worker(threads: int, shapes: list[str]) -> None:
@@ -43,6 +30,7 @@ def worker(threads: int, shapes: list[str]) -> None:
     import torch._dynamo
 
     from inductor_cpp import _C
+    from matmul_threads_probe import per_call_us  # this folder is on sys.path when run
 
     torch.set_num_threads(threads)
     results = {}

@@ -376,6 +376,51 @@ def test_few_rows_times_wt_read_in_place(freezing):
     assert weight_cache_counts() == ((1, 0) if packed else (0, 0))
 
 
+def assert_read_in_place_on_avx512_unless_frozen(freezing: bool) -> None:
+    """After three calls and (unless frozen) a `.data` write: under freezing the weight was
+    packed once; on AVX-512 nothing was packed or checked (read in place); on AVX2 the packed
+    copy was dropped by the write and packed again."""
+    if freezing:
+        assert weight_cache_counts() == (1, 0)
+    elif matrix_kernels_isa() == "avx512":
+        assert weight_cache_counts() == (0, 0)
+    else:
+        assert weight_cache_counts() == (2, 1)
+
+
+class _PlainWeight(torch.nn.Module):
+    """x @ W + b with W stored [in, out], as GPT-2's Conv1D keeps it: a plain B."""
+
+    def __init__(self, k: int, n: int):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(k, n) / k**0.5)
+        self.bias = torch.nn.Parameter(torch.randn(n))
+
+    def forward(self, x):
+        return torch.relu(torch.addmm(self.bias, x, self.weight))
+
+
+@pytest.mark.parametrize("freezing", [False, True])
+@pytest.mark.parametrize("rows", [24, 64])
+def test_streamed_plain_b_keeps_no_packed_copy(rows, freezing):
+    """2-64 rows times a plain B of 1-16 MiB stream B in place on AVX-512 (runtime/matrix/
+    gemm_config.h "Streamed plain B"): nothing is packed or cached, the bias and ReLU apply per
+    output feature, and a `.data` write is seen on the next call. Under freezing B is packed once
+    and cached as before; on AVX2 it is packed and cached (checked by its fingerprint)."""
+    torch.manual_seed(0)
+    model = _PlainWeight(768, 1024)  # 768 Ki floats; 32 panels of 32 columns
+    compiled = torch.compile(model, backend="inductor_cpp", options={"freezing": freezing})
+    x = torch.randn(rows, 768)
+    tol = ATOL * (768 / 64) ** 0.5
+    with torch.no_grad():
+        for _ in range(3):
+            assert_same(compiled(x), model(x), rtol=RTOL, atol=tol)
+        if not freezing:
+            model.weight.data.mul_(-1)
+            assert_same(compiled(x), model(x), rtol=RTOL, atol=tol)
+    assert_read_in_place_on_avx512_unless_frozen(freezing)
+
+
 @pytest.mark.parametrize("freezing", [False, True])
 @pytest.mark.parametrize("rows", [40, 128])
 def test_swapped_few_row_linear_reads_w_once(rows, freezing):
@@ -399,12 +444,7 @@ def test_swapped_few_row_linear_reads_w_once(rows, freezing):
             lin.weight.data.mul_(-1)
             lin.bias.data.add_(0.5)
             assert_same(compiled(x), model(x), rtol=RTOL, atol=tol)
-    if freezing:
-        assert weight_cache_counts() == (1, 0)
-    elif matrix_kernels_isa() == "avx512":
-        assert weight_cache_counts() == (0, 0)  # swapped: nothing to pack or check
-    else:
-        assert weight_cache_counts() == (2, 1)  # the .data write dropped the packed copy
+    assert_read_in_place_on_avx512_unless_frozen(freezing)
 
 
 def test_swapped_and_packed_calls_of_one_weight_stay_in_step():
