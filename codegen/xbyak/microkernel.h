@@ -69,7 +69,7 @@ struct MicroKernelDesc {
   /// Plain B only: each k step also prefetches (into L1) its B row segment this many bytes
   /// further along the row, where the driver's next kernels will read (0: no prefetch). B read
   /// in place lies in rows ldb apart, one or two lines per row per kernel, which the hardware
-  /// prefetchers follow poorly (gemm_driver.cpp "plain_prefetch").
+  /// prefetchers follow poorly (runtime/matrix/gemm_config.h "Streamed plain B").
   int64_t b_prefetch = 0;
   bool accumulate = false;  ///< C = alpha·acc + C instead of C = alpha·acc.
   float alpha = 1.0f;

@@ -41,7 +41,7 @@ struct GemmBlocking {
   /// The B-size bound is measured: B of 2.4 and 9.4 MB (768², 3072 × 768) gained on the dev Xeon
   /// and on the H200 host at 2 threads (32 × 768²: 0.73 → 1.02x eager there); a 64 MB B
   /// (4096²) gained 1.1-1.3x on the dev Xeon but lost on the host at 2-16 threads (32 × 4096² at
-  /// 16: 0.76 → 0.69x), where it streams from memory at a third of eager's rate.
+  /// 16: 0.76 → 0.69x), where the streamed kernels read it from memory well under MKL's rate.
   /// docs/codegen/matrix.md "Streamed plain B". Knob INDUCTOR_CPP_MATRIX_STREAM=
   /// "max_rows[,kc,prefetch,max_b_floats]" (max_rows 0: off).
   int64_t stream_max_rows = 64;
