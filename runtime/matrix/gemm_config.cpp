@@ -91,7 +91,7 @@ const GemmBlocking& gemm_blocking() {
       }
     }
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_SPLIT_K"))
-      b.balance_split_k = std::string(env) != "0";
+      b.balance_split_k = std::string(env) != "0", b.force_split_k = std::atoi(env);
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_FEW_ROWS")) b.few_rows = std::atol(env);
     if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_SWAP_ROWS"))
       b.swap_max_rows = std::atol(env);

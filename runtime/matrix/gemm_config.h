@@ -78,6 +78,9 @@ struct GemmBlocking {
   /// Split K over groups of the team when the output tiles do not share out evenly (gemm_driver
   /// "split_k_parts", gemv "gemv_grid"); knob INDUCTOR_CPP_MATRIX_SPLIT_K=0 turns it off.
   bool balance_split_k = true;
+  /// Tuning knob INDUCTOR_CPP_MATRIX_SPLIT_K=n (n ≥ 2): split every problem that allows it
+  /// (n divides the team, K / n ≥ 256, the partials fit) into n K ranges.
+  int force_split_k = 0;
   /// Most A rows for which gemv.h reads Wᵀ in place (dot products) rather than the GEMM reading
   /// it packed. AMD Zen 1 (AVX2), 2 threads, in place against B packed beforehand: 8 × 768² 149
   /// against 234 µs, 16 × 768² 277 / 258, 32 × 768² 551 / 529, 64 × 768² 1102 / 999 (the packed

@@ -516,6 +516,11 @@ int split_k_parts(const Plan& plan, int num_threads) {
   if (!plan.blk.balance_split_k || num_threads < 2 || p.m * p.n * 2 > kMaxPartialFloats ||
       runs_serially(plan.blk, p))
     return 1;  // (every large GEMM leaves here, before any candidate grid is tried)
+  if (const int forced = plan.blk.force_split_k; forced > 1)
+    return num_threads % forced == 0 && p.k / forced >= kMinSplitK &&
+                   p.m * p.n * forced <= kMaxPartialFloats
+               ? forced
+               : 1;
   // The busiest thread's rows × panels (a thread's short last row tile costs its rows, not mr).
   auto share = [&](const Grid& g) { return double(ceil_div(p.m, g.tm) * g.panels_per_thread()); };
   const double row_panel_macs = double(plan.blk.nr) * p.k;
