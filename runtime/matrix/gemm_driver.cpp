@@ -236,7 +236,11 @@ Plan make_plan(const GemmProblem& p, const PackedB* packed, int num_threads) {
     throw std::invalid_argument("gemm: PackedB panel width mismatch");
   Grid g = partition(plan.blk, p, num_threads);
   plan.stream = !packed && streams_plain_b(plan.blk, p, g);
-  if (plan.stream) g.tm = 1, g.tn = g.threads;
+  // A streamed B: a pure N split, every thread its own columns (B read once).
+  auto stream_grid = [&] {
+    if (plan.stream) g.tm = 1, g.tn = int(std::min<int64_t>(g.threads, g.tiles_n));
+  };
+  stream_grid();
   const bool pack_b = !packed && !plan.stream &&
                       (p.trans_b || g.row_tiles_per_thread() >= plan.blk.pack_b_min_row_tiles);
   if (!packed && !pack_b && plan.blk.plain_nr > 0 && p.n >= plan.blk.plain_nr &&
@@ -247,7 +251,7 @@ Plan make_plan(const GemmProblem& p, const PackedB* packed, int num_threads) {
     plan.blk.mr = std::min(plan.blk.mr, xbyak::max_rows(plan.blk.isa, plan.blk.nr));
     plan.blk.mc = std::max<int64_t>(1, plan.blk.mc / plan.blk.mr) * plan.blk.mr;
     g = partition(plan.blk, p, num_threads);
-    if (plan.stream) g.tm = 1, g.tn = int(std::min<int64_t>(g.threads, g.tiles_n));
+    stream_grid();
   }
   plan.b_source = packed ? BSource::Prepacked : pack_b ? BSource::Shared : BSource::Plain;
   // Packed B with many rows per thread, or a single short row tile (M ≤ pair_mr: no B panel is
