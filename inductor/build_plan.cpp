@@ -17,7 +17,7 @@
 #include "inductor/plan_matmul.h"
 #include "ir/ir_text.h"
 #include "ir/passes/input_writeback.h"
-#include "runtime/matrix/gemm_bf16.h"
+#include "matrix/matrix.h"
 
 namespace inductor_cpp::inductor {
 

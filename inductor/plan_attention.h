@@ -4,10 +4,10 @@
 /// length, dim] tensors, no dropout, a positive scale, an optional float32 or bool attention
 /// mask broadcastable to the scores (not with is_causal), and at most 512 keys (ours is 1.1-1.8x
 /// ATen's kernel there, level with it on longer sequences) becomes an "attention"
-/// runtime::MatmulLaunch on our library (runtime/matrix/attention.h), which also writes the op's
+/// runtime::MatmulLaunch on our library (matrix/attention.h), which also writes the op's
 /// logsumexp when something reads it (a training forward saves it for the backward); the op's
 /// backward (`..._for_cpu_backward`) becomes an "attention_backward" one
-/// (runtime/matrix/attention_backward.h) under the same conditions. Symbolic sizes (Dynamo's
+/// (matrix/attention_backward.h) under the same conditions. Symbolic sizes (Dynamo's
 /// dynamic batch or sequence length) are taken too: the step's outputs then carry no sizes and
 /// the runtime allocates ATen's layout per call, and checks the key count per call (over 512:
 /// ATen's kernel). The rest stays ATen with the reason in the node's decision.

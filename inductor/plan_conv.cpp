@@ -11,7 +11,7 @@
 #include "inductor/plan_batch_norm.h"
 #include "inductor/plan_epilogue.h"
 #include "inductor/plan_tile_epilogue.h"
-#include "runtime/matrix/conv.h"
+#include "matrix/matrix.h"
 
 namespace inductor_cpp::inductor {
 

@@ -2,7 +2,7 @@
 /// Plan building for convolutions: an ATen `convolution` extern step over a static float32 CPU
 /// 2-D convolution (groups 1, not transposed) whose input and output are channels-last
 /// becomes a "conv2d" runtime::MatmulLaunch on our NHWC direct convolution
-/// (runtime/matrix/conv.h, run by runtime/conv_step.h), its bias the first epilogue op, and the
+/// (matrix/conv.h, run by runtime/conv_step.h), its bias the first epilogue op, and the
 /// following activation / residual-add kernel folded into the epilogue (plan_epilogue.h).
 /// NCHW convolutions stay ATen: our kernel reads and writes NHWC only, and converting layouts
 /// around it would cost more than MKL-DNN's NCHW path saves (the channels-last FX pass makes

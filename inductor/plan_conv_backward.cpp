@@ -7,7 +7,7 @@
 
 #include "inductor/lower/lower_graph.h"
 #include "inductor/plan_epilogue.h"
-#include "runtime/matrix/conv_backward.h"
+#include "matrix/matrix.h"
 
 namespace inductor_cpp::inductor {
 

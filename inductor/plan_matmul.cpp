@@ -6,7 +6,7 @@
 #include "inductor/lower/lower_graph.h"
 #include "inductor/plan_epilogue.h"
 #include "inductor/plan_tile_epilogue.h"
-#include "runtime/matrix/gemm_bf16.h"
+#include "matrix/matrix.h"
 
 namespace inductor_cpp::inductor {
 

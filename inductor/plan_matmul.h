@@ -1,6 +1,6 @@
 /// \file
 /// Plan building for matrix multiplies: an ATen `mm` / `addmm` / `bmm` extern step over static
-/// float32 CPU tensors (or a bf16 mm / addmm, see match_matmul) becomes a runtime::MatmulLaunch (our GEMM library, runtime/matrix/gemm.h)
+/// float32 CPU tensors (or a bf16 mm / addmm, see match_matmul) becomes a runtime::MatmulLaunch (our GEMM library, matrix/gemm.h)
 /// instead of an ATen call, and the one pointwise kernel that only applies activations
 /// (relu, gelu, gelu-tanh, silu, clamp, hardtanh) or adds residuals to its result is folded
 /// into the GEMM epilogue (plan_epilogue.h). Conservative: anything unusual stays ATen / stays

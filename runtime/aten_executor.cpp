@@ -21,8 +21,7 @@
 #include "runtime/cuda/gpu_step.h"
 #include "runtime/matmul_bf16_step.h"
 #include "runtime/matmul_step.h"
-#include "runtime/matrix/gemm.h"
-#include "runtime/matrix/gemv.h"
+#include "matrix/matrix.h"
 #include "runtime/scalar_ops.h"
 #include "runtime/tile_kernel_call.h"
 

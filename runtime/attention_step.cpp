@@ -16,8 +16,7 @@
 #include <stdexcept>
 
 #include "runtime/cpu_pool.h"
-#include "runtime/matrix/attention.h"
-#include "runtime/matrix/attention_backward.h"
+#include "matrix/matrix.h"
 
 namespace inductor_cpp::runtime {
 

@@ -1,8 +1,8 @@
 /// \file
 /// Running an "attention" MatmulLaunch (runtime/plan.h): scaled dot-product attention of float32
-/// CPU [batch, heads, length, dim] tensors on our library (runtime/matrix/attention.h), in place
+/// CPU [batch, heads, length, dim] tensors on our library (matrix/attention.h), in place
 /// of ATen's `_scaled_dot_product_flash_attention_for_cpu` (no dropout), and an
-/// "attention_backward" one: its gradients (runtime/matrix/attention_backward.h), in place of
+/// "attention_backward" one: its gradients (matrix/attention_backward.h), in place of
 /// `_scaled_dot_product_flash_attention_for_cpu_backward`. Tensors are read with their strides
 /// (the views of a packed qkv projection as they come; a copy only when their last dimension is
 /// not contiguous); outputs are allocated with the plan's strides, or in ATen's layout

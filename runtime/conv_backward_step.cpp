@@ -12,7 +12,7 @@
 
 #include "runtime/conv_step.h"
 #include "runtime/cpu_pool.h"
-#include "runtime/matrix/conv_backward.h"
+#include "matrix/matrix.h"
 
 namespace inductor_cpp::runtime {
 

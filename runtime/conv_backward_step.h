@@ -1,6 +1,6 @@
 /// \file
 /// Running a "conv2d_backward" MatmulLaunch (runtime/plan.h): the gradients of a channels-last
-/// float32 convolution (groups 1) on our library (runtime/matrix/conv_backward.h). Reads the
+/// float32 convolution (groups 1) on our library (matrix/conv_backward.h). Reads the
 /// output gradient and the forward's input as dense NHWC (copied into that layout when an ATen
 /// op returned another) and the weight as OHWI (a channels-last weight as it is; another
 /// layout is copied, it is small). Writes the input gradient channels-last, the weight

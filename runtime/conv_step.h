@@ -1,6 +1,6 @@
 /// \file
 /// Running a "conv2d" MatmulLaunch (runtime/plan.h) on our NHWC convolution
-/// (runtime/matrix/conv.h): the input and output are [N, C, H, W]-sized tensors with
+/// (matrix/conv.h): the input and output are [N, C, H, W]-sized tensors with
 /// channels-last strides (NHWC in memory), the weight [OC, C, KH, KW] is packed once and kept
 /// while it does not change (PackedWeightCache, runtime/matmul_step.h: storage, pointer,
 /// layout and version counter; inference tensors are never cached), the bias, an absorbed eval
@@ -21,7 +21,7 @@
 
 #include "runtime/kernel_library.h"
 #include "runtime/matmul_step.h"
-#include "runtime/matrix/conv.h"
+#include "matrix/matrix.h"
 #include "runtime/plan.h"
 
 namespace inductor_cpp::runtime {
@@ -46,7 +46,7 @@ matrix::Conv2dParams conv_params(const at::Tensor& x, const at::Tensor& w, const
 /// The per-channel scale and shift of an eval batch norm epilogue op ("batch_norm", plan.h):
 /// out[0, C) = s = weight / sqrt(var + eps), out[C, 2C) = t = bias - mean·s (weight 1 and bias
 /// 0 when absent), so y = x·s + t, which the kernels compute as one FMA (ScaleCol then
-/// BiasCol, runtime/matrix/gemm.h). Computed in double and rounded once to float: s and t are
+/// BiasCol, matrix/gemm.h). Computed in double and rounded once to float: s and t are
 /// the float values nearest to the exact ones. Eager computes them in float (alpha = invstd ·
 /// weight, beta = fma(-mean, alpha, bias), y = fma(x, alpha, beta), measured) with an inverse
 /// square root that rounds like torch.rsqrt, not like 1/sqrt, so no plain float recipe

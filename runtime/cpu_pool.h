@@ -21,7 +21,7 @@
 
 #include <cstddef>
 
-#include "runtime/matrix/gemm.h"
+#include "matrix/matrix.h"
 
 namespace inductor_cpp::runtime {
 
@@ -29,7 +29,7 @@ namespace inductor_cpp::runtime {
 at::Tensor empty_strided_pooled(at::IntArrayRef sizes, at::IntArrayRef strides,
                                 const at::TensorOptions& options);
 
-/// Storage for packed matrix operands (runtime/matrix/gemm.h) from the pool: a weight that is
+/// Storage for packed matrix operands (matrix/gemm.h) from the pool: a weight that is
 /// packed anew on every call (training) reuses its block of the previous call.
 matrix::PackedStorage pooled_packed_storage();
 

@@ -1,6 +1,6 @@
 /// \file
 /// Running a bfloat16 "mm" / "addmm" MatmulLaunch (runtime/plan.h) on the AMX GEMM
-/// (runtime/matrix/gemm_bf16.h): the plan routes a 2-D bf16 matmul here only with the
+/// (matrix/gemm_bf16.h): the plan routes a 2-D bf16 matmul here only with the
 /// "freezing" option on a CPU whose AMX tiles are usable (inductor/plan_matmul.h). There our
 /// kernels on a B kept packed beat ATen's (oneDNN's) bf16 GEMM; with the per-call content
 /// check of the packed copy that non-frozen weights need, they do not (one more pass over
@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "runtime/matmul_step.h"
-#include "runtime/matrix/gemm_bf16.h"
+#include "matrix/matrix.h"
 #include "runtime/plan.h"
 
 namespace inductor_cpp::runtime {

@@ -32,7 +32,7 @@
 #include <optional>
 #include <vector>
 
-#include "runtime/matrix/gemm.h"
+#include "matrix/matrix.h"
 #include "runtime/weight_fingerprint.h"
 
 namespace inductor_cpp::runtime {

@@ -86,7 +86,7 @@ struct KernelLaunch {
 };
 
 /// One operation applied to each output element of a MatmulLaunch, in list order
-/// (runtime/matrix/gemm.h EpilogueKind): "bias_col" (data[j]), "bias_row" (data[i]),
+/// (matrix/gemm.h EpilogueKind): "bias_col" (data[j]), "bias_row" (data[i]),
 /// "residual" (+ data[i][j]), "mul" (· data[i][j]), "scale" (a), "relu", "gelu", "gelu_tanh",
 /// "silu", "sigmoid", "tanh", "clamp" (a, b),
 /// and, on conv2d only, "batch_norm": eval batch norm per output channel j,
@@ -118,7 +118,7 @@ struct ConvGeometry {
 /// the output is [rows of A, N], allocated per call.
 inline constexpr int64_t kRowsOfA = -1;
 
-/// A float32 CPU matrix kernel run by our library (runtime/matrix): a matrix multiply
+/// A float32 CPU matrix kernel run by our library (matrix): a matrix multiply
 /// (gemm.h) out = epilogue(alpha · a · b), "mm" and "addmm" 2-D, "bmm" 3-D (batched), whose
 /// operand strides are read at run time (plain, transposed, or made contiguous); or "conv2d"
 /// (conv.h, runtime/conv_step.h): out = epilogue(convolution(a, b)) with a the [N, C, H, W]

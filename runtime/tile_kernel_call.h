@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "runtime/kernel_library.h"
-#include "runtime/matrix/gemm.h"
+#include "matrix/matrix.h"
 #include "runtime/plan.h"
 
 namespace inductor_cpp::runtime {

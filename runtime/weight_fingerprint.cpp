@@ -15,7 +15,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "runtime/matrix/gemm_config.h"
+#include "matrix/gemm_config.h"
 
 namespace inductor_cpp::runtime {
 namespace {

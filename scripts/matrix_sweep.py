@@ -1,7 +1,7 @@
 """\file matrix_sweep.py
 Tuning aid for the float32 GEMM blocking (issue 7): our GEMM relative to eager's torch.mm
 (MKL), measured in the same process, under several settings of the matrix library's tuning
-environment variables (runtime/matrix/gemm_config.cpp: INDUCTOR_CPP_MATRIX_BLOCKING =
+environment variables (matrix/gemm_config.cpp: INDUCTOR_CPP_MATRIX_BLOCKING =
 "mr,nr,kc,mc,nc", INDUCTOR_CPP_MATRIX_PACK_A, ...), one child process per setting (the
 blocking is read once per process).
 

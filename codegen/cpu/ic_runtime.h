@@ -14,7 +14,7 @@
 ///                        vector loop's width; the emitter keeps each vector within one
 ///                        register); arithmetic, comparisons, logic;
 ///   ic_runtime_erf.h     the float erf as a macro over SIMD operations (shared with the
-///                        matrix epilogue, runtime/matrix/epilogue.cpp);
+///                        matrix epilogue, matrix/epilogue.cpp);
 ///   ic_runtime_math.h    vector math: Sleef on register-sized chunks (transcendentals),
 ///                        single instructions (sqrt, rounding), or a lane-by-lane loop over
 ///                        the scalar op (correct for any type: integer division, ...); casts;

@@ -1,5 +1,5 @@
 /// \file
-/// Part of ic_runtime.h, and included as it is by the matrix epilogue (runtime/matrix/
+/// Part of ic_runtime.h, and included as it is by the matrix epilogue (matrix/
 /// epilogue.cpp): the one float erf both use, as a macro over a SIMD type's operations.
 ///
 /// erf(x) = x·P(x²)/Q(x²) with x clamped to [-4, 4] (erf rounds to ±1 from 3.92 on): the

@@ -1,6 +1,6 @@
 /// \file
 /// `inductor_cpp._C.matrix`: what `python -m inductor_cpp.bench matrix` needs from the matrix
-/// library (runtime/matrix, codegen/xbyak) and torch cannot tell it.
+/// library (matrix, matrix/jit) and torch cannot tell it.
 ///
 ///   * cpu_features(): which matrix ISAs the library will use here (AVX-512 / AVX2 / AMX);
 ///   * fma_peak_gflops(threads): the float32 FMA peak, measured with a register-only JIT loop
@@ -33,11 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "codegen/xbyak/amx_kernel.h"
-#include "codegen/xbyak/cpu_features.h"
-#include "runtime/matrix/conv_backward.h"
-#include "runtime/matrix/gemm.h"
-#include "runtime/matrix/gemm_bf16.h"
+#include "matrix/jit/amx_kernel.h"
+#include "matrix/matrix.h"
 
 namespace py = pybind11;
 

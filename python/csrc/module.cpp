@@ -29,7 +29,7 @@
 #include "kernels_cache/store.h"
 #include "runtime/aten_executor.h"
 #include "runtime/cpu_pool.h"
-#include "runtime/matrix/scratch.h"
+#include "matrix/matrix.h"
 #include "runtime/kernel_library.h"
 
 namespace py = pybind11;
@@ -437,7 +437,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("release_matrix_scratch", [] {
     // Every thread that may have run a matrix call: the team sizes in use here.
     return matrix::release_scratch(std::max(static_cast<int>(at::get_num_threads()), omp_get_max_threads()));
-  }, "Frees the matrix library's per-thread scratch (runtime/matrix/scratch.h); returns the bytes released.");
+  }, "Frees the matrix library's per-thread scratch (matrix/scratch.h); returns the bytes released.");
   m.def("build_id", [] { return inductor::build_id(); });
   m.def("toolchain", [] { return inductor::host_toolchain().dump(); });
   m.def("cache_root", [] { return kernels_cache::cache_config_from_env().root.string(); });

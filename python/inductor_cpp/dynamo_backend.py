@@ -38,7 +38,7 @@ _live_graphs: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 # Compiled graphs not yet freed; when the last one goes (torch.compiler.reset(), then garbage
 # collection), the CPU block pool's cached blocks (runtime/cpu_pool.h) and the matrix
-# library's per-thread scratch (runtime/matrix/scratch.h) are freed too.
+# library's per-thread scratch (matrix/scratch.h) are freed too.
 _graphs_holding_pool = 0
 
 

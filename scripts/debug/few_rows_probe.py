@@ -3,9 +3,9 @@ more settings, each setting in its own process, the settings alternating over ro
 call (best of 7 batches per process), the median over rounds per setting, eager alongside.
 A setting is a number, the value of INDUCTOR_CPP_MATRIX_FEW_ROWS (the most rows for which Wᵀ is
 read in place by dot products; 1: the packed copy from two rows, checked by its fingerprint per
-call; runtime/matrix/gemm.h `in_place_beats_packed_copy`), or environment assignments
+call; matrix/gemm.h `in_place_beats_packed_copy`), or environment assignments
 `NAME=value[,NAME=value]` (e.g. INDUCTOR_CPP_MATRIX_SWAP_ROWS=0: no swapped products,
-runtime/matrix/gemm_swapped.h). docs/codegen/matrix.md "Few rows on AVX-512", "Swapped few-row
+matrix/gemm_swapped.h). docs/codegen/matrix.md "Few rows on AVX-512", "Swapped few-row
 products".
 
 Usage: python scripts/debug/few_rows_probe.py [threads=2] [rounds=3] [rows=8,16,32]

@@ -6,7 +6,7 @@ same process, µs per call (best of 3 batches of ~20 ms per process), the median
 setting. Each compiled output is checked against a float64 product first.
 
 A setting is a list of environment assignments joined by ",,", e.g.
-INDUCTOR_CPP_MATRIX_STREAM=0 (no streamed plain B: runtime/matrix/gemm_config.h "Streamed plain
+INDUCTOR_CPP_MATRIX_STREAM=0 (no streamed plain B: matrix/gemm_config.h "Streamed plain
 B"), or empty for the defaults. docs/codegen/matrix.md "Streamed plain B".
 
 Usage: python scripts/debug/plain_b_probe.py [threads=2] [rounds=3]

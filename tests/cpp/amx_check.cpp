@@ -15,8 +15,8 @@
 #include <random>
 #include <vector>
 
-#include "codegen/xbyak/cpu_features.h"
-#include "runtime/matrix/gemm_bf16.h"
+#include "matrix/jit/cpu_features.h"
+#include "matrix/gemm_bf16.h"
 
 using namespace inductor_cpp::matrix;
 

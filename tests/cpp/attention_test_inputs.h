@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "runtime/matrix/attention.h"
+#include "matrix/attention.h"
 
 namespace inductor_cpp::matrix::testing {
 

@@ -1,5 +1,5 @@
 /// \file matrix_attention_backward_test.cpp
-/// \brief The gradients of scaled dot-product attention (runtime/matrix/attention_backward.h)
+/// \brief The gradients of scaled dot-product attention (matrix/attention_backward.h)
 /// against an fp64 reference: head and value dimensions on and off the register tiles, query
 /// lengths around the query block (64) and key lengths around the 32-key tiles, causal with
 /// q_len below, at and above kv_len, the strided q / k / v of a packed qkv projection, additive
@@ -12,8 +12,8 @@
 #include <random>
 #include <vector>
 
-#include "codegen/xbyak/cpu_features.h"
-#include "runtime/matrix/attention_backward.h"
+#include "matrix/jit/cpu_features.h"
+#include "matrix/attention_backward.h"
 #include "tests/cpp/attention_test_inputs.h"
 
 namespace inductor_cpp::matrix {

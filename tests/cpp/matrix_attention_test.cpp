@@ -1,5 +1,5 @@
 /// \file matrix_attention_test.cpp
-/// \brief Scaled dot-product attention (runtime/matrix/attention.h) against an fp64 reference:
+/// \brief Scaled dot-product attention (matrix/attention.h) against an fp64 reference:
 /// head and value dimensions on and off the register tiles, query and key lengths around the
 /// query block (64) and key block (512), causal and not, q_len ≠ kv_len, the strided q / k / v
 /// of a packed qkv projection, additive masks (broadcast padding, full, a fully hidden row), 1-3
@@ -11,8 +11,8 @@
 #include <random>
 #include <vector>
 
-#include "codegen/xbyak/cpu_features.h"
-#include "runtime/matrix/attention.h"
+#include "matrix/jit/cpu_features.h"
+#include "matrix/attention.h"
 #include "tests/cpp/attention_test_inputs.h"
 
 namespace inductor_cpp::matrix {

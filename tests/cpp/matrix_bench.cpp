@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "codegen/xbyak/cpu_features.h"
-#include "runtime/matrix/conv.h"
-#include "runtime/matrix/gemm.h"
+#include "matrix/jit/cpu_features.h"
+#include "matrix/conv.h"
+#include "matrix/gemm.h"
 
 using namespace inductor_cpp::matrix;
 

@@ -1,5 +1,5 @@
 /// \file matrix_conv_backward_test.cpp
-/// \brief Convolution backward (runtime/matrix/conv_backward.h) against fp64 references: the
+/// \brief Convolution backward (matrix/conv_backward.h) against fp64 references: the
 /// input gradient (stride-1 flipped-filter path, 1×1 GEMM path with and without stride, phases
 /// of strided filters), the
 /// weight and bias gradients (the direct method, its tile by output channels or by filter
@@ -13,8 +13,8 @@
 #include <random>
 #include <vector>
 
-#include "codegen/xbyak/cpu_features.h"
-#include "runtime/matrix/conv_backward.h"
+#include "matrix/jit/cpu_features.h"
+#include "matrix/conv_backward.h"
 
 namespace inductor_cpp::matrix {
 namespace {

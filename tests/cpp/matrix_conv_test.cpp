@@ -10,9 +10,9 @@
 #include <random>
 #include <vector>
 
-#include "codegen/xbyak/cpu_features.h"
-#include "runtime/matrix/conv.h"
-#include "runtime/matrix/gemm_config.h"
+#include "matrix/jit/cpu_features.h"
+#include "matrix/conv.h"
+#include "matrix/gemm_config.h"
 
 namespace inductor_cpp::matrix {
 namespace {

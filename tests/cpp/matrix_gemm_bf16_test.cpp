@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "codegen/xbyak/cpu_features.h"
-#include "runtime/matrix/gemm_bf16.h"
+#include "matrix/jit/cpu_features.h"
+#include "matrix/gemm_bf16.h"
 
 namespace inductor_cpp::matrix {
 namespace {

@@ -19,14 +19,14 @@
 #include <tuple>
 #include <vector>
 
-#include "codegen/xbyak/cpu_features.h"
-#include "runtime/matrix/gemm.h"
-#include "runtime/matrix/gemm_config.h"
-#include "runtime/matrix/gemm_driver.h"
-#include "runtime/matrix/gemm_swapped.h"
-#include "runtime/matrix/gemv.h"
-#include "runtime/matrix/pack.h"
-#include "runtime/matrix/scratch.h"
+#include "matrix/jit/cpu_features.h"
+#include "matrix/gemm.h"
+#include "matrix/gemm_config.h"
+#include "matrix/gemm_driver.h"
+#include "matrix/gemm_swapped.h"
+#include "matrix/gemv.h"
+#include "matrix/pack.h"
+#include "matrix/scratch.h"
 
 namespace inductor_cpp::matrix {
 namespace {

@@ -11,8 +11,8 @@
 #include <random>
 #include <vector>
 
-#include "codegen/xbyak/cpu_features.h"
-#include "codegen/xbyak/microkernel.h"
+#include "matrix/jit/cpu_features.h"
+#include "matrix/jit/microkernel.h"
 
 namespace inductor_cpp::xbyak {
 namespace {

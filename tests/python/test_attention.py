@@ -2,9 +2,9 @@
 graph, `F.scaled_dot_product_attention` on the CPU (ATen's `_scaled_dot_product_flash_attention_
 for_cpu`) of float32 tensors without dropout, with or without an additive or boolean mask, over
 at most 512 keys, becomes a `matrix::attention` plan step (runtime/attention_step.h on
-runtime/matrix/attention.h); in a training forward it also writes the logsumexp the backward
+matrix/attention.h); in a training forward it also writes the logsumexp the backward
 reads, and the backward (`..._for_cpu_backward`) becomes a `matrix::attention_backward` step
-(runtime/matrix/attention_backward.h). Outputs and gradients are compared with eager's and a
+(matrix/attention_backward.h). Outputs and gradients are compared with eager's and a
 float64 reference; longer key sequences stay ATen and say why."""
 
 from __future__ import annotations

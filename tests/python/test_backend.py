@@ -258,7 +258,7 @@ def test_large_cpu_outputs_reuse_pooled_blocks_until_reset():
 
 def test_reset_frees_the_matrix_kernels_scratch():
     """The matrix library keeps per-thread scratch across calls (packed A blocks, the shared B
-    ring, ...: runtime/matrix/scratch.h); when torch.compiler.reset() has freed the last
+    ring, ...: matrix/scratch.h); when torch.compiler.reset() has freed the last
     compiled graph, it is freed too: a later release finds nothing left."""
     from conftest import run_python
 

@@ -1,7 +1,7 @@
 """Convolution backward on our kernels (options={"matrix_kernels": True}): in a backward graph,
 `aten::convolution_backward` of a float32 CPU channels-last 2-D convolution (groups 1) becomes
 a `matrix::conv2d_backward` plan step (runtime/conv_backward_step.h on
-runtime/matrix/conv_backward.h) computing the input, weight and bias gradients (a strided filter's input gradient by phases).
+matrix/conv_backward.h) computing the input, weight and bias gradients (a strided filter's input gradient by phases).
 NCHW training graphs and the input gradient of fewer than 8 input channels (a stem's) stay ATen. Gradients are
 compared with eager's and with a float64 reference (our error at most a few times eager's)."""
 

@@ -84,7 +84,7 @@ def test_resnet_geometries(geometry, batch, bias):
 
 def test_large_input_row_blocks_and_padding():
     """Output rows in several cache blocks per image (uneven last one), each with its own
-    zero-padded copy of the input rows it reads (runtime/matrix/conv.cpp)."""
+    zero-padded copy of the input rows it reads (matrix/conv.cpp)."""
     x, w, b = channels_last(2, 64, 90, 90), torch.randn(48, 64, 3, 3), torch.randn(48)
     r = channels_last(2, 48, 90, 90)
     fn = lambda x, w, b, r: F.relu(F.conv2d(x, w, b, padding=1) + r)

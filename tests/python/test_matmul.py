@@ -1,5 +1,5 @@
 """With matrix_kernels on (the default), float32 CPU matrix multiplies in compiled graphs run
-on our GEMM library (MatmulLaunch plan steps, runtime/matrix/gemm.h), with a following
+on our GEMM library (MatmulLaunch plan steps, matrix/gemm.h), with a following
 activation or residual add folded into the GEMM epilogue; bfloat16 mm / addmm run on the AMX
 GEMM where usable (test_matmul_bf16.py); other dtypes stay ATen calls.
 mm/addmm keep B packed across calls while its version and contents are unchanged
@@ -243,7 +243,7 @@ def test_packed_weight_is_reused_across_calls():
 
 def test_long_k_few_tiles_on_many_threads():
     # A few output tiles, a long K and more threads than tiles: the GEMM splits K over groups of
-    # the team (runtime/matrix/gemm_driver.cpp, split_k_parts), on the per-call B (first call)
+    # the team (matrix/gemm_driver.cpp, split_k_parts), on the per-call B (first call)
     # and on the cached packed weight (later calls), with the bias + ReLU epilogue after the
     # reduction. More threads than this machine has cores is fine: OpenMP oversubscribes.
     torch.manual_seed(0)
@@ -403,7 +403,7 @@ class _PlainWeight(torch.nn.Module):
 @pytest.mark.parametrize("freezing", [False, True])
 @pytest.mark.parametrize("rows", [24, 64])
 def test_streamed_plain_b_keeps_no_packed_copy(rows, freezing):
-    """2-64 rows times a plain B of 1-16 MiB stream B in place on AVX-512 (runtime/matrix/
+    """2-64 rows times a plain B of 1-16 MiB stream B in place on AVX-512 (matrix/
     gemm_config.h "Streamed plain B"): nothing is packed or cached, the bias and ReLU apply per
     output feature, and a `.data` write is seen on the next call. Under freezing B is packed once
     and cached as before; on AVX2 it is packed and cached (checked by its fingerprint)."""
@@ -424,7 +424,7 @@ def test_streamed_plain_b_keeps_no_packed_copy(rows, freezing):
 @pytest.mark.parametrize("freezing", [False, True])
 @pytest.mark.parametrize("rows", [40, 128])
 def test_swapped_few_row_linear_reads_w_once(rows, freezing):
-    """17-128 rows times a large enough Wᵀ on AVX-512 run as Cᵀ = W · xᵀ (runtime/matrix/
+    """17-128 rows times a large enough Wᵀ on AVX-512 run as Cᵀ = W · xᵀ (matrix/
     gemm_swapped.h): W is read in place, nothing is packed or cached, the bias and ReLU still
     apply per output feature, and a `.data` write is seen on the next call. Under freezing W is
     packed once and cached as before. On AVX2 W is packed and cached (checked by its

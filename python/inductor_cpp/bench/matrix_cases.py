@@ -406,7 +406,7 @@ def build_cases(args: argparse.Namespace, amx_usable: bool, amx_why: str) -> lis
         cases.append(Case("models", "encoder 4L d768 b8x128", _encoder(8, 128, 768, 12, 3072, 4),
                           (5, 1), ours_off=True))
         # One sequence: 128-row Linear layers, where reading the weights is most of the cost
-        # (runtime/matrix/gemm_swapped.h).
+        # (matrix/gemm_swapped.h).
         cases.append(Case("models", "encoder 4L d768 b1x128", _encoder(1, 128, 768, 12, 3072, 4),
                           (15, 2), ours_off=True))
     return [c for c in cases if c.group in args.groups]
