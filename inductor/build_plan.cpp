@@ -83,15 +83,17 @@ PlanArg to_plan_arg(const Arg& a, SlotTable& slots) {
 /// The ATen step that runs graph node `n`. Outputs nobody reads get slot -1.
 runtime::Step aten_step(const ir::Graph& g, size_t n, SlotTable& slots, const std::set<std::string>& used) {
   const ir::Node& node = g.nodes[n];
-  runtime::Step step;
-  step.node = static_cast<int32_t>(n);
-  step.call.op = node.op;
-  for (const Arg& a : node.args) step.call.args.push_back(to_plan_arg(a, slots));
-  for (const auto& [name, a] : node.kwargs) step.call.kwargs.emplace_back(name, to_plan_arg(a, slots));
+  runtime::AtenCall call;
+  call.op = node.op;
+  for (const Arg& a : node.args) call.args.push_back(to_plan_arg(a, slots));
+  for (const auto& [name, a] : node.kwargs) call.kwargs.emplace_back(name, to_plan_arg(a, slots));
   for (size_t k = 0; k < node.outputs.size(); ++k) {
     const Arg out = Arg::value(static_cast<int64_t>(n), static_cast<int64_t>(k));
-    step.call.outs.push_back(used.count(buffer_name_of(out)) ? slots.slot_of(out) : -1);
+    call.outs.push_back(used.count(buffer_name_of(out)) ? slots.slot_of(out) : -1);
   }
+  runtime::Step step;
+  step.node = static_cast<int32_t>(n);
+  step.action = std::move(call);
   return step;
 }
 
@@ -134,32 +136,24 @@ void finish_plan(const ir::Graph& g, SlotTable& slots, runtime::Plan& plan) {
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const auto step = static_cast<int32_t>(s);
     const runtime::Step& st = plan.steps[s];
-    if (st.is_matmul()) {
-      const runtime::MatmulLaunch& m = st.matmul;
-      for (int32_t slot :
-           {m.a, m.b, m.out.slot, m.input, m.value, m.mask, m.logsumexp.slot, m.grad_weight.slot, m.grad_bias.slot,
-            m.grad_output, m.forward_output, m.forward_logsumexp, m.grad_key.slot, m.grad_value.slot})
-        note_uses(PlanArg::of_slot(slot), step, last_use);
-      for (const runtime::MatmulEpilogue& e : m.epilogue) {
-        if (e.slot >= 0) note_uses(PlanArg::of_slot(e.slot), step, last_use);
-        for (int32_t p : e.params) {
-          if (p >= 0) note_uses(PlanArg::of_slot(p), step, last_use);
-        }
-      }
+    if (const runtime::LibraryCall* call = st.library()) {
+      for (int32_t slot : call->reads()) note_uses(PlanArg::of_slot(slot), step, last_use);
+      for (const runtime::BufferAlloc* a : call->writes()) note_uses(PlanArg::of_slot(a->slot), step, last_use);
       continue;
     }
-    if (st.is_kernel()) {
-      for (int32_t slot : st.kernel.args) note_uses(PlanArg::of_slot(slot), step, last_use);
-      for (const runtime::BufferAlloc& a : st.kernel.allocs) {
+    if (const runtime::KernelLaunch* kernel = st.kernel()) {
+      for (int32_t slot : kernel->args) note_uses(PlanArg::of_slot(slot), step, last_use);
+      for (const runtime::BufferAlloc& a : kernel->allocs) {
         note_uses(PlanArg::of_slot(a.slot), step, last_use);
         // A reused buffer lives until the step that takes its storage.
         if (a.reuse_slot >= 0) note_uses(PlanArg::of_slot(a.reuse_slot), step, last_use);
       }
       continue;
     }
-    for (const PlanArg& a : st.call.args) note_uses(a, step, last_use);
-    for (const auto& kw : st.call.kwargs) note_uses(kw.second, step, last_use);
-    for (int32_t out : st.call.outs) note_uses(PlanArg::of_slot(out), step, last_use);
+    const runtime::AtenCall& call = *st.aten();
+    for (const PlanArg& a : call.args) note_uses(a, step, last_use);
+    for (const auto& kw : call.kwargs) note_uses(kw.second, step, last_use);
+    for (int32_t out : call.outs) note_uses(PlanArg::of_slot(out), step, last_use);
   }
   for (int32_t slot = 0; slot < plan.num_slots; ++slot) {
     const int32_t last = last_use[slot];
@@ -202,7 +196,7 @@ runtime::Step kernel_step(const ir::ScheduledStep& s, const ir::ScheduledProgram
                           const ir::MemoryPlan& memory, const std::set<std::string>& into_inputs,
                           SlotTable& slots) {
   runtime::Step step;
-  runtime::KernelLaunch& k = step.kernel;
+  runtime::KernelLaunch& k = step.action.emplace<runtime::KernelLaunch>();
   k.name = s.kernel.name;
   k.nodes = s.graph_nodes;
   step.node = k.nodes.empty() ? -1 : k.nodes.front();
@@ -347,7 +341,8 @@ PlanBuild build_plan(const ir::Graph& input_graph, const CodegenSettings& settin
         if (m->absorbed_step) absorbed.insert(*m->absorbed_step);
         for (const auto& [value, buffer] : m->aliases) slots.alias(value, slots.slot_of_buffer(buffer));
         if (m->tile_kernel) kernels.push_back(std::move(*m->tile_kernel));
-        nodes_done.insert(m->step.matmul.nodes.begin(), m->step.matmul.nodes.end());
+        const std::vector<int32_t>& computed = m->step.library()->nodes;
+        nodes_done.insert(computed.begin(), computed.end());
         out.plan.steps.push_back(std::move(m->step));
         continue;
       }

@@ -113,23 +113,24 @@ void attach_gpu_module(const std::vector<ir::Kernel>& kernels, const std::string
                              " kernels");
   size_t next = 0;
   for (runtime::Step& step : build.plan.steps) {
-    if (!step.is_kernel()) continue;
-    for (const runtime::BufferAlloc& a : step.kernel.allocs) {
+    runtime::KernelLaunch* plan_kernel = step.kernel();
+    if (!plan_kernel) continue;
+    for (const runtime::BufferAlloc& a : plan_kernel->allocs) {
       // A kernel writing host memory (a graph mixing devices) cannot run on the GPU.
       if (a.device != device)
-        throw std::runtime_error("kernel " + step.kernel.name + " writes a buffer on " + a.device +
+        throw std::runtime_error("kernel " + plan_kernel->name + " writes a buffer on " + a.device +
                                  " in a graph on " + device);
     }
     const ir::Kernel& kernel = kernels.at(next);
     const codegen::nvptx::GpuLaunch& launch = module.launches.at(next);
     ++next;
-    if (launch.name != step.kernel.name || kernel.name != step.kernel.name)
-      throw std::runtime_error("kernel order mismatch: plan step " + step.kernel.name +
+    if (launch.name != plan_kernel->name || kernel.name != plan_kernel->name)
+      throw std::runtime_error("kernel order mismatch: plan step " + plan_kernel->name +
                                ", emitted " + launch.name);
     if (!kernel.symbols.empty())
       throw std::runtime_error("kernel " + kernel.name +
                                " has symbolic sizes (not on the GPU yet)");
-    runtime::GpuLaunchDims& dims = step.kernel.gpu;
+    runtime::GpuLaunchDims& dims = plan_kernel->gpu;
     std::copy(std::begin(launch.grid), std::end(launch.grid), dims.grid.begin());
     std::copy(std::begin(launch.block), std::end(launch.block), dims.block.begin());
     dims.shared_bytes = launch.shared_bytes;

@@ -66,22 +66,21 @@ std::string fusion_report(const runtime::Plan& plan, const std::vector<std::stri
   std::set<int32_t> placed;
   int64_t kernels = 0, matrix = 0, aten = 0;
   for (const runtime::Step& step : plan.steps) {
-    if (step.is_matmul()) {  // a matmul / convolution on our matrix library
+    if (const runtime::LibraryCall* call = step.library()) {  // a matmul / convolution on our matrix library
       ++matrix;
-      body << "  matrix::" << step.matmul.op << " computes " << step.matmul.nodes.size()
-           << " node(s):\n";
+      body << "  matrix::" << call->op << " computes " << call->nodes.size() << " node(s):\n";
       std::string source;
-      for (int32_t n : step.matmul.nodes) {
+      for (int32_t n : call->nodes) {
         body << "    " << node_line(n, labels, &source) << "\n";
         placed.insert(n);
       }
       continue;
     }
-    if (step.is_kernel()) {
+    if (const runtime::KernelLaunch* kernel = step.kernel()) {
       ++kernels;
-      body << "  " << step.kernel.name << " computes " << step.kernel.nodes.size() << " node(s):\n";
+      body << "  " << kernel->name << " computes " << kernel->nodes.size() << " node(s):\n";
       std::string source;
-      for (int32_t n : step.kernel.nodes) {
+      for (int32_t n : kernel->nodes) {
         body << "    " << node_line(n, labels, &source) << "\n";
         placed.insert(n);
       }

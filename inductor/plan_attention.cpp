@@ -1,5 +1,5 @@
 /// \file
-/// Matching flash-attention extern steps to "attention" and "attention_backward" MatmulLaunch
+/// Matching flash-attention extern steps to "attention" and "attention_backward" library
 /// steps (plan_attention.h).
 #include "inductor/plan_attention.h"
 
@@ -157,20 +157,21 @@ std::optional<Flags> flags_of(const ir::Node& node, size_t first, const ir::Dim&
   return f;
 }
 
-/// A launch of `op` for node n with q, k, v and the flags set.
-MatmulMatch start_launch(const char* op, int32_t n, const Arg& q, const Arg& k, const Arg& v,
-                         const Flags& flags,
-                         const std::function<int32_t(const std::string&)>& slot_of_buffer) {
+/// A library call of `Call` ("attention" or "attention_backward") for node n with q, k, v and
+/// the flags set.
+template <typename Call>
+MatmulMatch start_call(const char* op, int32_t n, const Arg& q, const Arg& k, const Arg& v, const Flags& flags,
+                       const std::function<int32_t(const std::string&)>& slot_of_buffer) {
   MatmulMatch match;
-  runtime::MatmulLaunch& launch = match.step.matmul;
   match.step.node = n;
-  launch.op = op;
+  match.step.action = runtime::LibraryCall::of(op);
+  match.step.library()->nodes = {n};
+  runtime::AttentionOperands& in = match.step.library()->as<Call>().in;
   const auto slot = [&](const Arg& a) { return slot_of_buffer(buffer_name_of(a)); };
-  launch.a = slot(q), launch.b = slot(k), launch.value = slot(v);
-  if (flags.mask) launch.mask = slot(*flags.mask);
-  launch.alpha = float(flags.scale);
-  launch.causal = flags.causal;
-  launch.nodes = {n};
+  in.query = slot(q), in.key = slot(k), in.value = slot(v);
+  if (flags.mask) in.mask = slot(*flags.mask);
+  in.scale = float(flags.scale);
+  in.causal = flags.causal;
   return match;
 }
 
@@ -214,8 +215,8 @@ std::optional<MatmulMatch> match_attention(
   }
   if (flags->mask && !mask_fits(g, *flags->mask, flags->causal, scores, why)) return no(why);
 
-  MatmulMatch match = start_launch("attention", n, q, k, v, *flags, slot_of_buffer);
-  runtime::MatmulLaunch& launch = match.step.matmul;
+  MatmulMatch match = start_call<runtime::AttentionCall>("attention", n, q, k, v, *flags, slot_of_buffer);
+  runtime::AttentionCall& launch = match.step.library()->as<runtime::AttentionCall>();
   const auto slot = [&](const Arg& a) { return slot_of_buffer(buffer_name_of(a)); };
   if (lse_used) launch.logsumexp = output_alloc(*lse, slot(Arg::value(n, 1)));
   launch.out = output_alloc(*out, slot(Arg::value(n, 0)));
@@ -260,12 +261,13 @@ std::optional<MatmulMatch> match_attention_backward(
   }
   if (flags->mask && !mask_fits(g, *flags->mask, flags->causal, scores, why)) return no(why);
 
-  MatmulMatch match = start_launch("attention_backward", n, q, k, v, *flags, slot_of_buffer);
-  runtime::MatmulLaunch& launch = match.step.matmul;
+  MatmulMatch match =
+      start_call<runtime::AttentionBackwardCall>("attention_backward", n, q, k, v, *flags, slot_of_buffer);
+  runtime::AttentionBackwardCall& launch = match.step.library()->as<runtime::AttentionBackwardCall>();
   const auto slot = [&](const Arg& a) { return slot_of_buffer(buffer_name_of(a)); };
   launch.grad_output = slot(grad_out);
   launch.forward_output = slot(out), launch.forward_logsumexp = slot(lse);
-  launch.out = output_alloc(all[6], slot(Arg::value(n, 0)));
+  launch.grad_query = output_alloc(all[6], slot(Arg::value(n, 0)));
   launch.grad_key = output_alloc(all[7], slot(Arg::value(n, 1)));
   launch.grad_value = output_alloc(all[8], slot(Arg::value(n, 2)));
   return match;

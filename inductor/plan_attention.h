@@ -4,7 +4,7 @@
 /// length, dim] tensors, no dropout, a positive scale, an optional float32 or bool attention
 /// mask broadcastable to the scores (not with is_causal), and at most 512 keys (ours is 1.1-1.8x
 /// ATen's kernel there, level with it on longer sequences) becomes an "attention"
-/// runtime::MatmulLaunch on our library (matrix/attention.h), which also writes the op's
+/// runtime::LibraryCall on our library (matrix/attention.h), which also writes the op's
 /// logsumexp when something reads it (a training forward saves it for the backward); the op's
 /// backward (`..._for_cpu_backward`) becomes an "attention_backward" one
 /// (matrix/attention_backward.h) under the same conditions. Symbolic sizes (Dynamo's

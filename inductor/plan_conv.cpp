@@ -1,5 +1,5 @@
 /// \file
-/// Matching `aten::convolution` extern steps to conv2d MatmulLaunch steps, and reading
+/// Matching `aten::convolution` extern steps to conv2d library calls, and reading
 /// convolution weights past their layout copies (plan_conv.h).
 #include "inductor/plan_conv.h"
 
@@ -117,12 +117,13 @@ std::optional<MatmulMatch> match_conv(
   MatmulMatch match;
   runtime::Step& step = match.step;
   step.node = static_cast<int32_t>(n);
-  runtime::MatmulLaunch& launch = step.matmul;
-  launch.op = "conv2d";
-  launch.a = slot_of_buffer(buffer_name_of(x));
-  launch.b = slot_of_buffer(buffer_name_of(w));
-  launch.conv = conv->geometry;
-  launch.nodes = {static_cast<int32_t>(n)};
+  step.action = runtime::LibraryCall::of("conv2d");
+  runtime::LibraryCall& call = *step.library();
+  call.nodes = {static_cast<int32_t>(n)};
+  runtime::Conv2dCall& launch = call.as<runtime::Conv2dCall>();
+  launch.input = slot_of_buffer(buffer_name_of(x));
+  launch.weight = slot_of_buffer(buffer_name_of(w));
+  launch.geometry = conv->geometry;
   if (bias.kind != Arg::Kind::None)
     launch.epilogue.push_back({"bias_col", slot_of_buffer(buffer_name_of(bias)), 0, 0});
   auto absorbed = absorbable(g, program, step_index, n, conv->out, is_channels_last, into_inputs,
@@ -144,7 +145,7 @@ std::optional<MatmulMatch> match_conv(
             paired_absorption(g, program, step_index, conv_output, into_inputs, slot_of_buffer)) {
       if (pair->first_step == step_index) {
         launch.epilogue.push_back(pair->first_op);
-        launch.nodes.insert(launch.nodes.end(), pair->first_nodes.begin(), pair->first_nodes.end());
+        call.nodes.insert(call.nodes.end(), pair->first_nodes.begin(), pair->first_nodes.end());
         written = pair->first_written;
         strides = pair->first_strides;
       } else {
@@ -169,7 +170,7 @@ std::optional<MatmulMatch> match_conv(
   }
   if (absorbed) {
     launch.epilogue.insert(launch.epilogue.end(), absorbed->ops.begin(), absorbed->ops.end());
-    launch.nodes.insert(launch.nodes.end(), absorbed->nodes.begin(), absorbed->nodes.end());
+    call.nodes.insert(call.nodes.end(), absorbed->nodes.begin(), absorbed->nodes.end());
     match.absorbed_step = absorbed->step;
   }
   launch.out = runtime::BufferAlloc{slot_of_buffer(written), sizes, strides, "float32", "cpu", -1};

@@ -1,7 +1,7 @@
 /// \file
 /// Plan building for convolutions: an ATen `convolution` extern step over a static float32 CPU
 /// 2-D convolution (groups 1, not transposed) whose input and output are channels-last
-/// becomes a "conv2d" runtime::MatmulLaunch on our NHWC direct convolution
+/// becomes a "conv2d" runtime::LibraryCall on our NHWC direct convolution
 /// (matrix/conv.h, run by runtime/conv_step.h), its bias the first epilogue op, and the
 /// following activation / residual-add kernel folded into the epilogue (plan_epilogue.h).
 /// NCHW convolutions stay ATen: our kernel reads and writes NHWC only, and converting layouts

@@ -1,5 +1,5 @@
 /// \file
-/// Matching `aten::convolution_backward` extern steps to conv2d_backward MatmulLaunch steps
+/// Matching `aten::convolution_backward` extern steps to conv2d_backward library calls
 /// (plan_conv_backward.h).
 #include "inductor/plan_conv_backward.h"
 
@@ -67,14 +67,14 @@ std::optional<MatmulMatch> match_conv_backward(
     return no("input gradient of fewer than 8 input channels (ATen's kernel is faster there)");
 
   MatmulMatch match;
-  runtime::MatmulLaunch& launch = match.step.matmul;
   match.step.node = static_cast<int32_t>(n);
-  launch.op = "conv2d_backward";
-  launch.a = slot_of_buffer(buffer_name_of(dy));
-  launch.b = slot_of_buffer(buffer_name_of(w));
+  match.step.action = runtime::LibraryCall::of("conv2d_backward");
+  match.step.library()->nodes = {static_cast<int32_t>(n)};
+  runtime::Conv2dBackwardCall& launch = match.step.library()->as<runtime::Conv2dBackwardCall>();
+  launch.grad_output = slot_of_buffer(buffer_name_of(dy));
+  launch.weight = slot_of_buffer(buffer_name_of(w));
   launch.input = slot_of_buffer(buffer_name_of(x));
-  launch.conv = runtime::ConvGeometry{*stride, *padding, *dilation};
-  launch.nodes = {static_cast<int32_t>(n)};
+  launch.geometry = runtime::ConvGeometry{*stride, *padding, *dilation};
   // Gradient i's allocation, with its meta's layout when `fits` it.
   const auto gradient = [&](int64_t i, size_t rank, const auto& fits) -> std::optional<runtime::BufferAlloc> {
     const auto meta = meta_of(g, Arg::value(n, i));
@@ -105,7 +105,7 @@ std::optional<MatmulMatch> match_conv_backward(
     // 1.05x, 256->512 @14² 1.02-1.07x (until 2026-11-28, with a copy of dy and a scatter per
     // phase, 0.85x / 0.94x / 0.91x, and ATen computed them).
     if (!matrix::conv2d_backward_input_supported(q)) return no("input gradient not supported by our convolution");
-    launch.out = std::move(*grad_input);
+    launch.grad_input = std::move(*grad_input);
   }
   return match;
 }

@@ -1,7 +1,7 @@
 /// \file
 /// Plan building for convolution backward: an ATen `convolution_backward` extern step of a
 /// float32 CPU 2-D convolution (static shapes, groups 1, not transposed) whose output gradient
-/// and input are channels-last becomes a "conv2d_backward" runtime::MatmulLaunch on our
+/// and input are channels-last becomes a "conv2d_backward" runtime::LibraryCall on our
 /// library (matrix/conv_backward.h), computing the requested input, weight and bias
 /// gradients (strided filters' input gradient by phases; until 2026-11-28 that one stayed an ATen
 /// call with output_mask [True, False, False], ours being slower). NCHW graphs (training

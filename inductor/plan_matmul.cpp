@@ -1,5 +1,5 @@
 /// \file
-/// Matching `aten::mm` / `addmm` / `bmm` extern steps to MatmulLaunch steps, and the
+/// Matching `aten::mm` / `addmm` / `bmm` extern steps to library calls, and the
 /// activation / residual kernels their epilogue absorbs (plan_matmul.h).
 #include "inductor/plan_matmul.h"
 
@@ -43,11 +43,12 @@ std::optional<MatmulMatch> start_launch(
   const ir::Node& node = g.nodes.at(static_cast<size_t>(n));
   MatmulMatch match;
   match.step.node = static_cast<int32_t>(n);
-  runtime::MatmulLaunch& launch = match.step.matmul;
-  launch.op = op;
+  match.step.action = runtime::LibraryCall::of(op);
+  runtime::LibraryCall& call = *match.step.library();
+  call.nodes = {static_cast<int32_t>(n)};
+  runtime::GemmCall& launch = call.as<runtime::GemmCall>();
   launch.a = slot_of_buffer(buffer_name_of(a));
   launch.b = slot_of_buffer(buffer_name_of(b));
-  launch.nodes = {static_cast<int32_t>(n)};
   if (op != "addmm") return match;
   const auto beta = number_or(node, 3, "beta", 1), alpha = number_or(node, 4, "alpha", 1);
   // The bf16 GEMM has no alpha: addmm with alpha != 1 stays ATen there.
@@ -98,8 +99,9 @@ void absorb_activation(const ir::Graph& g, const ir::ScheduledProgram& program, 
   for (size_t k = 0; k < program.steps.size(); ++k) {
     const ir::ScheduledStep& s = program.steps[k];
     if (s.kind != ir::ScheduledStep::Kind::Extern || s.call.graph_node != *reader) continue;
-    match.step.matmul.epilogue.push_back(*op);
-    match.step.matmul.nodes.push_back(*reader);
+    runtime::LibraryCall& call = *match.step.library();
+    call.as<runtime::GemmCall>().epilogue.push_back(*op);
+    call.nodes.push_back(*reader);
     match.absorbed_step = k;
     match.aliases.emplace_back(buffer_name_of(Arg::value(*reader, 0)),
                                buffer_name_of(Arg::value(applied_to, 0)));
@@ -135,7 +137,7 @@ std::optional<MatmulMatch> match_dynamic_rows(
   auto match =
       start_launch(g, n, addmm ? "addmm" : "mm", a, b, std::nullopt, cols, dtype, slot_of_buffer);
   if (!match) return std::nullopt;
-  match->step.matmul.out = runtime::BufferAlloc{slot_of_buffer(buffer_name_of(Arg::value(n, 0))),
+  match->step.library()->as<runtime::GemmCall>().out = runtime::BufferAlloc{slot_of_buffer(buffer_name_of(Arg::value(n, 0))),
                                                 {runtime::kRowsOfA, cols},
                                                 {cols, 1},
                                                 dtype,
@@ -186,7 +188,8 @@ std::optional<MatmulMatch> match_matmul(
       start_launch(g, n, op.substr(6) /* after "aten::" */, a, b, m, cols, dtype, slot_of_buffer);
   if (!started) return std::nullopt;
   MatmulMatch match = std::move(*started);
-  runtime::MatmulLaunch& launch = match.step.matmul;
+  runtime::LibraryCall& call = *match.step.library();
+  runtime::GemmCall& launch = call.as<runtime::GemmCall>();
   const std::string out = buffer_name_of(Arg::value(n, 0));
   if (dtype != "float32") {  // bf16: the bias only; the kernels after it stay kernels
     if (m > matrix::kBf16AmxMaxRows) return std::nullopt;  // ATen's GEMM is the faster there
@@ -211,7 +214,7 @@ std::optional<MatmulMatch> match_matmul(
   const std::string written = absorbed ? absorbed->written : out;
   if (absorbed) {
     launch.epilogue.insert(launch.epilogue.end(), absorbed->ops.begin(), absorbed->ops.end());
-    launch.nodes.insert(launch.nodes.end(), absorbed->nodes.begin(), absorbed->nodes.end());
+    call.nodes.insert(call.nodes.end(), absorbed->nodes.begin(), absorbed->nodes.end());
     match.absorbed_step = absorbed->step;
   }
   launch.out = runtime::BufferAlloc{slot_of_buffer(written),

@@ -1,6 +1,6 @@
 /// \file
 /// Plan building for matrix multiplies: an ATen `mm` / `addmm` / `bmm` extern step over static
-/// float32 CPU tensors (or a bf16 mm / addmm, see match_matmul) becomes a runtime::MatmulLaunch (our GEMM library, matrix/gemm.h)
+/// float32 CPU tensors (or a bf16 mm / addmm, see match_matmul) becomes a runtime::LibraryCall (our GEMM library, matrix/gemm.h)
 /// instead of an ATen call, and the one pointwise kernel that only applies activations
 /// (relu, gelu, gelu-tanh, silu, clamp, hardtanh) or adds residuals to its result is folded
 /// into the GEMM epilogue (plan_epilogue.h). Conservative: anything unusual stays ATen / stays
@@ -25,7 +25,7 @@ namespace inductor_cpp::inductor {
 /// A matched matrix step (matmul or convolution) and, if any, the kernel step whose work its
 /// epilogue does.
 struct MatmulMatch {
-  runtime::Step step;                   ///< a MatmulLaunch (free lists left to the caller)
+  runtime::Step step;                   ///< a LibraryCall (free lists left to the caller)
   std::optional<size_t> absorbed_step;  ///< scheduled step now done by the epilogue
   /// The absorbed kernel's tile form (plan_tile_epilogue.h), when the epilogue's last op is
   /// "kernel": the caller emits it with the graph's kernels.
@@ -35,7 +35,7 @@ struct MatmulMatch {
   std::vector<std::pair<std::string, std::string>> aliases;
 };
 
-/// The MatmulLaunch for scheduled extern step `step_index` of `program` (lowered from `g`),
+/// The LibraryCall for scheduled extern step `step_index` of `program` (lowered from `g`),
 /// or nothing when it is not a matmul we run. `slot_of_buffer` maps buffer names to plan
 /// slots; `into_inputs` are buffers stored into graph inputs (never absorbed). With `fused`
 /// (the loop program `program` was scheduled from), a following kernel that is not a chain of

@@ -49,9 +49,9 @@ void check_output(const BufferAlloc& a, size_t rank, const char* what) {
                              "-D float32 CPU tensor with a contiguous last dim");
 }
 
-/// The forward's parameters from q, k and v (checked to match) and the launch.
+/// The forward's parameters from q, k and v (checked to match) and the call.
 matrix::AttentionParams attention_params(const at::Tensor& q, const at::Tensor& k,
-                                         const at::Tensor& v, const MatmulLaunch& m,
+                                         const at::Tensor& v, const AttentionOperands& m,
                                          const std::string& label) {
   TORCH_CHECK(k.size(0) == q.size(0) && v.size(0) == q.size(0) && k.size(1) == q.size(1) &&
                   v.size(1) == q.size(1) && k.size(3) == q.size(3) && v.size(2) == k.size(2),
@@ -61,15 +61,15 @@ matrix::AttentionParams attention_params(const at::Tensor& q, const at::Tensor& 
   p.batch = q.size(0), p.heads = q.size(1), p.q_len = q.size(2), p.kv_len = k.size(2);
   p.head_dim = q.size(3), p.value_dim = v.size(3);
   p.q_stride = leading_strides(q), p.k_stride = leading_strides(k), p.v_stride = leading_strides(v);
-  p.scale = m.alpha;
+  p.scale = m.scale;
   p.causal = m.causal;
   return p;
 }
 
-/// The launch's mask as an additive float32 tensor broadcast to [batch, heads, q_len, kv_len]
-/// by strides, pointed to from p (undefined when the launch has none). A boolean mask (true:
+/// The call's mask as an additive float32 tensor broadcast to [batch, heads, q_len, kv_len]
+/// by strides, pointed to from p (undefined when the call has none). A boolean mask (true:
 /// visible) becomes 0 / -inf.
-at::Tensor attach_mask(const std::vector<c10::IValue>& slots, const MatmulLaunch& m,
+at::Tensor attach_mask(const std::vector<c10::IValue>& slots, const AttentionOperands& m,
                        matrix::AttentionParams& p, const std::string& label) {
   if (m.mask < 0) return {};
   TORCH_CHECK(slots[m.mask].isTensor(), "inductor_cpp: ", label, ": the mask is not a tensor");
@@ -119,99 +119,107 @@ bool leave_to_aten(const matrix::AttentionParams& p) {
   return p.kv_len > matrix::kMaxFasterKeys || !matrix::attention_supported(p);
 }
 
-/// The launch's mask as given (bool or float), for ATen's kernel.
-std::optional<at::Tensor> given_mask(const std::vector<c10::IValue>& slots, const MatmulLaunch& m) {
+/// The call's mask as given (bool or float), for ATen's kernel.
+std::optional<at::Tensor> given_mask(const std::vector<c10::IValue>& slots, const AttentionOperands& m) {
   if (m.mask < 0) return std::nullopt;
   return slots[m.mask].toTensor();
 }
 
-}  // namespace
-
-AttentionStep::AttentionStep(MatmulLaunch launch, std::string label)
-    : launch_(std::move(launch)), label_(std::move(label)) {
-  const MatmulLaunch& m = launch_;
-  if (!m.is_attention() && !m.is_attention_backward())
-    throw std::runtime_error("not an attention step: " + m.op);
-  if (!m.epilogue.empty()) throw std::runtime_error("attention: no epilogue");
-  if (m.a < 0 || m.b < 0 || m.value < 0) throw std::runtime_error("attention: slots missing");
-  if (!(m.alpha > 0)) throw std::runtime_error("attention: the scale must be positive");
-  if (m.is_attention_backward()) {
-    if (m.grad_output < 0 || m.forward_output < 0 || m.forward_logsumexp < 0)
-      throw std::runtime_error("attention_backward: slots missing");
-    check_output(m.out, 4, "the query's gradient");
-    check_output(m.grad_key, 4, "the key's gradient");
-    check_output(m.grad_value, 4, "the value's gradient");
-    return;
-  }
-  check_output(m.out, 4, "the output");
-  if (m.logsumexp.slot >= 0) check_output(m.logsumexp, 3, "the logsumexp");
+/// Throws unless the operands' slots are set and the scale is positive.
+void check_operands(const AttentionOperands& in) {
+  if (in.query < 0 || in.key < 0 || in.value < 0) throw std::runtime_error("attention: slots missing");
+  if (!(in.scale > 0)) throw std::runtime_error("attention: the scale must be positive");
 }
 
-void AttentionStep::run(std::vector<c10::IValue>& slots) const {
-  if (launch_.is_attention_backward()) return run_backward(slots);
-  const MatmulLaunch& m = launch_;
-  const at::Tensor q = operand(slots[m.a], label_, "query"), k = operand(slots[m.b], label_, "key"),
-                   v = operand(slots[m.value], label_, "value");
-  matrix::AttentionParams p = attention_params(q, k, v, m, label_);
+}  // namespace
+
+AttentionStep::AttentionStep(AttentionCall call, std::string labeltext) : call_(std::move(call)) {
+  label = std::move(labeltext);
+  check_operands(call_.in);
+  check_output(call_.out, 4, "the output");
+  if (call_.logsumexp.slot >= 0) check_output(call_.logsumexp, 3, "the logsumexp");
+}
+
+AttentionBackwardStep::AttentionBackwardStep(AttentionBackwardCall call, std::string labeltext)
+    : call_(std::move(call)) {
+  label = std::move(labeltext);
+  const AttentionBackwardCall& m = call_;
+  check_operands(m.in);
+  if (m.grad_output < 0 || m.forward_output < 0 || m.forward_logsumexp < 0)
+    throw std::runtime_error("attention_backward: slots missing");
+  check_output(m.grad_query, 4, "the query's gradient");
+  check_output(m.grad_key, 4, "the key's gradient");
+  check_output(m.grad_value, 4, "the value's gradient");
+}
+
+void AttentionStep::run(RunContext& ctx) const {
+  std::vector<c10::IValue>& slots = ctx.slots;
+  const AttentionCall& c = call_;
+  const AttentionOperands& m = c.in;
+  const at::Tensor q = operand(slots[m.query], label, "query"), k = operand(slots[m.key], label, "key"),
+                   v = operand(slots[m.value], label, "value");
+  matrix::AttentionParams p = attention_params(q, k, v, m, label);
   // A symbolic plan's output takes the query's layout (allocate), which our kernel can write
   // only with the head dimension innermost; a query read with another layout goes to ATen.
-  const at::Tensor& given_q = slots[m.a].toTensor();
-  const bool layout_ours = !m.out.sizes.empty() || given_q.stride(3) == 1 || given_q.size(3) == 1;
+  const at::Tensor& given_q = slots[m.query].toTensor();
+  const bool layout_ours = !c.out.sizes.empty() || given_q.stride(3) == 1 || given_q.size(3) == 1;
   if (leave_to_aten(p) || !layout_ours) {
     auto [out, lse] = at::_scaled_dot_product_flash_attention_for_cpu(
-        q, k, v, 0.0, m.causal, given_mask(slots, m), double(m.alpha));
-    slots[m.out.slot] = std::move(out);
-    if (m.logsumexp.slot >= 0) slots[m.logsumexp.slot] = std::move(lse);
+        q, k, v, 0.0, m.causal, given_mask(slots, m), double(m.scale));
+    slots[c.out.slot] = std::move(out);
+    if (c.logsumexp.slot >= 0) slots[c.logsumexp.slot] = std::move(lse);
     return;
   }
   at::Tensor out =
-      allocate(m.out, {p.batch, p.heads, p.q_len, p.value_dim}, q.options(), label_, "output", &q);
+      allocate(c.out, {p.batch, p.heads, p.q_len, p.value_dim}, q.options(), label, "output", &q);
   p.out_stride = leading_strides(out);
-  const at::Tensor mask = attach_mask(slots, m, p, label_);
+  const at::Tensor mask = attach_mask(slots, m, p, label);
   at::Tensor lse;  // [batch, heads, q_len], when the backward reads it
-  if (m.logsumexp.slot >= 0)
-    lse = allocate(m.logsumexp, {p.batch, p.heads, p.q_len}, q.options(), label_, "logsumexp");
+  if (c.logsumexp.slot >= 0)
+    lse = allocate(c.logsumexp, {p.batch, p.heads, p.q_len}, q.options(), label, "logsumexp");
   matrix::attention_f32(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(),
                         out.data_ptr<float>(), p, static_cast<int>(at::get_num_threads()),
                         lse.defined() ? lse.data_ptr<float>() : nullptr,
                         lse.defined() ? leading_strides(lse) : std::array<int64_t, 3>{});
-  slots[m.out.slot] = std::move(out);
-  if (lse.defined()) slots[m.logsumexp.slot] = std::move(lse);
+  slots[c.out.slot] = std::move(out);
+  if (lse.defined()) slots[c.logsumexp.slot] = std::move(lse);
 }
 
-void AttentionStep::run_backward(std::vector<c10::IValue>& slots) const {
-  const MatmulLaunch& m = launch_;
-  const at::Tensor q = operand(slots[m.a], label_, "query"), k = operand(slots[m.b], label_, "key"),
-                   v = operand(slots[m.value], label_, "value"),
-                   out = operand(slots[m.forward_output], label_, "the forward's output"),
-                   grad_out = operand(slots[m.grad_output], label_, "the output's gradient");
-  matrix::AttentionParams p = attention_params(q, k, v, m, label_);
+void AttentionBackwardStep::run(RunContext& ctx) const {
+  std::vector<c10::IValue>& slots = ctx.slots;
+  const AttentionBackwardCall& c = call_;
+  const AttentionOperands& m = c.in;
+  const at::Tensor q = operand(slots[m.query], label, "query"), k = operand(slots[m.key], label, "key"),
+                   v = operand(slots[m.value], label, "value"),
+                   out = operand(slots[c.forward_output], label, "the forward's output"),
+                   grad_out = operand(slots[c.grad_output], label, "the output's gradient");
+  matrix::AttentionParams p = attention_params(q, k, v, m, label);
   const std::vector<int64_t> out_sizes{p.batch, p.heads, p.q_len, p.value_dim};
-  TORCH_CHECK(out.sizes() == out_sizes && grad_out.sizes() == out_sizes, "inductor_cpp: ", label_,
+  TORCH_CHECK(out.sizes() == out_sizes && grad_out.sizes() == out_sizes, "inductor_cpp: ", label,
               ": output ", out.sizes(), " and its gradient ", grad_out.sizes(), " do not match ",
               at::IntArrayRef(out_sizes));
-  TORCH_CHECK(slots[m.forward_logsumexp].isTensor(), "inductor_cpp: ", label_,
+  TORCH_CHECK(slots[c.forward_logsumexp].isTensor(), "inductor_cpp: ", label,
               ": the logsumexp is not a tensor");
-  const at::Tensor lse = slots[m.forward_logsumexp].toTensor();
+  const at::Tensor lse = slots[c.forward_logsumexp].toTensor();
   TORCH_CHECK(lse.scalar_type() == at::kFloat && lse.device().is_cpu() &&
                   lse.sizes() == at::IntArrayRef({p.batch, p.heads, p.q_len}),
-              "inductor_cpp: ", label_, ": the logsumexp must be a float32 CPU [", p.batch, ", ",
+              "inductor_cpp: ", label, ": the logsumexp must be a float32 CPU [", p.batch, ", ",
               p.heads, ", ", p.q_len, "] tensor, got ", lse.scalar_type(), " ", lse.sizes());
   if (leave_to_aten(p)) {
     auto [grad_q, grad_k, grad_v] = at::_scaled_dot_product_flash_attention_for_cpu_backward(
-        grad_out, q, k, v, out, lse, 0.0, m.causal, given_mask(slots, m), double(m.alpha));
-    slots[m.out.slot] = std::move(grad_q);
-    slots[m.grad_key.slot] = std::move(grad_k);
-    slots[m.grad_value.slot] = std::move(grad_v);
+        grad_out, q, k, v, out, lse, 0.0, m.causal, given_mask(slots, m), double(m.scale));
+    slots[c.grad_query.slot] = std::move(grad_q);
+    slots[c.grad_key.slot] = std::move(grad_k);
+    slots[c.grad_value.slot] = std::move(grad_v);
     return;
   }
   p.out_stride = leading_strides(out);
-  const at::Tensor mask = attach_mask(slots, m, p, label_);
-  at::Tensor grad_q = allocate(m.out, q.sizes().vec(), q.options(), label_, "the query's gradient");
+  const at::Tensor mask = attach_mask(slots, m, p, label);
+  at::Tensor grad_q = allocate(c.grad_query, q.sizes().vec(), q.options(), label, "the query's gradient");
   at::Tensor grad_k =
-      allocate(m.grad_key, k.sizes().vec(), q.options(), label_, "the key's gradient");
+      allocate(c.grad_key, k.sizes().vec(), q.options(), label, "the key's gradient");
   at::Tensor grad_v =
-      allocate(m.grad_value, v.sizes().vec(), q.options(), label_, "the value's gradient");
+      allocate(c.grad_value, v.sizes().vec(), q.options(), label, "the value's gradient");
   matrix::AttentionBackwardArgs a;
   a.q = q.data_ptr<float>(), a.k = k.data_ptr<float>(), a.v = v.data_ptr<float>();
   a.out = out.data_ptr<float>(), a.grad_out = grad_out.data_ptr<float>();
@@ -221,9 +229,9 @@ void AttentionStep::run_backward(std::vector<c10::IValue>& slots) const {
   a.grad_k = grad_k.data_ptr<float>(), a.grad_k_stride = leading_strides(grad_k);
   a.grad_v = grad_v.data_ptr<float>(), a.grad_v_stride = leading_strides(grad_v);
   matrix::attention_backward_f32(p, a, static_cast<int>(at::get_num_threads()));
-  slots[m.out.slot] = std::move(grad_q);
-  slots[m.grad_key.slot] = std::move(grad_k);
-  slots[m.grad_value.slot] = std::move(grad_v);
+  slots[c.grad_query.slot] = std::move(grad_q);
+  slots[c.grad_key.slot] = std::move(grad_k);
+  slots[c.grad_value.slot] = std::move(grad_v);
 }
 
 }  // namespace inductor_cpp::runtime

@@ -1,8 +1,8 @@
 /// \file
-/// Running an "attention" MatmulLaunch (runtime/plan.h): scaled dot-product attention of float32
+/// Running an "attention" library call (runtime/plan.h AttentionCall): scaled dot-product attention of float32
 /// CPU [batch, heads, length, dim] tensors on our library (matrix/attention.h), in place
 /// of ATen's `_scaled_dot_product_flash_attention_for_cpu` (no dropout), and an
-/// "attention_backward" one: its gradients (matrix/attention_backward.h), in place of
+/// "attention_backward" one (AttentionBackwardCall): its gradients (matrix/attention_backward.h), in place of
 /// `_scaled_dot_product_flash_attention_for_cpu_backward`. Tensors are read with their strides
 /// (the views of a packed qkv projection as they come; a copy only when their last dimension is
 /// not contiguous); outputs are allocated with the plan's strides, or in ATen's layout
@@ -17,26 +17,36 @@
 #include <string>
 #include <vector>
 
+#include "runtime/bound_step.h"
 #include "runtime/plan.h"
 
 namespace inductor_cpp::runtime {
 
 /// A bound attention step. Stateless after construction, so thread-safe.
-class AttentionStep {
+class AttentionStep final : public BoundStep {
  public:
-  /// Checks the launch: op "attention" or "attention_backward", no epilogue, q / k / v slots
-  /// (and the backward's inputs), 4-D float32 CPU outputs whose last stride is 1, a positive
-  /// scale; `label` names the step in errors.
-  AttentionStep(MatmulLaunch launch, std::string label);
+  /// Checks the call: q / k / v slots, 4-D float32 CPU outputs whose last stride is 1, a
+  /// positive scale; `label` names the step in errors.
+  AttentionStep(AttentionCall call, std::string label);
 
   /// Allocates the outputs and computes them into their slots.
-  void run(std::vector<c10::IValue>& slots) const;
+  void run(RunContext& ctx) const override;
 
  private:
-  void run_backward(std::vector<c10::IValue>& slots) const;
+  AttentionCall call_;
+};
 
-  MatmulLaunch launch_;
-  std::string label_;
+/// A bound attention backward step. Stateless after construction, so thread-safe.
+class AttentionBackwardStep final : public BoundStep {
+ public:
+  /// Checks the call as AttentionStep's, and the backward's inputs.
+  AttentionBackwardStep(AttentionBackwardCall call, std::string label);
+
+  /// Allocates the gradients and computes them into their slots.
+  void run(RunContext& ctx) const override;
+
+ private:
+  AttentionBackwardCall call_;
 };
 
 }  // namespace inductor_cpp::runtime

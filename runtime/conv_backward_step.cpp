@@ -27,16 +27,15 @@ bool is_dense(const std::vector<int64_t>& sizes, const std::vector<int64_t>& str
 
 }  // namespace
 
-ConvBackwardStep::ConvBackwardStep(MatmulLaunch launch, std::string label)
-    : launch_(std::move(launch)), label_(std::move(label)) {
-  const MatmulLaunch& m = launch_;
-  if (!m.is_conv_backward()) throw std::runtime_error("not a conv2d_backward step: " + m.op);
-  if (!m.epilogue.empty()) throw std::runtime_error("conv2d_backward: no epilogue");
-  if (m.a < 0 || m.b < 0 || m.input < 0) throw std::runtime_error("conv2d_backward: operand slots missing");
-  if (m.out.slot < 0 && m.grad_weight.slot < 0 && m.grad_bias.slot < 0)
+ConvBackwardStep::ConvBackwardStep(Conv2dBackwardCall call, std::string labeltext) : call_(std::move(call)) {
+  label = std::move(labeltext);
+  const Conv2dBackwardCall& m = call_;
+  if (m.grad_output < 0 || m.weight < 0 || m.input < 0)
+    throw std::runtime_error("conv2d_backward: operand slots missing");
+  if (m.grad_input.slot < 0 && m.grad_weight.slot < 0 && m.grad_bias.slot < 0)
     throw std::runtime_error("conv2d_backward: computes no gradient");
-  if (m.out.slot >= 0 &&
-      (!is_f32_cpu(m.out) || m.out.sizes.size() != 4 || !is_dense_nhwc(m.out.sizes, m.out.strides)))
+  if (m.grad_input.slot >= 0 && (!is_f32_cpu(m.grad_input) || m.grad_input.sizes.size() != 4 ||
+                                 !is_dense_nhwc(m.grad_input.sizes, m.grad_input.strides)))
     throw std::runtime_error("conv2d_backward: the input gradient must be a channels-last float32 CPU tensor");
   if (m.grad_weight.slot >= 0 && (!is_f32_cpu(m.grad_weight) || m.grad_weight.sizes.size() != 4 ||
                                   !is_dense(m.grad_weight.sizes, m.grad_weight.strides)))
@@ -45,36 +44,37 @@ ConvBackwardStep::ConvBackwardStep(MatmulLaunch launch, std::string label)
     throw std::runtime_error("conv2d_backward: the bias gradient must be a float32 CPU vector");
 }
 
-void ConvBackwardStep::run(std::vector<c10::IValue>& slots) const {
-  const MatmulLaunch& m = launch_;
-  const at::Tensor dy = as_dense_nhwc(checked_f32(slots[m.a], label_, "output gradient"));
-  const at::Tensor x = as_dense_nhwc(checked_f32(slots[m.input], label_, "input"));
-  const at::Tensor w = checked_f32(slots[m.b], label_, "weight");
-  TORCH_CHECK(dy.dim() == 4 && x.dim() == 4 && w.dim() == 4, "inductor_cpp: ", label_,
+void ConvBackwardStep::run(RunContext& ctx) const {
+  std::vector<c10::IValue>& slots = ctx.slots;
+  const Conv2dBackwardCall& m = call_;
+  const at::Tensor dy = as_dense_nhwc(checked_f32(slots[m.grad_output], label, "output gradient"));
+  const at::Tensor x = as_dense_nhwc(checked_f32(slots[m.input], label, "input"));
+  const at::Tensor w = checked_f32(slots[m.weight], label, "weight");
+  TORCH_CHECK(dy.dim() == 4 && x.dim() == 4 && w.dim() == 4, "inductor_cpp: ", label,
               ": output gradient, input and weight must be 4-D, got ", dy.sizes(), ", ", x.sizes(),
               " and ", w.sizes());
-  const matrix::Conv2dParams q = conv_params(x, w, m.conv);
+  const matrix::Conv2dParams q = conv_params(x, w, m.geometry);
   TORCH_CHECK(w.size(1) == q.c && dy.size(0) == q.n && dy.size(1) == q.oc && dy.size(2) == q.out_h() &&
                   dy.size(3) == q.out_w(),
-              "inductor_cpp: ", label_, ": output gradient ", dy.sizes(), " does not match input ", x.sizes(),
+              "inductor_cpp: ", label, ": output gradient ", dy.sizes(), " does not match input ", x.sizes(),
               " and weight ", w.sizes());
   const int threads = static_cast<int>(at::get_num_threads());
-  if (m.out.slot >= 0) {
-    TORCH_CHECK(matrix::conv2d_backward_input_supported(q) && x.sizes() == at::IntArrayRef(m.out.sizes),
-                "inductor_cpp: ", label_, ": input gradient not supported for these parameters");
+  if (m.grad_input.slot >= 0) {
+    TORCH_CHECK(matrix::conv2d_backward_input_supported(q) && x.sizes() == at::IntArrayRef(m.grad_input.sizes),
+                "inductor_cpp: ", label, ": input gradient not supported for these parameters");
     const at::Tensor w_ohwi = w.contiguous(at::MemoryFormat::ChannelsLast);
-    at::Tensor dx = empty_strided_pooled(m.out.sizes, m.out.strides, x.options());
+    at::Tensor dx = empty_strided_pooled(m.grad_input.sizes, m.grad_input.strides, x.options());
     matrix::conv2d_backward_input_nhwc_f32(dy.data_ptr<float>(), w_ohwi.data_ptr<float>(),
                                            dx.data_ptr<float>(), q, threads,
                                            pooled_packed_storage());
-    slots[m.out.slot] = std::move(dx);
+    slots[m.grad_input.slot] = std::move(dx);
   }
   if (m.grad_weight.slot < 0 && m.grad_bias.slot < 0) return;
-  TORCH_CHECK(matrix::conv2d_backward_weight_supported(q), "inductor_cpp: ", label_,
+  TORCH_CHECK(matrix::conv2d_backward_weight_supported(q), "inductor_cpp: ", label,
               ": weight gradient not supported for these parameters");
   TORCH_CHECK(m.grad_weight.slot < 0 || w.sizes() == at::IntArrayRef(m.grad_weight.sizes),
-              "inductor_cpp: ", label_, ": weight ", w.sizes(), " does not match its gradient's sizes");
-  TORCH_CHECK(m.grad_bias.slot < 0 || m.grad_bias.sizes == std::vector<int64_t>{q.oc}, "inductor_cpp: ", label_,
+              "inductor_cpp: ", label, ": weight ", w.sizes(), " does not match its gradient's sizes");
+  TORCH_CHECK(m.grad_bias.slot < 0 || m.grad_bias.sizes == std::vector<int64_t>{q.oc}, "inductor_cpp: ", label,
               ": bias gradient of ", c10::IntArrayRef(m.grad_bias.sizes), ", expected [", q.oc, "]");
   // The library writes OHWI (channels-last); another layout of the plan gets a copy.
   const bool direct = m.grad_weight.slot >= 0 && is_dense_nhwc(m.grad_weight.sizes, m.grad_weight.strides);

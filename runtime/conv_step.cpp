@@ -93,23 +93,22 @@ bool is_dense_nhwc(at::IntArrayRef sizes, at::IntArrayRef strides) {
   return true;
 }
 
-ConvStep::ConvStep(MatmulLaunch launch, std::vector<matrix::EpilogueKind> kinds, std::string label,
+ConvStep::ConvStep(Conv2dCall call, std::vector<matrix::EpilogueKind> kinds, std::string label_text,
                    KernelFn tile_fn, bool frozen_weights)
-    : launch_(std::move(launch)),
+    : call_(std::move(call)),
       kinds_(std::move(kinds)),
       tile_fn_(tile_fn),
-      label_(std::move(label)),
       // Shared across graphs: the packed form depends on the weight's own sizes alone.
       packed_(std::make_shared<PackedWeightCache<matrix::PackedConvWeight>>(!frozen_weights,
                                                                               /*shared=*/true)) {
-  const BufferAlloc& out = launch_.out;
-  if (!launch_.is_conv()) throw std::runtime_error("not a conv2d step: " + launch_.op);
+  label = std::move(label_text);
+  const BufferAlloc& out = call_.out;
   if (out.dtype != "float32" || out.device != "cpu")
     throw std::runtime_error("conv2d output must be float32 on the CPU");
   if (!is_dense_nhwc(out.sizes, out.strides))
     throw std::runtime_error("conv2d output must be a channels-last (dense NHWC) 4-D tensor");
-  for (size_t i = 0; i < launch_.epilogue.size(); ++i) {
-    const MatmulEpilogue& e = launch_.epilogue[i];
+  for (size_t i = 0; i < call_.epilogue.size(); ++i) {
+    const MatmulEpilogue& e = call_.epilogue[i];
     if (e.kind == "bias_row") throw std::runtime_error("conv2d epilogue: no per-pixel bias");
     if (e.kind == "batch_norm" &&
         (e.params.size() != 4 || e.params[0] < 0 || e.params[1] < 0 || e.slot >= 0))
@@ -117,19 +116,20 @@ ConvStep::ConvStep(MatmulLaunch launch, std::vector<matrix::EpilogueKind> kinds,
   }
 }
 
-void ConvStep::run(std::vector<c10::IValue>& slots) const {
-  const MatmulLaunch& m = launch_;
-  const at::Tensor x = as_dense_nhwc(checked_f32(slots[m.a], label_, "input"));
-  const at::Tensor w = checked_f32(slots[m.b], label_, "weight");
-  TORCH_CHECK(x.dim() == 4 && w.dim() == 4, "inductor_cpp: ", label_, ": input of rank ", x.dim(),
+void ConvStep::run(RunContext& ctx) const {
+  std::vector<c10::IValue>& slots = ctx.slots;
+  const Conv2dCall& m = call_;
+  const at::Tensor x = as_dense_nhwc(checked_f32(slots[m.input], label, "input"));
+  const at::Tensor w = checked_f32(slots[m.weight], label, "weight");
+  TORCH_CHECK(x.dim() == 4 && w.dim() == 4, "inductor_cpp: ", label, ": input of rank ", x.dim(),
               " and weight of rank ", w.dim(), ", expected 4 and 4");
-  matrix::Conv2dParams q = conv_params(x, w, m.conv);
+  matrix::Conv2dParams q = conv_params(x, w, m.geometry);
   const std::vector<int64_t>& out_sizes = m.out.sizes;
   TORCH_CHECK(w.size(1) == q.c && out_sizes[0] == q.n && out_sizes[1] == q.oc &&
                   out_sizes[2] == q.out_h() && out_sizes[3] == q.out_w(),
-              "inductor_cpp: ", label_, ": input ", x.sizes(), " and weight ", w.sizes(),
+              "inductor_cpp: ", label, ": input ", x.sizes(), " and weight ", w.sizes(),
               " do not give ", c10::IntArrayRef(out_sizes));
-  TORCH_CHECK(matrix::conv2d_supported(q), "inductor_cpp: ", label_,
+  TORCH_CHECK(matrix::conv2d_supported(q), "inductor_cpp: ", label,
               ": convolution parameters not supported");
 
   at::Tensor y = empty_strided_pooled(out_sizes, m.out.strides, x.options());
@@ -142,11 +142,11 @@ void ConvStep::run(std::vector<c10::IValue>& slots) const {
   for (size_t i = 0; i < m.epilogue.size(); ++i) {
     const MatmulEpilogue& e = m.epilogue[i];
     if (kinds_[i] == matrix::EpilogueKind::Tile) {
-      q.epilogue.push_back(tile.bind(tile_fn_, e, m.out.slot, y, slots, label_));
+      q.epilogue.push_back(tile.bind(tile_fn_, e, m.out.slot, y, slots, label));
       continue;
     }
     if (e.kind == "batch_norm") {
-      affine.push_back(batch_norm_scale_shift(slots, e, q.oc, label_));
+      affine.push_back(batch_norm_scale_shift(slots, e, q.oc, label));
       const float* data = affine.back().data();
       q.epilogue.push_back({matrix::EpilogueKind::ScaleCol, data});
       q.epilogue.push_back({matrix::EpilogueKind::BiasCol, data + q.oc});
@@ -157,14 +157,14 @@ void ConvStep::run(std::vector<c10::IValue>& slots) const {
     op.a = e.a;
     op.b = e.b;
     if (e.slot >= 0) {
-      at::Tensor t = checked_f32(slots[e.slot], label_, "epilogue operand");
+      at::Tensor t = checked_f32(slots[e.slot], label, "epilogue operand");
       if (matrix::is_residual_op(op.kind)) {  // a tensor of the output's shape
-        TORCH_CHECK(t.sizes() == y.sizes(), "inductor_cpp: ", label_, ": ", e.kind,
+        TORCH_CHECK(t.sizes() == y.sizes(), "inductor_cpp: ", label, ": ", e.kind,
                     " operand of sizes ", t.sizes(), ", expected ", y.sizes());
         t = as_dense_nhwc(t);
         op.ld = q.oc;  // one output pixel per row
       } else {
-        TORCH_CHECK(t.numel() == q.oc, "inductor_cpp: ", label_, ": bias of ", t.numel(),
+        TORCH_CHECK(t.numel() == q.oc, "inductor_cpp: ", label, ": bias of ", t.numel(),
                     " elements, expected ", q.oc);
         t = t.reshape({q.oc}).contiguous();
       }
@@ -186,7 +186,7 @@ void ConvStep::run(std::vector<c10::IValue>& slots) const {
   const matrix::PackedConvWeight& weights = packed ? *packed : *per_call;
   matrix::conv2d_nhwc_f32(x.data_ptr<float>(), weights, y.data_ptr<float>(), q,
                           static_cast<int>(at::get_num_threads()));
-  tile.check(label_);
+  tile.check(label);
   slots[m.out.slot] = std::move(y);
 }
 

@@ -1,5 +1,5 @@
 /// \file
-/// Running a "conv2d" MatmulLaunch (runtime/plan.h) on our NHWC convolution
+/// Running a "conv2d" library call (runtime/plan.h Conv2dCall) on our NHWC convolution
 /// (matrix/conv.h): the input and output are [N, C, H, W]-sized tensors with
 /// channels-last strides (NHWC in memory), the weight [OC, C, KH, KW] is packed once and kept
 /// while it does not change (PackedWeightCache, runtime/matmul_step.h: storage, pointer,
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/bound_step.h"
 #include "runtime/kernel_library.h"
 #include "runtime/matmul_step.h"
 #include "matrix/matrix.h"
@@ -57,30 +58,26 @@ std::vector<float> batch_norm_scale_shift(const std::vector<c10::IValue>& slots,
                                           const std::string& label);
 
 /// A bound conv2d step. Thread-safe (the packed-weight cache has its own mutex).
-class ConvStep {
+class ConvStep final : public BoundStep {
  public:
-  /// Checks the launch (op "conv2d", 4-D channels-last float32 CPU output); `kinds` are its
+  /// Checks the call (a 4-D channels-last float32 CPU output); `kinds` are its
   /// epilogue kinds, `label` names it in errors, `tile_fn` is the function of a last "kernel"
   /// op (runtime/tile_kernel_call.h), if any.
   /// `frozen_weights`: trust the weight's version counter alone (the "freezing" option).
-  ConvStep(MatmulLaunch launch, std::vector<matrix::EpilogueKind> kinds, std::string label,
+  ConvStep(Conv2dCall call, std::vector<matrix::EpilogueKind> kinds, std::string label,
            KernelFn tile_fn = nullptr, bool frozen_weights = false);
 
   /// Allocates the output, runs the convolution with its epilogue, stores it in its slot.
-  void run(std::vector<c10::IValue>& slots) const;
+  void run(RunContext& ctx) const override;
 
-  /// How many times the weight was packed into the cache (tests and diagnostics).
-  int64_t cached_packs() const { return packed_->packs(); }
-  /// How many cached copies were dropped for writes behind the version counter.
-  int64_t stale_drops() const { return packed_->stale_drops(); }
-  /// Copies of the weight another step had packed, taken instead of packing.
-  int64_t adopted_packs() const { return packed_->adopted(); }
+  WeightCacheCounts weight_cache_counts() const override {
+    return {packed_->packs(), packed_->adopted(), packed_->stale_drops()};
+  }
 
  private:
-  MatmulLaunch launch_;
+  Conv2dCall call_;
   std::vector<matrix::EpilogueKind> kinds_;
   KernelFn tile_fn_ = nullptr;
-  std::string label_;
   std::shared_ptr<PackedWeightCache<matrix::PackedConvWeight>> packed_;
 };
 

@@ -53,36 +53,36 @@ matrix::EpilogueKind bias_kind(const std::string& kind) {
 
 }  // namespace
 
-MatmulBf16Step::MatmulBf16Step(const MatmulLaunch& launch, std::string label, bool frozen_weights)
-    : launch_(launch),
-      label_(std::move(label)),
+MatmulBf16Step::MatmulBf16Step(const std::string& op, GemmCall call, std::string labeltext, bool frozen_weights)
+    : call_(std::move(call)),
       packed_b_(std::make_shared<PackedWeightCache<matrix::PackedBBf16>>(!frozen_weights,
                                                                          /*shared=*/true)) {
-  if (launch_.op != "mm" && launch_.op != "addmm")
-    throw std::runtime_error("bf16 matmul: mm or addmm, got " + launch_.op);
-  if (launch_.epilogue.size() > 1 || (launch_.op == "addmm") != (launch_.epilogue.size() == 1))
+  label = std::move(labeltext);
+  if (op != "mm" && op != "addmm") throw std::runtime_error("bf16 matmul: mm or addmm, got " + op);
+  if (call_.epilogue.size() > 1 || (op == "addmm") != (call_.epilogue.size() == 1))
     throw std::runtime_error("bf16 matmul: addmm's bias is the only epilogue op");
-  for (const MatmulEpilogue& e : launch_.epilogue) {
+  for (const MatmulEpilogue& e : call_.epilogue) {
     bias_kind(e.kind);
     if (e.slot < 0) throw std::runtime_error("bf16 matmul: the bias has no data slot");
   }
-  if (launch_.alpha != 1.0f) throw std::runtime_error("bf16 matmul: alpha must be 1");
+  if (call_.alpha != 1.0f) throw std::runtime_error("bf16 matmul: alpha must be 1");
 }
 
-void MatmulBf16Step::run(std::vector<c10::IValue>& slots) const {
-  const at::Tensor a = checked_bf16(slots[launch_.a], label_, "input");
-  const at::Tensor b = checked_bf16(slots[launch_.b], label_, "mat2");
-  std::vector<int64_t> out_sizes = launch_.out.sizes;
+void MatmulBf16Step::run(RunContext& ctx) const {
+  std::vector<c10::IValue>& slots = ctx.slots;
+  const at::Tensor a = checked_bf16(slots[call_.a], label, "input");
+  const at::Tensor b = checked_bf16(slots[call_.b], label, "mat2");
+  std::vector<int64_t> out_sizes = call_.out.sizes;
   if (!out_sizes.empty() && out_sizes[0] == kRowsOfA) out_sizes[0] = a.size(0);
-  at::Tensor c = empty_strided_pooled(out_sizes, launch_.out.strides,
+  at::Tensor c = empty_strided_pooled(out_sizes, call_.out.strides,
                                       at::TensorOptions().dtype(at::kBFloat16).device(c10::kCPU));
   TORCH_CHECK(
       c.dim() == 2 && a.size(0) == c.size(0) && b.size(1) == c.size(1) && a.size(1) == b.size(0),
-      "inductor_cpp: ", label_, ": operand sizes ", a.sizes(), " and ", b.sizes(), " do not give ",
+      "inductor_cpp: ", label, ": operand sizes ", a.sizes(), " and ", b.sizes(), " do not give ",
       c.sizes());
-  slots[launch_.out.slot] = c;
+  slots[call_.out.slot] = c;
   if (c.numel() == 0) return;
-  const c10::IValue* bias = launch_.epilogue.empty() ? nullptr : &slots[launch_.epilogue[0].slot];
+  const c10::IValue* bias = call_.epilogue.empty() ? nullptr : &slots[call_.epilogue[0].slot];
   const int threads = static_cast<int>(at::get_num_threads());
   // ATen's GEMM: more rows than ours is the faster on (dynamic rows; kBf16AmxMaxRows), or B
   // not (yet) cached (one use of a packed copy does not pay for the packing).
@@ -109,9 +109,9 @@ void MatmulBf16Step::run(std::vector<c10::IValue>& slots) const {
   p.flush_denormals = matrix::caller_flushes_denormals();
   at::Tensor bias_f32;  // the bias in fp32, as the epilogue reads it
   if (bias) {
-    const MatmulEpilogue& e = launch_.epilogue[0];
+    const MatmulEpilogue& e = call_.epilogue[0];
     const matrix::EpilogueKind kind = bias_kind(e.kind);
-    TORCH_CHECK(bias->isTensor(), "inductor_cpp: ", label_, ": the bias is not a tensor");
+    TORCH_CHECK(bias->isTensor(), "inductor_cpp: ", label, ": the bias is not a tensor");
     const at::Tensor t = bias->toTensor();
     bias_f32 = kind == matrix::EpilogueKind::AddResidual
                    ? t.to(at::kFloat).expand(c.sizes()).contiguous()
@@ -119,7 +119,7 @@ void MatmulBf16Step::run(std::vector<c10::IValue>& slots) const {
     TORCH_CHECK(bias_f32.numel() == (kind == matrix::EpilogueKind::BiasCol   ? p.n
                                      : kind == matrix::EpilogueKind::BiasRow ? p.m
                                                                              : p.m * p.n),
-                "inductor_cpp: ", label_, ": bias of sizes ", t.sizes(), " for an output of sizes ",
+                "inductor_cpp: ", label, ": bias of sizes ", t.sizes(), " for an output of sizes ",
                 c.sizes());
     matrix::EpilogueOp op;
     op.kind = kind;

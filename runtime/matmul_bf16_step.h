@@ -1,5 +1,5 @@
 /// \file
-/// Running a bfloat16 "mm" / "addmm" MatmulLaunch (runtime/plan.h) on the AMX GEMM
+/// Running a bfloat16 "mm" / "addmm" library call (runtime/plan.h GemmCall) on the AMX GEMM
 /// (matrix/gemm_bf16.h): the plan routes a 2-D bf16 matmul here only with the
 /// "freezing" option on a CPU whose AMX tiles are usable (inductor/plan_matmul.h). There our
 /// kernels on a B kept packed beat ATen's (oneDNN's) bf16 GEMM; with the per-call content
@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/bound_step.h"
 #include "runtime/matmul_step.h"
 #include "matrix/matrix.h"
 #include "runtime/plan.h"
@@ -33,16 +34,16 @@
 namespace inductor_cpp::runtime {
 
 /// A bound bf16 mm / addmm step. Thread-safe (the packed-weight cache has its own mutex).
-class MatmulBf16Step {
+class MatmulBf16Step final : public BoundStep {
  public:
-  /// `frozen_weights`: trust the version counter alone (the "freezing" option).
-  MatmulBf16Step(const MatmulLaunch& launch, std::string label, bool frozen_weights);
+  /// `op`: "mm" or "addmm"; `frozen_weights`: trust the version counter alone (the
+  /// "freezing" option).
+  MatmulBf16Step(const std::string& op, GemmCall call, std::string label, bool frozen_weights);
 
-  void run(std::vector<c10::IValue>& slots) const;
+  void run(RunContext& ctx) const override;
 
  private:
-  MatmulLaunch launch_;
-  std::string label_;
+  GemmCall call_;
   std::shared_ptr<PackedWeightCache<matrix::PackedBBf16>> packed_b_;
 };
 

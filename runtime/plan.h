@@ -3,10 +3,11 @@
 ///
 /// A plan is a list of steps over numbered value slots. Slots 0..num_inputs-1 hold the graph's
 /// inputs, the next num_constants hold its constant tensors, the rest hold step outputs. Each
-/// step says which slots die after it, so intermediates are freed as early as possible. Today
-/// every step is an ATen call by schema name; generated kernels become a second step kind.
-/// The runtime binds a plan to the c10 dispatcher (aten_executor.h); it never calls back into
-/// the compiler.
+/// step says which slots die after it, so intermediates are freed as early as possible. A step
+/// is one of three typed actions: an ATen call by schema name, a generated kernel, or a call of
+/// our matrix-kernel library with its op's typed arguments. The JSON form (plan_json.cpp) and
+/// the text form (plan_text.cpp) are written from and read into these same types. The runtime
+/// binds a plan (executor.h); it never calls back into the compiler.
 #pragma once
 
 #include <array>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace inductor_cpp::runtime {
@@ -85,7 +87,7 @@ struct KernelLaunch {
   GpuLaunchDims gpu;                ///< GPU plans only (JSON key "gpu", absent for CPU steps)
 };
 
-/// One operation applied to each output element of a MatmulLaunch, in list order
+/// One operation applied to each output element of a GemmCall or Conv2dCall, in list order
 /// (matrix/gemm.h EpilogueKind): "bias_col" (data[j]), "bias_row" (data[i]),
 /// "residual" (+ data[i][j]), "mul" (· data[i][j]), "scale" (a), "relu", "gelu", "gelu_tanh",
 /// "silu", "sigmoid", "tanh", "clamp" (a, b),
@@ -107,79 +109,119 @@ struct MatmulEpilogue {
   std::vector<ExpectedLayout> layouts = {};  ///< "kernel": per parameter (JSON "layouts")
 };
 
-/// Geometry of a "conv2d" MatmulLaunch (torch's [h, w] order).
+/// Geometry of a convolution library call (torch's [h, w] order).
 struct ConvGeometry {
   std::array<int64_t, 2> stride = {1, 1};
   std::array<int64_t, 2> padding = {0, 0};
   std::array<int64_t, 2> dilation = {1, 1};
 };
 
-/// MatmulLaunch::out.sizes[0] of an mm / addmm whose row count is symbolic (dynamic shapes):
+/// GemmCall::out.sizes[0] of an mm / addmm whose row count is symbolic (dynamic shapes):
 /// the output is [rows of A, N], allocated per call.
 inline constexpr int64_t kRowsOfA = -1;
 
-/// A float32 CPU matrix kernel run by our library (matrix): a matrix multiply
-/// (gemm.h) out = epilogue(alpha · a · b), "mm" and "addmm" 2-D, "bmm" 3-D (batched), whose
-/// operand strides are read at run time (plain, transposed, or made contiguous); or "conv2d"
-/// (conv.h, runtime/conv_step.h): out = epilogue(convolution(a, b)) with a the [N, C, H, W]
-/// input and out the [N, OC, OH, OW] output both channels-last (NHWC in memory), b the
-/// [OC, C, KH, KW] weight (groups 1); the conv's bias is the first epilogue op ("bias_col");
-/// or "conv2d_backward" (conv_backward.h, runtime/conv_backward_step.h): the gradients of such
-/// a convolution, a the output gradient, b the weight, `input` the forward's input; `out` the
-/// input gradient (channels-last), `grad_weight` ([OC, C, KH, KW], any dense layout) and
-/// `grad_bias` ([OC]), each with slot -1 when not computed; no epilogue.
-/// Or "attention" (matrix/attention.h, runtime/attention_step.h): out = softmax(a · bᵀ · alpha
-/// [causal] [+ mask]) · value per batch and head, a / b / value the [batch, heads, length, dim]
-/// query, key and value, `mask` an additive float or boolean (true: visible) mask broadcast to
-/// [batch, heads, q_len, kv_len], `out` [batch, heads, q_len, value_dim] (any strides, its last
-/// one 1), `logsumexp` (when its slot is set) m + log l per query row for the backward; no
-/// epilogue.
-/// Or "attention_backward" (matrix/attention_backward.h, runtime/attention_step.h): the
-/// gradients of such an attention from `grad_output`, the forward's `forward_output` and
-/// `forward_logsumexp`, with a / b / value / mask / alpha / causal as the forward's; `out` the
-/// query's gradient, `grad_key` and `grad_value` the others' (any strides, their last one 1).
-/// JSON key "matmul" (conv2d and conv2d_backward add "conv": the geometry; conv2d_backward
-/// adds "input", "grad_weight" and "grad_bias"; attention adds "value", "mask", "causal" and
-/// "logsumexp"; attention_backward adds "value", "mask", "causal", "grad_output",
-/// "forward_output", "forward_logsumexp", "grad_key" and "grad_value").
-struct MatmulLaunch {
-  /// "mm", "addmm", "bmm", "conv2d", "conv2d_backward", "attention" or "attention_backward";
-  /// empty: none
-  std::string op;
+// ---- library calls: one typed argument struct per kind of call ------------------------------
+
+/// "mm" / "addmm" (2-D) and "bmm" (3-D, batched): out = epilogue(alpha · a · b) on our GEMM
+/// (matrix/gemm.h), the operands' strides read at run time (plain, transposed, or made
+/// contiguous). float32, or a bfloat16 mm / addmm on the AMX GEMM (runtime/matmul_bf16_step.h).
+struct GemmCall {
   int32_t a = -1, b = -1;
-  BufferAlloc out;  ///< the output (row-major / channels-last, allocated before the call)
+  BufferAlloc out;  ///< row-major (or the dense tensor an absorbed reshape gives it)
   float alpha = 1;
-  std::vector<MatmulEpilogue> epilogue;  ///< addmm's / conv's bias is its first op
-  std::vector<int32_t> nodes;            ///< graph nodes it computes (for messages)
-  ConvGeometry conv;                     ///< "conv2d" and "conv2d_backward"
-  int32_t input = -1;                    ///< "conv2d_backward": the forward's input
-  BufferAlloc grad_weight, grad_bias;    ///< "conv2d_backward" (slot -1: not computed)
-  int32_t value = -1;                    ///< "attention": v (a is q, b is k, alpha the scale)
-  int32_t mask = -1;                     ///< "attention": additive or boolean mask (-1: none)
-  BufferAlloc logsumexp;                 ///< "attention": [batch, heads, q_len] (slot -1: none)
-  bool causal = false;                   ///< "attention": query i sees keys j ≤ i only
-  int32_t grad_output = -1;              ///< "attention_backward": dL/d out
-  int32_t forward_output = -1;           ///< "attention_backward": the forward's out
-  int32_t forward_logsumexp = -1;        ///< "attention_backward": the forward's logsumexp
-  BufferAlloc grad_key, grad_value;      ///< "attention_backward" (out is the query's)
-  bool is_conv() const { return op == "conv2d"; }
-  bool is_conv_backward() const { return op == "conv2d_backward"; }
-  bool is_attention() const { return op == "attention"; }
-  bool is_attention_backward() const { return op == "attention_backward"; }
+  std::vector<MatmulEpilogue> epilogue;  ///< addmm's bias is its first op
 };
 
+/// "conv2d": out = epilogue(convolution(input, weight)) (matrix/conv.h, runtime/conv_step.h),
+/// input [N, C, H, W] and out [N, OC, OH, OW] both channels-last (NHWC in memory), weight
+/// [OC, C, KH, KW] (groups 1); the conv's bias is the first epilogue op ("bias_col").
+struct Conv2dCall {
+  int32_t input = -1, weight = -1;
+  ConvGeometry geometry;
+  BufferAlloc out;
+  std::vector<MatmulEpilogue> epilogue;
+};
+
+/// "conv2d_backward": the gradients of such a convolution (matrix/conv_backward.h,
+/// runtime/conv_backward_step.h): grad_input channels-last, grad_weight [OC, C, KH, KW] (any
+/// dense layout), grad_bias [OC]; each with slot -1 when not computed.
+struct Conv2dBackwardCall {
+  int32_t grad_output = -1, input = -1, weight = -1;
+  ConvGeometry geometry;
+  BufferAlloc grad_input, grad_weight, grad_bias;
+};
+
+/// What an attention call and its backward both read: the [batch, heads, length, dim] query,
+/// key and value, an additive float or boolean (true: visible) mask broadcast to [batch,
+/// heads, q_len, kv_len] (-1: none), the scale, and whether query i sees keys j ≤ i only.
+struct AttentionOperands {
+  int32_t query = -1, key = -1, value = -1, mask = -1;
+  float scale = 1;
+  bool causal = false;
+};
+
+/// "attention": out = softmax(query · keyᵀ · scale [causal] [+ mask]) · value per batch and
+/// head (matrix/attention.h, runtime/attention_step.h); out [batch, heads, q_len, value_dim]
+/// (any strides, its last one 1); logsumexp (slot -1: none) m + log l per query row, for the
+/// backward.
+struct AttentionCall {
+  AttentionOperands in;
+  BufferAlloc out, logsumexp;
+};
+
+/// "attention_backward": the gradients of such an attention (matrix/attention_backward.h) from
+/// the output's gradient, the forward's output and logsumexp.
+struct AttentionBackwardCall {
+  AttentionOperands in;
+  int32_t grad_output = -1, forward_output = -1, forward_logsumexp = -1;
+  BufferAlloc grad_query, grad_key, grad_value;  ///< any strides, their last one 1
+};
+
+/// The library ops, listed once: op name, argument struct. The plan's JSON reader takes an
+/// op's argument type from here; the runtime binds each argument type to its launcher
+/// (runtime/library_step.cpp), so an op without one does not compile.
+#define INDUCTOR_CPP_LIBRARY_OPS(X)                                              \
+  X(mm, GemmCall) X(addmm, GemmCall) X(bmm, GemmCall) X(conv2d, Conv2dCall)      \
+  X(conv2d_backward, Conv2dBackwardCall) X(attention, AttentionCall)             \
+  X(attention_backward, AttentionBackwardCall)
+
+using LibraryArgs =
+    std::variant<GemmCall, Conv2dCall, Conv2dBackwardCall, AttentionCall, AttentionBackwardCall>;
+
+/// A call of our matrix-kernel library (matrix/matrix.h) in place of one or more graph nodes.
+struct LibraryCall {
+  std::string op;            ///< a name from INDUCTOR_CPP_LIBRARY_OPS
+  LibraryArgs args;          ///< the op's argument struct
+  std::vector<int32_t> nodes;  ///< graph nodes it computes (for messages)
+
+  /// A call of `op` with default arguments; throws std::runtime_error for an unknown op.
+  static LibraryCall of(const std::string& op);
+  template <typename T>
+  T& as() { return std::get<T>(args); }
+  template <typename T>
+  const T& as() const { return std::get<T>(args); }
+  /// Every slot it reads (operands, epilogue data and parameters), -1s left out.
+  std::vector<int32_t> reads() const;
+  /// Every buffer it allocates (outputs whose slot is -1 left out).
+  std::vector<const BufferAlloc*> writes() const;
+};
+
+/// One step of a plan: an ATen call, a generated kernel, or a library call.
 struct Step {
   int32_t node = -1;  ///< index of the graph node it came from (for messages)
-  AtenCall call;      ///< an ATen step (when kernel.name and matmul.op are empty)
-  KernelLaunch kernel;
-  MatmulLaunch matmul;              ///< a matrix kernel step (matmul or convolution)
+  std::variant<AtenCall, KernelLaunch, LibraryCall> action;
   std::vector<int32_t> free_after;  ///< slots whose last use is this step
-  bool is_kernel() const { return !kernel.name.empty(); }
-  bool is_matmul() const { return !matmul.op.empty(); }
+
+  const AtenCall* aten() const { return std::get_if<AtenCall>(&action); }
+  const KernelLaunch* kernel() const { return std::get_if<KernelLaunch>(&action); }
+  const LibraryCall* library() const { return std::get_if<LibraryCall>(&action); }
+  AtenCall* aten() { return std::get_if<AtenCall>(&action); }
+  KernelLaunch* kernel() { return std::get_if<KernelLaunch>(&action); }
+  LibraryCall* library() { return std::get_if<LibraryCall>(&action); }
 };
 
 struct Plan {
-  static constexpr int kFormat = 2;
+  static constexpr int kFormat = 3;  ///< 3: typed steps ("aten" / "kernel" / "library")
   int32_t num_inputs = 0;
   int32_t num_constants = 0;
   int32_t num_slots = 0;

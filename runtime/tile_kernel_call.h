@@ -4,7 +4,7 @@
 /// which stands for both the matrix output the kernel reads and the buffer it writes; every
 /// other operand in the layout the kernel assumes, copied when it is not), and the status the
 /// library keeps when the kernel reports an index out of bounds. Shared by mm / addmm
-/// (aten_executor.cpp) and convolutions (conv_step.cpp).
+/// (gemm_step.cpp) and convolutions (conv_step.cpp).
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -27,7 +27,7 @@
 #include "inductor/gpu_tuning.h"
 #include "inductor/graph_json.h"
 #include "kernels_cache/store.h"
-#include "runtime/aten_executor.h"
+#include "runtime/executor.h"
 #include "runtime/cpu_pool.h"
 #include "matrix/matrix.h"
 #include "runtime/kernel_library.h"
@@ -192,9 +192,9 @@ class CompiledGraph {
         ops_generated_(compiled.plan.ops_generated),
         ops_fallback_(compiled.plan.ops_fallback),
         kernel_steps_(std::count_if(compiled.plan.steps.begin(), compiled.plan.steps.end(),
-                                    [](const runtime::Step& s) { return s.is_kernel(); })),
+                                    [](const runtime::Step& s) { return s.kernel() != nullptr; })),
         matrix_steps_(std::count_if(compiled.plan.steps.begin(), compiled.plan.steps.end(),
-                                    [](const runtime::Step& s) { return s.is_matmul(); })),
+                                    [](const runtime::Step& s) { return s.library() != nullptr; })),
         aten_steps_(static_cast<int64_t>(compiled.plan.steps.size()) - kernel_steps_ -
                     matrix_steps_),
         logs_(std::move(compiled.logs)),
@@ -231,7 +231,7 @@ class CompiledGraph {
     d["aten_calls"] = aten_steps_;
     d["calls"] = calls_.load();
     d["cache"] = cache_outcome_;
-    const runtime::AtenExecutable::WeightCacheCounts weights = executable_.weight_cache_counts();
+    const runtime::WeightCacheCounts weights = executable_.weight_cache_counts();
     d["weight_packs"] = weights.packs;  // weights packed into a matrix step's cross-call cache
     d["weight_stale_drops"] = weights.stale_drops;  // of those, dropped for writes behind .data
     d["weight_shared"] = weights.adopted;  // copies another graph's step packed, taken as they are
@@ -273,7 +273,7 @@ class CompiledGraph {
   int64_t aten_steps_;
   std::vector<inductor::LogRecord> logs_;
   nlohmann::json debug_;  ///< debug_info(): texts as strings, structured parts as JSON
-  runtime::AtenExecutable executable_;
+  runtime::Executable executable_;
   std::atomic<int64_t> calls_{0};
 };
 

@@ -4,7 +4,7 @@
 /// functions looked up once, and launches on a caller-given stream.
 ///
 /// Pure C++ over the dlopen'ed driver (driver.h): it knows nothing of libtorch. The executor
-/// (aten_executor.cpp) supplies the stream (PyTorch's current one) and the buffers (from
+/// (kernel_step.cpp) supplies the stream (PyTorch's current one) and the buffers (from
 /// PyTorch's caching allocator). Every error names the kernel it concerns.
 #pragma once
 

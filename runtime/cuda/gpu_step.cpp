@@ -18,24 +18,25 @@ std::vector<GpuKernel> bind_gpu_kernels(const Plan& plan,
                              ") was not loaded");
   std::vector<std::string> names;
   for (const Step& s : plan.steps) {
-    if (s.is_kernel()) names.push_back(s.kernel.name);
+    if (const KernelLaunch* k = s.kernel()) names.push_back(k->name);
   }
   const auto kind =
       plan.library_kind == "cubin" ? GpuModule::ImageKind::Cubin : GpuModule::ImageKind::Ptx;
   auto module = std::make_shared<const GpuModule>(plan.kernel_image, kind, names);
   std::vector<GpuKernel> out;
   for (const Step& s : plan.steps) {
-    if (!s.is_kernel()) continue;
+    const KernelLaunch* launch = s.kernel();
+    if (!launch) continue;
     GpuKernel k;
     k.module = module;
     k.index = out.size();
-    k.dims.grid = s.kernel.gpu.grid;
-    k.dims.block = s.kernel.gpu.block;
-    k.dims.shared_bytes = s.kernel.gpu.shared_bytes;
-    k.dims.programmatic = s.kernel.gpu.programmatic;
-    check_launch_dims(s.kernel.name, k.dims);
-    k.checks_bounds = s.kernel.gpu.checks_bounds;
-    k.label = k.index < step_labels.size() ? step_labels[k.index] : "generated " + s.kernel.name;
+    k.dims.grid = launch->gpu.grid;
+    k.dims.block = launch->gpu.block;
+    k.dims.shared_bytes = launch->gpu.shared_bytes;
+    k.dims.programmatic = launch->gpu.programmatic;
+    check_launch_dims(launch->name, k.dims);
+    k.checks_bounds = launch->gpu.checks_bounds;
+    k.label = k.index < step_labels.size() ? step_labels[k.index] : "generated " + launch->name;
     out.push_back(std::move(k));
   }
   return out;

@@ -3,7 +3,7 @@
 /// GpuModule on PyTorch's current stream of the tensors' device, and the per-run status words
 /// through which kernels report an out-of-range indirect index.
 ///
-/// aten_executor.cpp allocates the kernel's buffers (PyTorch's caching allocator, as for CPU
+/// kernel_step.cpp allocates the kernel's buffers (PyTorch's caching allocator, as for CPU
 /// kernels) and hands the data pointers here. Launches are asynchronous; the status words are
 /// read once at the end of a run, and only when the plan has kernels that can set them.
 #pragma once

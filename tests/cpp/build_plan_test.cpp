@@ -43,9 +43,9 @@ TEST(BuildPlan, SlotsAndLifetimes) {
   // slots: 0 in0, 1 in1, 2 c0, 3 %0, 4 %1#1 (values of max.dim unread: no slot), 5 %2
   EXPECT_EQ(p.num_slots, 6);
   ASSERT_EQ(p.steps.size(), 3u);
-  EXPECT_EQ(p.steps[0].call.outs, std::vector<int32_t>({3}));
-  EXPECT_EQ(p.steps[1].call.outs, std::vector<int32_t>({-1, 4}));
-  EXPECT_EQ(p.steps[2].call.outs, std::vector<int32_t>({5}));
+  EXPECT_EQ(p.steps[0].aten()->outs, std::vector<int32_t>({3}));
+  EXPECT_EQ(p.steps[1].aten()->outs, std::vector<int32_t>({-1, 4}));
+  EXPECT_EQ(p.steps[2].aten()->outs, std::vector<int32_t>({5}));
   EXPECT_EQ(p.free_at_start, std::vector<int32_t>({1}));           // in1 is never read
   EXPECT_EQ(p.steps[0].free_after, std::vector<int32_t>({0}));     // in0 dies after relu
   EXPECT_TRUE(p.steps[1].free_after.empty());                      // %0 is a graph output
@@ -62,7 +62,7 @@ TEST(BuildPlan, RoundTripsThroughJson) {
 
 TEST(BuildPlan, LiteralsKeepTheirTags) {
   const runtime::Plan p = build_aten_plan(sample(), "test").plan;
-  EXPECT_EQ(runtime::plan_to_json(p)["steps"][1]["args"][1], json({{"lit", {{"int", 0}}}}));
+  EXPECT_EQ(runtime::plan_to_json(p)["steps"][1]["aten"]["args"][1], json({{"lit", {{"int", 0}}}}));
 }
 
 TEST(BuildPlan, TextForm) {

@@ -68,16 +68,17 @@ runtime::Plan gpu_plan() {
   p.num_slots = 2;
   runtime::Step s;
   s.node = 0;
-  s.kernel.name = "k0";
-  s.kernel.args = {0, 1};
-  s.kernel.layouts = {{{4}, {1}}, {{4}, {1}}};
-  s.kernel.allocs.push_back({1, {4}, {1}, "float32", "cuda:0", -1});
-  s.kernel.nodes = {0};
-  s.kernel.gpu.grid = {3, 1, 1};
-  s.kernel.gpu.block = {128, 1, 1};
-  s.kernel.gpu.shared_bytes = 64;
-  s.kernel.gpu.checks_bounds = true;
-  s.kernel.gpu.programmatic = true;
+  runtime::KernelLaunch& k = s.action.emplace<runtime::KernelLaunch>();
+  k.name = "k0";
+  k.args = {0, 1};
+  k.layouts = {{{4}, {1}}, {{4}, {1}}};
+  k.allocs.push_back({1, {4}, {1}, "float32", "cuda:0", -1});
+  k.nodes = {0};
+  k.gpu.grid = {3, 1, 1};
+  k.gpu.block = {128, 1, 1};
+  k.gpu.shared_bytes = 64;
+  k.gpu.checks_bounds = true;
+  k.gpu.programmatic = true;
   p.steps.push_back(s);
   p.outputs.push_back(runtime::PlanArg::of_slot(1));
   p.kernel_library = "kernels.cubin";
@@ -94,7 +95,7 @@ TEST(GpuPlan, JsonRoundTripKeepsLaunchDimsAndLibraryKind) {
   ASSERT_EQ(back.steps.size(), 1u);
   EXPECT_EQ(back.library_kind, "cubin");
   EXPECT_TRUE(back.is_gpu());
-  const runtime::GpuLaunchDims& g = back.steps[0].kernel.gpu;
+  const runtime::GpuLaunchDims& g = back.steps[0].kernel()->gpu;
   EXPECT_EQ(g.grid[0], 3);
   EXPECT_EQ(g.block[0], 128);
   EXPECT_EQ(g.shared_bytes, 64);
@@ -106,8 +107,8 @@ TEST(GpuPlan, JsonRoundTripKeepsLaunchDimsAndLibraryKind) {
       << runtime::plan_to_text(p);
   // Plans cached before the key existed read back as plain launches.
   nlohmann::json old = j;
-  old["steps"][0]["gpu"].erase("programmatic");
-  EXPECT_FALSE(runtime::plan_from_json(old).steps[0].kernel.gpu.programmatic);
+  old["steps"][0]["kernel"]["gpu"].erase("programmatic");
+  EXPECT_FALSE(runtime::plan_from_json(old).steps[0].kernel()->gpu.programmatic);
 }
 
 TEST(GpuPlan, CpuPlanJsonHasNoGpuFieldsAndReadsBackAsSharedLibrary) {
@@ -116,7 +117,7 @@ TEST(GpuPlan, CpuPlanJsonHasNoGpuFieldsAndReadsBackAsSharedLibrary) {
   p.kernel_library = "kernels.so";
   const nlohmann::json j = runtime::plan_to_json(p);
   EXPECT_FALSE(j.contains("library_kind"));
-  EXPECT_FALSE(j["steps"][0].contains("gpu"));
+  EXPECT_FALSE(j["steps"][0]["kernel"].contains("gpu"));
   const runtime::Plan back = runtime::plan_from_json(j);
   EXPECT_EQ(back.library_kind, "so");
   EXPECT_FALSE(back.is_gpu());
@@ -227,12 +228,13 @@ TEST(GpuBuildPlan, CudaGraphBecomesOnePtxModuleWithLaunchDims) {
   EXPECT_TRUE(built.cpp_source.empty());
   int kernels = 0;
   for (const runtime::Step& s : built.plan.steps) {
-    if (!s.is_kernel()) continue;
+    const runtime::KernelLaunch* k = s.kernel();
+    if (!k) continue;
     ++kernels;
-    EXPECT_NE(built.gpu_ptx.find(".entry " + s.kernel.name), std::string::npos) << s.kernel.name;
-    EXPECT_GE(s.kernel.gpu.grid[0] * s.kernel.gpu.block[0], 1);
-    EXPECT_EQ(s.kernel.gpu.programmatic, built.gpu_sm >= 90) << s.kernel.name;
-    for (const runtime::BufferAlloc& a : s.kernel.allocs) EXPECT_EQ(a.device, "cuda:0");
+    EXPECT_NE(built.gpu_ptx.find(".entry " + k->name), std::string::npos) << k->name;
+    EXPECT_GE(k->gpu.grid[0] * k->gpu.block[0], 1);
+    EXPECT_EQ(k->gpu.programmatic, built.gpu_sm >= 90) << k->name;
+    for (const runtime::BufferAlloc& a : k->allocs) EXPECT_EQ(a.device, "cuda:0");
   }
   EXPECT_GE(kernels, 1);
   EXPECT_EQ(built.plan.ops_fallback, 0);

@@ -46,7 +46,7 @@ def test_pointwise_chain_runs_as_generated_gpu_kernel():
     plans = gpu_plans()
     assert plans, "no GPU plan was built"
     kernel_steps = [s for p in plans for s in p["steps"] if "kernel" in s]
-    assert kernel_steps and all(s["gpu"]["grid"][0] >= 1 for s in kernel_steps)
+    assert kernel_steps and all(s["kernel"]["gpu"]["grid"][0] >= 1 for s in kernel_steps)
 
 
 @pytest.mark.parametrize("offset,n", [(0, 1 << 20), (0, 100003), (1, 100003), (3, 4099),

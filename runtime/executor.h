@@ -1,9 +1,10 @@
 /// \file
-/// Runs a plan: binds each ATen step to its c10 dispatcher operator once, then executes the
-/// whole step list per call in C++ (boxed calls by schema name, no Python between ops).
+/// Runs a plan: binds every step once (ATen calls to their dispatcher operators, generated
+/// kernels to their functions, library calls to their launchers: bound_step.h), then executes
+/// the whole step list per call in C++, with no Python between steps.
 ///
-/// One of the two files of the project that include libtorch headers (the other is the
-/// Python binding): each such file costs most of a minute to compile.
+/// The files of runtime/ that bind steps include libtorch headers, the costly part of a build
+/// (most of a minute each on 2 cores): keep them few.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/bound_step.h"
 #include "runtime/kernel_library.h"
 #include "runtime/plan.h"
 
@@ -29,33 +31,28 @@ class StepError : public std::runtime_error, public std::nested_exception {
   explicit StepError(const std::string& context) : std::runtime_error(context) {}
 };
 
-/// A plan bound to the dispatcher, plus the constant tensors it reads. Immutable after
+/// A plan bound for execution, plus the constant tensors it reads. Immutable after
 /// construction, so one instance may run on several threads at once.
-class AtenExecutable {
+class Executable {
  public:
   /// `labels[node]` names each graph node in error messages ("aten::mm (model.py:3 in f)").
   /// Throws std::runtime_error if an operator is unknown or an argument cannot be bound.
   /// `library` holds the plan's generated kernels (null when the plan has none); the
   /// executable keeps it loaded for its own lifetime. `frozen_weights` (the "freezing" option):
-  /// matrix steps reuse a packed weight while its version counter is unchanged, without
+  /// library steps reuse a packed weight while its version counter is unchanged, without
   /// checking its contents (runtime/matmul_step.h).
-  AtenExecutable(const Plan& plan, std::vector<at::Tensor> constants,
-                 std::vector<std::string> labels, std::shared_ptr<KernelLibrary> library = nullptr,
-                 bool frozen_weights = false);
-  ~AtenExecutable();
+  Executable(const Plan& plan, std::vector<at::Tensor> constants, std::vector<std::string> labels,
+             std::shared_ptr<KernelLibrary> library = nullptr, bool frozen_weights = false);
+  ~Executable();
 
   /// Runs the plan. `inputs` is consumed (the caller's references are released as soon as
   /// no step needs them). A failing step throws StepError with the original error nested.
   std::vector<c10::IValue> run(std::vector<c10::IValue> inputs) const;
 
-  /// The matrix steps' packed-weight caches (runtime/matmul_step.h), summed: how many times a
-  /// weight was packed into a cache, and how many cached copies were dropped because the
-  /// weight's contents changed behind its version counter.
-  struct WeightCacheCounts {
-    int64_t packs = 0;
-    int64_t adopted = 0;  ///< copies another step packed, taken instead of packing
-    int64_t stale_drops = 0;
-  };
+  /// The library steps' packed-weight caches (runtime/matmul_step.h), summed: how many times a
+  /// weight was packed into a cache, how many copies another step packed were taken, and how
+  /// many cached copies were dropped because the weight's contents changed behind its version
+  /// counter.
   WeightCacheCounts weight_cache_counts() const;
 
  private:
