@@ -10,19 +10,25 @@ namespace {
 
 using testing::program;
 using testing::run_pass;
-using testing::scheduled;
+
+/// The program after inline_producers with the default options.
+std::string after_inlining(const std::string& text) {
+  return run_pass(text, [](const LoopProgram& p) { return inline_producers(p); });
+}
 
 // %1 is realized (a materialized view reads it); the transpose view %2 is inlined as an index
 // rewrite into generated readers and made by ATen (extern view) for the extern that needs it.
 TEST(InlineProducers, ViewsAndSingleUseProducersInline) {
-  const std::string in = program(R"(  buffer %in0: float32[4, 8]{8, 1} input 0 cpu
+  const std::string buffers = R"(  buffer %in0: float32[4, 8]{8, 1} input 0 cpu
   buffer %1: float32[4, 8]{8, 1} computed cpu
   buffer %2: float32[8, 4]{1, 8} computed cpu
   buffer %3: float32[8, 4]{4, 1} computed cpu
   buffer %4: float32[8, 4]{4, 1} computed cpu
   buffer %5: float32[8, 4]{4, 1} computed cpu
   buffer %6: float32[8, 4]{4, 1} extern cpu
-  compute %1 pointwise[4, 8] = tanh(exp(sigmoid(load(%in0, [i0, i1]))))
+)";
+  const std::string in =
+      program(buffers + R"(  compute %1 pointwise[4, 8] = tanh(exp(sigmoid(load(%in0, [i0, i1]))))
   compute %2 view pointwise[8, 4] = load(%1, [i1, i0])
   compute %3 pointwise[8, 4] = mul(load(%2, [i0, i1]), 2.0:float32)
   compute %4 pointwise[8, 4] = add(load(%2, [i0, i1]), load(%3, [i0, i1]))
@@ -34,15 +40,9 @@ TEST(InlineProducers, ViewsAndSingleUseProducersInline) {
   extern node 6 (%2, %5) -> (%6)
   output %4, %6
 )");
-  EXPECT_EQ(run_pass(in, [](const LoopProgram& p) { return inline_producers(p); }), R"(program {
-  buffer %in0: float32[4, 8]{8, 1} input 0 cpu
-  buffer %1: float32[4, 8]{8, 1} computed cpu
-  buffer %2: float32[8, 4]{1, 8} computed cpu
-  buffer %3: float32[8, 4]{4, 1} computed cpu
-  buffer %4: float32[8, 4]{4, 1} computed cpu
-  buffer %5: float32[8, 4]{4, 1} computed cpu
-  buffer %6: float32[8, 4]{4, 1} extern cpu
-  compute %1 pointwise[4, 8] = tanh(exp(sigmoid(load(%in0, [i0, i1]))))
+  EXPECT_EQ(
+      after_inlining(in),
+      program(buffers + R"(  compute %1 pointwise[4, 8] = tanh(exp(sigmoid(load(%in0, [i0, i1]))))
   compute %3 pointwise[8, 4] = mul(load(%1, [i1, i0]), 2.0:float32)
   compute %4 pointwise[8, 4] = add(load(%1, [i1, i0]), mul(load(%1, [i1, i0]), 2.0:float32))
   compute %5 pointwise[8, 4] = neg(load(%1, [i1, i0]))
@@ -52,8 +52,7 @@ TEST(InlineProducers, ViewsAndSingleUseProducersInline) {
   extern view node -1 (%1) -> (%2)
   extern node 6 (%2, %5) -> (%6)
   output %4, %6
-}
-)");
+)"));
 }
 
 // One reader loading a producer at several indices (max_pool2d's backward reading the pooled
@@ -61,14 +60,17 @@ TEST(InlineProducers, ViewsAndSingleUseProducersInline) {
 // larger than max_shared_inline_nodes with what it carries is realized (%2: small itself, but
 // it carries %1), a cheap one (%3) is still inlined.
 TEST(InlineProducers, ProducerLoadedAtSeveralIndicesIsRealizedUnlessCheap) {
-  const std::string in = program(R"(  buffer %in0: float32[9]{1} input 0 cpu
+  const std::string buffers = R"(  buffer %in0: float32[9]{1} input 0 cpu
   buffer %in1: float32[9]{1} input 1 cpu
   buffer %1: float32[9]{1} computed cpu
   buffer %2: float32[9]{1} computed cpu
   buffer %3: float32[9]{1} computed cpu
   buffer %4: float32[8]{1} computed cpu
   compute %1 pointwise[9] = add(load(%in1, [i0]), exp(load(%in1, [i0])))
-  compute %2 pointwise[9] = where(le(load(%in0, [i0]), 0.0:float32), 0.0:float32, load(%1, [i0]))
+)";
+  const std::string in = program(
+      buffers +
+      R"(  compute %2 pointwise[9] = where(le(load(%in0, [i0]), 0.0:float32), 0.0:float32, load(%1, [i0]))
   compute %3 pointwise[9] = neg(load(%in0, [i0]))
   compute %4 pointwise[8] = add(add(load(%2, [i0]), load(%2, [i0 + 1])), add(load(%3, [i0]), load(%3, [i0 + 1])))
   kernel %1
@@ -77,22 +79,17 @@ TEST(InlineProducers, ProducerLoadedAtSeveralIndicesIsRealizedUnlessCheap) {
   kernel %4
   output %4
 )");
-  EXPECT_EQ(run_pass(in, [](const LoopProgram& p) { return inline_producers(p); }), R"(program {
-  buffer %in0: float32[9]{1} input 0 cpu
-  buffer %in1: float32[9]{1} input 1 cpu
-  buffer %1: float32[9]{1} computed cpu
-  buffer %2: float32[9]{1} computed cpu
-  buffer %3: float32[9]{1} computed cpu
-  buffer %4: float32[8]{1} computed cpu
-  compute %1 pointwise[9] = add(load(%in1, [i0]), exp(load(%in1, [i0])))
-  compute %2 pointwise[9] = where(le(load(%in0, [i0]), 0.0:float32), 0.0:float32, add(load(%in1, [i0]), exp(load(%in1, [i0]))))
+  EXPECT_EQ(
+      after_inlining(in),
+      program(
+          buffers +
+          R"(  compute %2 pointwise[9] = where(le(load(%in0, [i0]), 0.0:float32), 0.0:float32, add(load(%in1, [i0]), exp(load(%in1, [i0]))))
   compute %3 pointwise[9] = neg(load(%in0, [i0]))
   compute %4 pointwise[8] = add(add(load(%2, [i0]), load(%2, [i0 + 1])), add(neg(load(%in0, [i0])), neg(load(%in0, [i0 + 1]))))
   kernel %2
   kernel %4
   output %4
-}
-)");
+)"));
 }
 
 // A shared compute with a small body is inlined into its readers, unless the single-use
@@ -122,9 +119,10 @@ TEST(InlineProducers, SharedBodyCarryingALargeChainIsRealized) {
       << realized;
   EXPECT_NE(realized.find("compute %3 pointwise[8] = neg(load(%2, [i0]))"), std::string::npos)
       << realized;
-  const std::string inlined = run_pass(in, [](const LoopProgram& p) { return inline_producers(p); });
-  EXPECT_NE(inlined.find("compute %3 pointwise[8] = neg(add(exp(sin(load(%in0, [i0]))), 1.0:float32))"),
-            std::string::npos)
+  const std::string inlined = after_inlining(in);
+  EXPECT_NE(
+      inlined.find("compute %3 pointwise[8] = neg(add(exp(sin(load(%in0, [i0]))), 1.0:float32))"),
+      std::string::npos)
       << inlined;
 }
 
@@ -137,7 +135,8 @@ TEST(InlineProducers, LargeBroadcastProducerIsComputedOnce) {
   buffer %1: float32[4]{1} computed cpu
   buffer %2: float32[64, 4]{0, 1} computed cpu
   buffer %3: float32[64, 4]{4, 1} computed cpu
-  compute %1 pointwise[4] = )" + body + R"(
+  compute %1 pointwise[4] = )" +
+                   body + R"(
   compute %2 view pointwise[64, 4] = load(%1, [i1])
   compute %3 pointwise[64, 4] = add(load(%2, [i0, i1]), load(%in1, [i0, i1]))
   kernel %1
@@ -147,41 +146,42 @@ TEST(InlineProducers, LargeBroadcastProducerIsComputedOnce) {
   };
   std::string big = "load(%in0, [i0])";
   for (int k = 0; k < 16; ++k) big = (k % 2 ? "sin(" : "cos(") + big + ")";
-  const std::string realized =
-      run_pass(program_with(big), [](const LoopProgram& p) { return inline_producers(p); });
-  EXPECT_NE(realized.find("compute %3 pointwise[64, 4] = add(load(%1, [i1]), load(%in1, [i0, i1]))"),
-            std::string::npos)
+  const std::string realized = after_inlining(program_with(big));
+  EXPECT_NE(
+      realized.find("compute %3 pointwise[64, 4] = add(load(%1, [i1]), load(%in1, [i0, i1]))"),
+      std::string::npos)
       << realized;
   const std::string inlined = run_pass(program_with("exp(load(%in0, [i0]))"),
                                        [](const LoopProgram& p) { return inline_producers(p); });
-  EXPECT_NE(inlined.find("compute %3 pointwise[64, 4] = add(exp(load(%in0, [i1])), load(%in1, [i0, i1]))"),
+  EXPECT_NE(inlined.find(
+                "compute %3 pointwise[64, 4] = add(exp(load(%in0, [i1])), load(%in1, [i0, i1]))"),
             std::string::npos)
       << inlined;
 }
 
 // cat-like masked read of a producer: the producer's own loads get the reader's mask.
 TEST(InlineProducers, MaskIsAndedIntoInlinedLoads) {
-  const std::string in = program(R"(  buffer %in0: float32[4]{1} input 0 cpu
+  const std::string buffers = R"(  buffer %in0: float32[4]{1} input 0 cpu
   buffer %in1: float32[4]{1} input 1 cpu
   buffer %1: float32[4]{1} computed cpu
   buffer %2: float32[8]{1} computed cpu
   compute %1 (node 1) pointwise[4] = exp(load(%in1, [i0]))
-  compute %2 (node 2) pointwise[8] = where(lt(index(i0, int64), 4:int64), load(%in0, [i0], mask=i0 < 4), load(%1, [i0 - 4], mask=4 <= i0))
+)";
+  const std::string in = program(
+      buffers +
+      R"(  compute %2 (node 2) pointwise[8] = where(lt(index(i0, int64), 4:int64), load(%in0, [i0], mask=i0 < 4), load(%1, [i0 - 4], mask=4 <= i0))
   kernel %1
   kernel %2
   output %2
 )");
-  EXPECT_EQ(run_pass(in, [](const LoopProgram& p) { return inline_producers(p); }), R"(program {
-  buffer %in0: float32[4]{1} input 0 cpu
-  buffer %in1: float32[4]{1} input 1 cpu
-  buffer %1: float32[4]{1} computed cpu
-  buffer %2: float32[8]{1} computed cpu
-  compute %1 (node 1) pointwise[4] = exp(load(%in1, [i0]))
-  compute %2 (node 2) pointwise[8] = where(lt(index(i0, int64), 4:int64), load(%in0, [i0], mask=i0 < 4), exp(load(%in1, [i0 - 4], mask=4 <= i0)))
+  EXPECT_EQ(
+      after_inlining(in),
+      program(
+          buffers +
+          R"(  compute %2 (node 2) pointwise[8] = where(lt(index(i0, int64), 4:int64), load(%in0, [i0], mask=i0 < 4), exp(load(%in1, [i0 - 4], mask=4 <= i0)))
   kernel %2
   output %2
-}
-)");
+)"));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 /// accumulators with torch's semantics, computed in double / int64 (see ir_interpreter.h).
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -181,8 +182,37 @@ Scalar unary_float(UnaryOp op, DType type, double a) {
   unsupported("unary", unary_op_name(op), type);
 }
 
+/// The comparisons and logical ops, alike on integers and floats; nullopt for the others.
+template <class T>
+std::optional<Scalar> comparison(BinaryOp op, T a, T b) {
+  using B = BinaryOp;
+  switch (op) {
+    case B::eq:
+      return of_bool(a == b);
+    case B::ne:
+      return of_bool(a != b);
+    case B::lt:
+      return of_bool(a < b);
+    case B::le:
+      return of_bool(a <= b);
+    case B::gt:
+      return of_bool(a > b);
+    case B::ge:
+      return of_bool(a >= b);
+    case B::logical_and:
+      return of_bool(a != 0 && b != 0);
+    case B::logical_or:
+      return of_bool(a != 0 || b != 0);
+    case B::logical_xor:
+      return of_bool((a != 0) != (b != 0));
+    default:
+      return std::nullopt;
+  }
+}
+
 Scalar binary_int(BinaryOp op, DType type, int64_t a, int64_t b) {
   using B = BinaryOp;
+  if (const std::optional<Scalar> r = comparison(op, a, b)) return *r;
   auto arith = [&](int64_t r) { return of_int(wrap_int(r, type)); };
   auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
   switch (op) {
@@ -213,24 +243,6 @@ Scalar binary_int(BinaryOp op, DType type, int64_t a, int64_t b) {
     case B::minimum:
     case B::fmin:
       return of_int(a < b ? a : b);
-    case B::eq:
-      return of_bool(a == b);
-    case B::ne:
-      return of_bool(a != b);
-    case B::lt:
-      return of_bool(a < b);
-    case B::le:
-      return of_bool(a <= b);
-    case B::gt:
-      return of_bool(a > b);
-    case B::ge:
-      return of_bool(a >= b);
-    case B::logical_and:
-      return of_bool(a != 0 && b != 0);
-    case B::logical_or:
-      return of_bool(a != 0 || b != 0);
-    case B::logical_xor:
-      return of_bool((a != 0) != (b != 0));
     case B::bitwise_and:
       return arith(a & b);
     case B::bitwise_or:
@@ -249,6 +261,7 @@ Scalar binary_int(BinaryOp op, DType type, int64_t a, int64_t b) {
 
 Scalar binary_float(BinaryOp op, DType type, double a, double b) {
   using B = BinaryOp;
+  if (const std::optional<Scalar> r = comparison(op, a, b)) return *r;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   switch (op) {
     case B::add:
@@ -291,24 +304,6 @@ Scalar binary_float(BinaryOp op, DType type, double a, double b) {
       if (type == DType::Float32)
         return of_float(std::nextafter(static_cast<float>(a), static_cast<float>(b)));
       return of_float(std::nextafter(a, b));
-    case B::eq:
-      return of_bool(a == b);
-    case B::ne:
-      return of_bool(a != b);
-    case B::lt:
-      return of_bool(a < b);
-    case B::le:
-      return of_bool(a <= b);
-    case B::gt:
-      return of_bool(a > b);
-    case B::ge:
-      return of_bool(a >= b);
-    case B::logical_and:
-      return of_bool(a != 0 && b != 0);
-    case B::logical_or:
-      return of_bool(a != 0 || b != 0);
-    case B::logical_xor:
-      return of_bool((a != 0) != (b != 0));
     default:
       unsupported("binary", binary_op_name(op), type);
   }

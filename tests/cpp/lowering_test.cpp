@@ -4,93 +4,22 @@
 /// and that every produced program verifies.
 #include <gtest/gtest.h>
 
-#include "inductor/graph_json.h"
-#include "inductor/lower/lower_graph.h"
 #include "ir/ir_text.h"
-#include "ir/verify.h"
+#include "tests/cpp/lowering_test_util.h"
 
 namespace inductor_cpp::inductor {
 namespace {
 
-using nlohmann::json;
-
-std::vector<int64_t> contiguous(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> s(sizes.size(), 1);
-  for (size_t k = sizes.size(); k-- > 1;) s[k - 1] = s[k] * sizes[k];
-  return s;
-}
-
-json meta(std::vector<int64_t> sizes, const char* dtype = "float32",
-          std::optional<std::vector<int64_t>> strides = std::nullopt) {
-  return json{{"sizes", sizes},
-              {"strides", strides ? *strides : contiguous(sizes)},
-              {"offset", 0},
-              {"dtype", dtype},
-              {"device", "cpu"}};
-}
-
-json in(int k) {
-  return json{{"in", k}};
-}
-json val(int n, int k = 0) {
-  return json{{"val", {n, k}}};
-}
-json i(int64_t v) {
-  return json{{"int", v}};
-}
-json f(double v) {
-  return json{{"float", v}};
-}
-json b(bool v) {
-  return json{{"bool", v}};
-}
-json ints(std::vector<int64_t> v) {
-  json l = json::array();
-  for (int64_t x : v) l.push_back(i(x));
-  return json{{"list", l}};
-}
-
-json node(const char* op, json args, std::vector<json> outputs, json kwargs = json::object()) {
-  return json{{"op", op}, {"args", args}, {"kwargs", kwargs}, {"outputs", outputs}};
-}
-
-/// A graph of `inputs` and `nodes` returning the last node's first output.
-ir::Graph graph(std::vector<json> inputs, std::vector<json> nodes, json outputs = nullptr) {
-  if (outputs.is_null()) outputs = json::array({val(static_cast<int>(nodes.size()) - 1)});
-  return graph_from_json(json{{"schema", "inductor_cpp.graph"},
-                              {"version", 1},
-                              {"kind", "inference"},
-                              {"inputs", inputs},
-                              {"constants", json::array()},
-                              {"nodes", nodes},
-                              {"outputs", outputs}});
-}
-
-LoweredGraph lower(const ir::Graph& g) {
-  LoweredGraph l = lower_graph(g);
-  ir::verify(l.program);
-  return l;
-}
+using namespace lowering_test;
 
 /// The program text, after checking that it verifies and every node was generated.
 std::string generated_text(const ir::Graph& g) {
-  const LoweredGraph l = lower(g);
-  for (const LoweringDecision& d : l.decisions)
-    EXPECT_TRUE(d.generated) << "node " << d.node << " (" << g.nodes[d.node].op
-                             << "): " << d.reason;
-  return ir::program_to_text(l.program);
+  return ir::program_to_text(lower_all_generated(g).program);
 }
 
 /// The body of compute `name`, printed with the program's buffer types.
 std::string body_of(const LoweredGraph& l, const std::string& name) {
   return ir::to_string(l.program.computes.at(name).body, ir::buffer_types(l.program));
-}
-
-/// The reason node `n` fell back ("" when it was generated).
-std::string reason_of(const ir::Graph& g, size_t n = 0) {
-  const LoweredGraph l = lower(g);
-  EXPECT_EQ(l.decisions.size(), g.nodes.size());
-  return l.decisions.at(n).reason;
 }
 
 TEST(Lowering, AddBroadcastsRightAlignedAndScalesByAlpha) {
@@ -278,9 +207,9 @@ TEST(Lowering, PadReadsTheFillValueOutside) {
 
 TEST(Lowering, SliceScatterWritesTheSourceOverItsStridedRegion) {
   // slice_scatter(x, src, 1, 1, 6, 2): columns 1, 3, 5 come from src[:, 0..2].
-  const LoweredGraph l = lower(graph(
-      {meta({2, 7}), meta({2, 3})},
-      {node("aten::slice_scatter", {in(0), in(1), i(1), i(1), i(6), i(2)}, {meta({2, 7})})}));
+  const LoweredGraph l = lower(
+      graph({meta({2, 7}), meta({2, 3})},
+            {node("aten::slice_scatter", {in(0), in(1), i(1), i(1), i(6), i(2)}, {meta({2, 7})})}));
   EXPECT_EQ(body_of(l, "%0"),
             "where(ne(index((i1 < 6)*(0 <= i1 - 1)*((i1 + 1) % 2 == 0), int64), 0:int64), "
             "load(%in1, [i0, (i1 + 1) // 2 - 1], "
@@ -296,9 +225,9 @@ TEST(Lowering, FlipAndUnfoldRewriteIndices) {
   const LoweredGraph unfold = lower(
       graph({meta({4, 9})}, {node("aten::unfold", {in(0), i(1), i(3), i(2)}, {meta({4, 4, 3})})}));
   EXPECT_EQ(body_of(unfold, "%0"), "load(%in0, [i0, i1*2 + i2])");
-  EXPECT_EQ(reason_of(graph({meta({4, 9}), meta({2, 2})},
-                            {node("aten::slice_scatter", {in(0), in(1), i(1), i(0), i(3)},
-                                  {meta({4, 9})})})),
+  EXPECT_EQ(reason_of(graph(
+                {meta({4, 9}), meta({2, 2})},
+                {node("aten::slice_scatter", {in(0), in(1), i(1), i(0), i(3)}, {meta({4, 9})})})),
             "slice_scatter: source of shape [2, 2], the view has [4, 3]");
 }
 
@@ -352,8 +281,8 @@ TEST(Lowering, DeclinesWhatItCannotExpress) {
       "integer division by a tensor (a zero divisor must raise as in ATen)");
   // A reduction over an empty dim (eager: identity, nan or an error) stays an ATen call; an
   // empty result of empty operands is generated (nothing to compute).
-  EXPECT_EQ(reason_of(graph({meta({0, 2})}, {node("aten::sum.dim_IntList", {in(0), ints({0})},
-                                                  {meta({2})})})),
+  EXPECT_EQ(reason_of(graph({meta({0, 2})},
+                            {node("aten::sum.dim_IntList", {in(0), ints({0})}, {meta({2})})})),
             "zero-size operand of a non-empty result");
   EXPECT_EQ(reason_of(graph({meta({0, 2})}, {node("aten::relu", {in(0)}, {meta({0, 2})})})), "");
   EXPECT_EQ(reason_of(graph({}, {node("aten::empty.memory_format", {ints({2})}, {meta({2})})})),

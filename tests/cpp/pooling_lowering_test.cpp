@@ -8,75 +8,15 @@
 #include <cmath>
 #include <limits>
 
-#include "inductor/graph_json.h"
-#include "inductor/lower/lower_graph.h"
 #include "ir/ir_text.h"
-#include "ir/verify.h"
 #include "ir_interpreter.h"
+#include "tests/cpp/lowering_test_util.h"
 
 namespace inductor_cpp::inductor {
 namespace {
 
-using nlohmann::json;
+using namespace lowering_test;
 namespace interp = ir::interp;
-
-std::vector<int64_t> contiguous(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> s(sizes.size(), 1);
-  for (size_t k = sizes.size(); k-- > 1;) s[k - 1] = s[k] * sizes[k];
-  return s;
-}
-
-json meta(const std::vector<int64_t>& sizes, const char* dtype = "float32",
-          std::optional<std::vector<int64_t>> strides = std::nullopt) {
-  return json{{"sizes", sizes},
-              {"strides", strides ? *strides : contiguous(sizes)},
-              {"offset", 0},
-              {"dtype", dtype},
-              {"device", "cpu"}};
-}
-json in(int k) {
-  return json{{"in", k}};
-}
-json val(int n, int k = 0) {
-  return json{{"val", {n, k}}};
-}
-json i(int64_t v) {
-  return json{{"int", v}};
-}
-json b(bool v) {
-  return json{{"bool", v}};
-}
-json ints(const std::vector<int64_t>& v) {
-  json l = json::array();
-  for (int64_t x : v) l.push_back(i(x));
-  return json{{"list", l}};
-}
-json node(const char* op, json args, std::vector<json> outputs, json kwargs = json::object()) {
-  return json{{"op", op}, {"args", args}, {"kwargs", kwargs}, {"outputs", outputs}};
-}
-ir::Graph graph(std::vector<json> inputs, std::vector<json> nodes, json outputs) {
-  return graph_from_json(json{{"schema", "inductor_cpp.graph"},
-                              {"version", 1},
-                              {"kind", "inference"},
-                              {"inputs", inputs},
-                              {"constants", json::array()},
-                              {"nodes", nodes},
-                              {"outputs", outputs}});
-}
-
-LoweredGraph lower_all_generated(const ir::Graph& g) {
-  LoweredGraph l = lower_graph(g);
-  ir::verify(l.program);
-  for (const LoweringDecision& d : l.decisions)
-    EXPECT_TRUE(d.generated) << g.nodes[d.node].op << ": " << d.reason;
-  return l;
-}
-
-std::string reason_of(const ir::Graph& g) {
-  const LoweredGraph l = lower_graph(g);
-  ir::verify(l.program);
-  return l.decisions.at(0).reason;
-}
 
 // ---- pooling parameters and ATen's loops, in plain C++ ----
 

@@ -73,7 +73,8 @@ TEST(Schedule, TransposeOrdersLoopsByOutputStrides) {
 // A batch of one does not hide the layout: channels-last [1, C, H, W] (indexed with 0 in dim
 // 0) is one contiguous blocked loop, not channels outside 256-strided gathers.
 TEST(Schedule, ChannelsLastBatchOfOneIsOneContiguousLoop) {
-  const std::string in = program(R"(  buffer %in0: float32[1, 256, 56, 56]{802816, 1, 14336, 256} input 0 cpu
+  const std::string in =
+      program(R"(  buffer %in0: float32[1, 256, 56, 56]{802816, 1, 14336, 256} input 0 cpu
   buffer %in1: float32[1, 256, 56, 56]{802816, 1, 14336, 256} input 1 cpu
   buffer %1: float32[1, 256, 56, 56]{802816, 1, 14336, 256} computed cpu
   compute %1 (node 1) pointwise[1, 256, 56, 56] = maximum(add(load(%in0, [0, i1, i2, i3]), load(%in1, [0, i1, i2, i3])), 0.0:float32)
@@ -120,16 +121,7 @@ TEST(Schedule, SumOverDimZeroVectorizesAcrossOutputs) {
 
 // Layernorm group: both reductions share one loop; results come from registers.
 TEST(Schedule, LayerNormGroupIsOneKernel) {
-  const std::string in = program(R"(  buffer %in0: float32[32, 512]{512, 1} input 0 cpu
-  buffer %1: float32[32]{1} computed cpu
-  buffer %2: float32[32]{1} computed cpu
-  buffer %3: float32[32]{1} computed cpu
-  buffer %4: float32[32, 512]{512, 1} computed cpu
-  compute %1 (node 1) reduce sum[32] over [512] = load(%in0, [i0, r0])
-  compute %2 (node 2) reduce welford_m2[32] over [512] = load(%in0, [i0, r0])
-  compute %3 (node 3) pointwise[32] = rsqrt(add(div(load(%2, [i0]), 512.0:float32), 1e-05:float32))
-  compute %4 (node 4) pointwise[32, 512] = mul(sub(load(%in0, [i0, i1]), div(load(%1, [i0]), 512.0:float32)), load(%3, [i0]))
-  kernel %1, %2, %3, %4
+  const std::string in = program(testing::kLayerNormComputes + R"(  kernel %1, %2, %3, %4
   output %4, %3
 )");
   EXPECT_EQ(scheduled(in), R"(kernel kernel0(%in0: float32 in, %3: float32 out, %4: float32 out) {

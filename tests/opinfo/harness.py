@@ -4,7 +4,8 @@ Why: PyTorch's OpInfo database (`op_db`) holds sample inputs for ~700 operators,
 broadcasting, non-contiguous inputs, scalars, empty tensors, keyword arguments and the odd
 corner cases that hand-written tests miss. Running every sample through torch.compile with our
 backend and comparing against eager is the broadest correctness check we have. The CI slice
-(test_opinfo_slice.py) and the full sweep (sweep.py) both use this module.
+(test_opinfo_slice.py) and the full sweep (sweep.py) both use this module. Samples are copied,
+described and compared by sample_compare.py.
 
 Protocol, per (OpInfo, dtype) pair on CPU (or on CUDA: DEVICE), per sample of
 `op.sample_inputs(DEVICE, dtype, requires_grad=False)`:
@@ -44,7 +45,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import os
 import re
 import time
@@ -57,6 +57,8 @@ import torch.utils._pytree as pytree
 
 import inductor_cpp
 from inductor_cpp import dynamo_backend as _dynamo_backend
+from sample_compare import (Mismatch, alias_map, clone_tree, compare, describe_sample,
+                            drop_outputs, max_error)
 
 RTOL = 1e-4
 ATOL = 1e-5
@@ -258,147 +260,6 @@ class PairResult:
         return "\n".join(lines)
 
 
-# ---- copying and describing samples -----------------------------------------------------------
-
-def _exact_clone(t: torch.Tensor, memo: dict) -> torch.Tensor:
-    """A copy with the same sizes, strides and storage offset over a cloned storage (inputs that
-    share a storage keep sharing one), so views and overlapping strides stay what they were."""
-    if type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
-        return t.clone()
-    if t.layout != torch.strided or t.is_conj() or t.is_neg():
-        return t.clone()
-    storage = t.untyped_storage()
-    key = (storage.data_ptr(), storage.nbytes(), t.device)
-    if key not in memo:
-        memo[key] = storage.clone()
-    out = torch.empty(0, dtype=t.dtype, device=t.device)
-    out.set_(memo[key], t.storage_offset(), t.size(), t.stride())
-    return out
-
-
-def clone_tree(tree: Any) -> Any:
-    memo: dict = {}
-    return pytree.tree_map(lambda x: _exact_clone(x, memo) if isinstance(x, torch.Tensor) else x, tree)
-
-
-_DTYPE_SHORT = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64",
-                torch.int32: "i32", torch.bool: "b8", torch.int16: "i16", torch.int8: "i8",
-                torch.uint8: "u8", torch.float16: "f16", torch.bfloat16: "bf16"}
-
-
-def describe(x: Any, depth: int = 0) -> str:
-    """Compact description of a sample argument: f32[2,3]{strides 1,2}, [..], scalars."""
-    if isinstance(x, torch.Tensor):
-        s = f"{_DTYPE_SHORT.get(x.dtype, str(x.dtype).removeprefix('torch.'))}{list(x.shape)}"
-        if x.layout != torch.strided:
-            return s + f"<{x.layout}>"
-        if x.numel() > 1 and not x.is_contiguous():
-            s += "{strides " + ",".join(map(str, x.stride())) + "}"
-        if x.storage_offset():
-            s += f"@{x.storage_offset()}"
-        if x.dim() == 0 or (x.numel() <= 4 and x.dtype != torch.bool):
-            try:
-                s += "=" + str(x.tolist()).replace(" ", "")
-            except Exception:
-                pass
-        return s
-    if isinstance(x, (list, tuple)):
-        if depth > 2 or len(x) > 12:
-            return f"{type(x).__name__}(len {len(x)})"
-        inner = ",".join(describe(i, depth + 1) for i in x)
-        return f"[{inner}]" if isinstance(x, list) else f"({inner})"
-    if isinstance(x, dict):
-        return "{" + ",".join(f"{k}={describe(v, depth + 1)}" for k, v in x.items()) + "}"
-    if callable(x) and hasattr(x, "__name__"):
-        return x.__name__
-    r = repr(x)
-    return r if len(r) <= 60 else r[:57] + "..."
-
-
-def describe_sample(sample) -> str:
-    parts = [describe(sample.input)] + [describe(a) for a in sample.args]
-    parts += [f"{k}={describe(v)}" for k, v in sample.kwargs.items()]
-    s = "(" + ", ".join(parts) + ")"
-    if getattr(sample, "name", ""):
-        s += f" [{sample.name}]"
-    return s if len(s) <= 400 else s[:397] + "..."
-
-
-# ---- comparing ----------------------------------------------------------------------------------
-
-class Mismatch(AssertionError):
-    pass
-
-
-def _compare(actual: Any, expected: Any, path: str, floating: bool, metadata_only: bool,
-             rtol: float = RTOL, atol: float = ATOL) -> None:
-    if isinstance(expected, torch.Tensor):
-        if not isinstance(actual, torch.Tensor):
-            raise Mismatch(f"{path}: expected a Tensor, got {type(actual).__name__}")
-        if actual.dtype != expected.dtype:
-            raise Mismatch(f"{path}: dtype {actual.dtype} != eager {expected.dtype}")
-        if actual.shape != expected.shape:
-            raise Mismatch(f"{path}: shape {list(actual.shape)} != eager {list(expected.shape)}")
-        if actual.layout != expected.layout:
-            raise Mismatch(f"{path}: layout {actual.layout} != eager {expected.layout}")
-        if metadata_only:
-            return
-        tol = {"rtol": rtol, "atol": atol} if floating else {}
-        try:
-            torch.testing.assert_close(actual, expected, equal_nan=True, check_dtype=True,
-                                       check_device=True, **tol)
-        except AssertionError as e:
-            first = str(e).strip().splitlines()
-            raise Mismatch(f"{path}: values differ: " + " ".join(first[:4])) from None
-        return
-    if isinstance(expected, (tuple, list)) and not isinstance(expected, torch.Size):
-        if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
-            raise Mismatch(f"{path}: expected {type(expected).__name__} of {len(expected)}, got "
-                           f"{describe(actual)}")
-        for i, (a, e) in enumerate(zip(actual, expected)):
-            _compare(a, e, f"{path}[{i}]", floating, metadata_only, rtol, atol)
-        return
-    if isinstance(expected, dict):
-        if not isinstance(actual, dict) or set(actual) != set(expected):
-            raise Mismatch(f"{path}: expected a dict with keys {sorted(expected)}, got "
-                           f"{describe(actual)}")
-        for k in expected:
-            _compare(actual[k], expected[k], f"{path}[{k!r}]", floating, metadata_only, rtol, atol)
-        return
-    if isinstance(expected, float) and isinstance(actual, float):
-        if math.isnan(expected) and math.isnan(actual):
-            return
-        if floating and math.isclose(actual, expected, rel_tol=rtol, abs_tol=atol):
-            return
-    if metadata_only and isinstance(expected, (int, float, bool)):
-        return
-    if type(actual) is not type(expected) and not (isinstance(expected, (int, float))
-                                                   and isinstance(actual, (int, float))):
-        raise Mismatch(f"{path}: {type(actual).__name__} {actual!r} != eager "
-                       f"{type(expected).__name__} {expected!r}")
-    if actual != expected:
-        raise Mismatch(f"{path}: {actual!r} != eager {expected!r}")
-
-
-def _drop_outputs(outputs: Any, skip: Iterable[int]) -> Any:
-    """The outputs without those at the positions in `skip` (uninitialized ones)."""
-    if not skip or not isinstance(outputs, (tuple, list)):
-        return outputs
-    return [x for i, x in enumerate(outputs) if i not in skip]
-
-
-def _max_error(x: torch.Tensor, ref: torch.Tensor) -> float | None:
-    """The largest |x - ref| where ref is finite; None when the non-finite values differ."""
-    x, ref = x.double(), ref.double()
-    finite = torch.isfinite(ref)
-    if not torch.equal(x[~finite].nan_to_num(nan=0.5), ref[~finite].nan_to_num(nan=0.5)):
-        return None
-    if not finite.any():
-        return 0.0
-    diff = (x[finite] - ref[finite]).abs()
-    return float(diff.max()) if not diff.isnan().any() else math.inf
-
-
 def _fp64_second_chance(fn, sample, actual: Any, expected: Any, skip: Iterable[int],
                         atol: float) -> str:
     """The float64 second chance (module docstring): "" when it fails, else what it compared.
@@ -408,7 +269,7 @@ def _fp64_second_chance(fn, sample, actual: Any, expected: Any, skip: Iterable[i
 
     try:
         inputs64 = pytree.tree_map(to64, clone_tree((sample.input, sample.args, sample.kwargs)))
-        outputs64 = _drop_outputs(fn(inputs64[0], *inputs64[1], **inputs64[2]), skip)
+        outputs64 = drop_outputs(fn(inputs64[0], *inputs64[1], **inputs64[2]), skip)
     except Exception:
         return ""
     leaves = [pytree.tree_leaves(t) for t in (actual, expected, (outputs64, inputs64))]
@@ -421,30 +282,12 @@ def _fp64_second_chance(fn, sample, actual: Any, expected: Any, skip: Iterable[i
         if not (isinstance(a, torch.Tensor) and isinstance(r, torch.Tensor)) or \
                 a.shape != e.shape or r.shape != e.shape:
             return ""
-        err, eager_err = _max_error(a, r), _max_error(e, r)
+        err, eager_err = max_error(a, r), max_error(e, r)
         if err is None or eager_err is None or err > max(FP64_ERROR_FACTOR * eager_err, atol):
             return ""
         worst, worst_eager = max(worst, err), max(worst_eager, eager_err)
     return f"error against float64 {worst:.3g}, eager's {worst_eager:.3g}"
 
-
-def _storages(tree: Any) -> list[int | None]:
-    out = []
-    for x in pytree.tree_leaves(tree):
-        if isinstance(x, torch.Tensor) and x.layout == torch.strided and x.untyped_storage().nbytes():
-            out.append(x.untyped_storage().data_ptr())
-        else:
-            out.append(None)
-    return out
-
-
-def _alias_map(inputs: Any, outputs: Any) -> list[int | None]:
-    """For each output leaf, the index of the input leaf whose storage it shares (or None)."""
-    ins = _storages(inputs)
-    result = []
-    for ptr in _storages(outputs):
-        result.append(ins.index(ptr) if ptr is not None and ptr in ins else None)
-    return result
 
 
 # ---- running --------------------------------------------------------------------------------
@@ -545,10 +388,11 @@ def run_sample(op, sample, index: int, dtype: str, symbolic: bool = False) -> Sa
             if skip and isinstance(expected, (tuple, list)):
                 for i in skip:
                     if i < len(expected) and i < len(actual):
-                        _compare(actual[i], expected[i], f"output[{i}]", floating, True)
-                actual, expected = _drop_outputs(actual, skip), _drop_outputs(expected, skip)
-            _compare(actual, expected, "output", floating, metadata_only, rtol, atol)
-            _compare(compiled_inputs, eager_inputs, "input (after the call)", floating,
+                        compare(actual[i], expected[i], f"output[{i}]", floating, True, RTOL,
+                                ATOL)
+                actual, expected = drop_outputs(actual, skip), drop_outputs(expected, skip)
+            compare(actual, expected, "output", floating, metadata_only, rtol, atol)
+            compare(compiled_inputs, eager_inputs, "input (after the call)", floating,
                      metadata_only, rtol, atol)
         except Mismatch as e:
             verdict = None
@@ -565,8 +409,8 @@ def run_sample(op, sample, index: int, dtype: str, symbolic: bool = False) -> Sa
             result.status, result.error = "fail", "comparison raised " + _short_error(e)
     if result.status == "pass" and not metadata_only:
         try:
-            eager_alias = _alias_map(eager_inputs, expected)
-            compiled_alias = _alias_map(compiled_inputs, actual)
+            eager_alias = alias_map(eager_inputs, expected)
+            compiled_alias = alias_map(compiled_inputs, actual)
             if eager_alias != compiled_alias:
                 result.notes.append(f"aliasing differs: output->input leaf eager {eager_alias}, "
                                     f"compiled {compiled_alias}")
