@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from inductor_cpp import _C
-from inductor_cpp.bench import matrix
+from inductor_cpp.bench import matrix, matrix_cases
 
 
 def _run_bench(tmp_path, *argv: str) -> subprocess.CompletedProcess:
@@ -144,3 +144,13 @@ def test_float32_library_binding_matches_torch():
         _C.matrix.gemm_f32(a, b[:, :40], 1, packed=_C.matrix.pack_b_f32(b))
     with pytest.raises(ValueError, match="float32"):
         _C.matrix.gemm_f32(a.double(), b, 1)
+
+
+def test_shapes_replace_the_groups():
+    cases = matrix_cases.shape_cases("8x16x32, L4x8x16,r2x4x8", threads=1)
+    assert [(c.group, c.name) for c in cases] == [
+        ("shapes", "mm 8x16x32"), ("shapes", "Linear 4x8x16"), ("shapes", "relu(addmm) 2x4x8")]
+    work = cases[1].make()
+    assert work.flops == 2.0 * 4 * 8 * 16 and work.inputs[0].shape == (4, 16)
+    with pytest.raises(SystemExit, match="bad shape"):
+        matrix_cases.shape_cases("8x16", threads=1)

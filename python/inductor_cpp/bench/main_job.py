@@ -20,9 +20,7 @@ import argparse
 import copy
 import gc
 import itertools
-import os
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -459,13 +457,6 @@ def print_report(workloads: list[Workload], info: dict[str, Any], args: argparse
 
 # ------------------------------------------------------------------------------------ main
 
-def _use_cold_caches() -> tempfile.TemporaryDirectory:
-    tmp = tempfile.TemporaryDirectory(prefix="inductor_cpp_bench_")
-    os.environ["INDUCTOR_CPP_CACHE_DIR"] = os.path.join(tmp.name, "inductor_cpp")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp.name, "torchinductor")
-    return tmp
-
-
 def _validate(args: argparse.Namespace) -> None:
     for name in ("iters", "batch", "mlp_batch"):
         if getattr(args, name) < 1:
@@ -478,7 +469,7 @@ def _validate(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _validate(args)
-    cold = _use_cold_caches() if args.cold_cache else None
+    cold = timing.use_cold_caches("inductor_cpp_bench_") if args.cold_cache else None
     timing.set_threads(args.threads)
     import inductor_cpp  # noqa: F401  (fail early if the package is broken)
 

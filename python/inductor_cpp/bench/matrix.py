@@ -33,6 +33,10 @@ Eager torch.mm/addmm/conv vs stock torch.compile(backend="inductor") vs ours
           batch 8 x seq 128; plain Linear/SDPA/LayerNorm/GELU layers), eval, no_grad; ours
           with matrix_kernels off and on
 
+--shapes replaces the groups with products of given shapes (mm, Linear or relu(addmm), e.g.
+`--shapes 4096x4096x4096,L8x768x768,R1024x1024x1024`): with `bench ab`, GEMM tuning knobs
+(blocking, few rows, streamed plain B) as same-process ratios to eager.
+
 gemm, addmm and small also time "library": our float32 GEMM called directly, without Dynamo or
 a plan, with B packed once as a compiled graph's packed-weight cache keeps it (a one-row product
 reads B in place, as there): the kernels' speed apart from torch.compile's per-call cost.
@@ -399,14 +403,9 @@ def peak_warnings(cases: list[Case], peaks: dict[str, float | None]) -> list[str
 
 def print_report(cases: list[Case], info: dict[str, Any], peaks: dict[str, float | None],
                  features: dict[str, Any], measured: dict[str, dict[str, float | None]]) -> None:
-    def load_text(load: float | None) -> str:
-        return "-" if load is None else f"{load:.2f}"
-
-    print(f"\ninductor_cpp matrix benchmark: torch {info['torch']}, {info['threads']} thread(s) "
-          f"of {info['cpu_count']} CPU(s), load average (1 min) "
-          f"{load_text(info['load_average_1m'])} before, {load_text(timing.load_average())} "
-          f"after (the run's own threads count too; more than that: other work shares the "
-          f"cores and the numbers are indicative)")
+    print(timing.report_header("matrix benchmark", info, "",
+                               "the run's own threads count too; more than that: other work "
+                               "shares the cores and the numbers are indicative"))
     print(f"CPU matrix features: {features.get('describe')}")
     def peak_text(kind: str, missing: str) -> str:
         if peaks.get(kind) is None:
@@ -445,6 +444,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="torch intra-op threads (default: torch.get_num_threads())")
     p.add_argument("--rows", default=",".join(GROUPS), metavar="GROUP,GROUP",
                    help=f"groups to run, of: {','.join(GROUPS)}")
+    p.add_argument("--shapes", default=None, metavar="[L|R]MxNxK,...",
+                   help="run these products instead of the groups: MxNxK torch.mm, LMxNxK "
+                        "nn.Linear(K, N) on M rows, RMxNxK relu(addmm(bias, x, b))")
     p.add_argument("--iters", type=int, default=None,
                    help="timed rounds for every case (default per case: 15; 4096^3 and conv "
                         "batch 32: 4; models: 5; amx: 10)")
