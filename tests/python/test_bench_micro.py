@@ -62,9 +62,11 @@ def test_micro_runs_and_reports(tmp_path):
     # the probe result was cached, and a second run reuses it
     cached = tmp_path / "machine"
     assert len(list(cached.glob("*-1.json"))) == 1
-    again = _run_bench(tmp_path, "machine", "--probe-mib", "4", "--threads", "1")
+    again = _run_bench(tmp_path, "machine", "--probe-mib", "4", "--threads", "1", "--json",
+                       str(tmp_path / "machine.json"))
     assert again.returncode == 0, again.stdout + again.stderr
     assert "machine limits from" in again.stdout
+    assert json.loads((tmp_path / "machine.json").read_text())["threads"] == 1
 
 
 def test_unknown_workload_is_rejected(tmp_path):

@@ -32,20 +32,23 @@ def test_results_go_to_bench_results_by_default(monkeypatch, tmp_path):
     assert bench_main.default_json_path("micro", 3) == str(expected)
 
 
-def test_zoo_checks_eval_and_training(monkeypatch, tmp_path):
+def test_zoo_checks_eval_and_writes_default_results(monkeypatch, tmp_path):
     monkeypatch.setattr(bench_main, "repo_root", lambda: str(tmp_path))
     monkeypatch.setattr(zoo, "build_zoo_model", lambda name, image: TinyNet())
-    rc = bench_main.main(["zoo", "tiny", "--image", "8", "--train", "--train-image", "8",
-                          "--threads", "1"])
+    rc = bench_main.main(["zoo", "tiny", "--image", "8", "--threads", "1"])
     assert rc == 0
     (path,) = (tmp_path / "bench" / "results").glob("zoo-*-1t.json")  # the default path
     data = json.loads(path.read_text())
     assert data["ok"]
     (model,) = data["models"]
     assert [c["check"] for c in model["checks"]] == [
-        "eval cl=0 b2", "eval cl=0 b3", "train cl=0", "eval cl=1 b2", "eval cl=1 b3",
-        "train cl=1"]
+        "eval cl=0 b2", "eval cl=0 b3", "eval cl=1 b2", "eval cl=1 b3"]
     assert all(c["ok"] for c in model["checks"])
+
+
+def test_zoo_checks_training_gradients_against_float64():
+    check = zoo.check_train(TinyNet(), image=8, channels_last=True)
+    assert check["ok"] and check["grads"] == 6 and check["check"] == "train cl=1"
 
 
 def test_zoo_reports_a_model_that_raises(monkeypatch):

@@ -1,6 +1,6 @@
-"""The cases of `python -m inductor_cpp.bench matrix` (matrix.py runs and reports them): what
-each workload computes, its inputs, FLOP count and the variants it is compiled with. Split
-from the runner so each file reads on its own.
+"""The cases of `python -m inductor_cpp.bench matrix` (matrix.py runs them, matrix_report.py
+reports them): what each workload computes, its inputs, FLOP count and the variants it is
+compiled with. Split from the runner so each file reads on its own.
 """
 
 from __future__ import annotations
