@@ -80,6 +80,7 @@ def test_rounds_alternate_and_medians_compare_with_the_first(monkeypatch, tmp_pa
     assert row["IC_AB_KNOB=fast"]["vs_first"] == pytest.approx(2.04 / 1.03)
     text = ab.table(summary, labels)
     assert "[1] IC_AB_KNOB=fast" in text and "2.04" in text and "(1.98x)" in text
+    assert ab.short_name("cases[sum0 cache].variants.eager.timing.median_s") == "cases[sum0 cache] eager"
 
 
 def test_two_settings_of_a_real_subcommand(tmp_path):

@@ -187,6 +187,14 @@ def summarize(samples: dict[str, dict[str, list[float]]],
     return out
 
 
+def short_name(path: str) -> str:
+    """A timing's path for the table: "cases[sum0 cache].variants.eager.timing.median_s" ->
+    "cases[sum0 cache] eager" (the JSON keeps the whole path)."""
+    for unit in (".timing.median_s", ".timing.median_ms", ".median_s", ".median_ms"):
+        path = path.replace(unit, "")
+    return path.replace(".variants.", " ")
+
+
 def table(summary: dict[str, dict[str, Any]], labels: list[str]) -> str:
     headers = ["timing (ms)"] + [f"[{i}]" for i in range(len(labels))]
     rows = []
@@ -199,7 +207,7 @@ def table(summary: dict[str, dict[str, Any]], labels: list[str]) -> str:
                 continue
             ratio = "" if i == 0 else f" ({timing.format_ratio(entry['vs_first'])})"
             cells.append(f"{entry['median_ms']:.4g}{ratio}")
-        rows.append([path] + cells)
+        rows.append([short_name(path)] + cells)
     legend = "\n".join(f"[{i}] {label}" for i, label in enumerate(labels))
     return (f"{legend}\nmedian over rounds; (x): setting [0]'s time / this one's (>1: faster)\n"
             + timing.format_table(headers, rows))
