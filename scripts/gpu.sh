@@ -14,16 +14,20 @@
 #                                (CPU_TESTS: files and -k; the dev machine may lack AVX-512)
 #   bash scripts/gpu.sh ctest    C++ tests of the matrix kernels and the CPU emitter, whose
 #                                AVX-512 variants the dev machine may skip (carried GoogleTest)
-#   bash scripts/gpu.sh sweep    GEMM blocking settings as ratios to torch.mm on the host's CPU
-#                                (scripts/matrix_sweep.py; SWEEP_ARGS: its shapes and settings)
+#   bash scripts/gpu.sh sweep    GEMM knob settings (blocking, ...) as ratios to torch.mm on the
+#                                host's CPU, one process per setting: `bench ab -- matrix --shapes`
+#                                (SWEEP_ARGS: ab's settings, e.g. "--env default --env
+#                                INDUCTOR_CPP_MATRIX_BLOCKING=14,32,256,112,1024"; SWEEP_SHAPES)
 #   bash scripts/gpu.sh tune     launch-shape variants of our GPU kernels (option gpu_tuning) vs
 #                                stock, several processes (TUNE_VARIANTS, TUNE_ONLY, TUNE_REPEATS)
 #   bash scripts/gpu.sh diag     the transformer encoder's training step, every compiled graph
 #                                (forward, backward) checked against its ATen graph run eagerly
 #                                on the same inputs: the worst outputs per graph, with the node
 #                                that produces them (finds a kernel that computes wrong values)
-#   bash scripts/gpu.sh probe    one of scripts/debug/*.py on the host with the built package
-#                                (PROBE="script.py args..."; output in probe.txt)
+#   bash scripts/gpu.sh probe    any bench subcommand on the host with the built package
+#                                (PROBE="train --only resnet18 --profile 20 --threads 16": the
+#                                words after `python -m inductor_cpp.bench`; output in probe.txt,
+#                                its JSON results copied to $OUT)
 #   bash scripts/gpu.sh all      all of the above (longer than one call allows: prefer stages)
 #
 # Every stage builds first (incremental: seconds when the machine still holds build/gpu).
@@ -41,7 +45,7 @@ mkdir -p "$OUT"
 export CXX=${GPU_CXX:-/usr/bin/g++} CC=${GPU_CC:-/usr/bin/gcc}
 
 # Few files come back from a device call, so $OUT gets only: summary.txt (this log),
-# test_gpu.txt, bench_gpu.txt/.json, opinfo_cuda.txt/.json, matrix_cpu.txt/.json, sweep_cpu.txt, tune_gpu.txt, diag_gpu.txt, probe.txt. Build logs stay in
+# test_gpu.txt, bench_gpu.txt/.json, opinfo_cuda.txt/.json, matrix_cpu.txt/.json, sweep_cpu.txt/.json, tune_gpu.txt, diag_gpu.txt, probe.txt (+ its JSON). Build logs stay in
 # $BUILD. (Run at most about six of these per call: e.g. "build test bench diag".)
 log() { echo "[gpu.sh $(date +%H:%M:%S)] $*" | tee -a "$OUT/summary.txt" >&2; }
 
@@ -206,9 +210,12 @@ stage_ctest() {
 
 stage_sweep() {
   setup_carry
-  log "GEMM blocking sweep (scripts/matrix_sweep.py), ${MATRIX_THREADS:-16} threads"
-  (cd "$ROOT" && timeout "${SWEEP_SECONDS:-420}" "$PY" scripts/matrix_sweep.py \
-    --threads "${MATRIX_THREADS:-16}" ${SWEEP_ARGS:-default} >"$OUT/sweep_cpu.txt" 2>&1)
+  log "GEMM knob sweep (bench ab -- matrix --shapes), ${MATRIX_THREADS:-16} threads"
+  # shellcheck disable=SC2086  # SWEEP_ARGS holds several arguments (settings have no spaces)
+  (cd "$ROOT" && timeout "${SWEEP_SECONDS:-420}" "$PY" -m inductor_cpp.bench ab \
+    ${SWEEP_ARGS:---env default} --json "$OUT/sweep_cpu.json" -- matrix --no-stock \
+    --threads "${MATRIX_THREADS:-16}" --shapes "${SWEEP_SHAPES:-1024x1024x1024,4096x4096x4096}" \
+    >"$OUT/sweep_cpu.txt" 2>&1)
   cat "$OUT/sweep_cpu.txt"
 }
 
@@ -304,10 +311,14 @@ PYDIAG
 
 stage_probe() {
   setup_carry
-  log "probe: ${PROBE:-}"
-  # shellcheck disable=SC2086  # PROBE is a script name and its arguments
-  (cd "$ROOT" && timeout "${PROBE_SECONDS:-300}" "$PY" scripts/debug/${PROBE:?set PROBE} \
+  log "probe: bench ${PROBE:-}"
+  local marker=$BUILD.probe.start
+  touch "$marker"
+  # shellcheck disable=SC2086  # PROBE is a subcommand and its arguments
+  (cd "$ROOT" && timeout "${PROBE_SECONDS:-300}" "$PY" -m inductor_cpp.bench ${PROBE:?set PROBE} \
      >>"$OUT/probe.txt" 2>&1)
+  # its results (bench/results/, the bench's default) come back with $OUT
+  find "$ROOT/bench/results" -name "*.json" -newer "$marker" -exec cp {} "$OUT/" \; 2>/dev/null
   tail -60 "$OUT/probe.txt"
 }
 

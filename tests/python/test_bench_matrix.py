@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from inductor_cpp import _C
-from inductor_cpp.bench import matrix
+from inductor_cpp.bench import matrix, matrix_cases, matrix_report
 
 
 def _run_bench(tmp_path, *argv: str) -> subprocess.CompletedProcess:
@@ -53,7 +53,7 @@ def test_smoke_run_produces_checked_rows(tmp_path):
         if case["group"] == "conv_bwd":  # each gradient on our convolution backward
             assert variants[matrix.OURS]["path"] == "lib 1/1", (case["name"], variants[matrix.OURS]["path"])
             if hasattr(getattr(_C, "matrix", None), "conv2d_backward_f32"):
-                assert matrix.LIBRARY in variants, case["name"]
+                assert matrix_cases.LIBRARY in variants, case["name"]
         if case["group"] == "tile":  # the consumer inside the GEMM, and as its own kernel
             assert variants[matrix.OURS]["path"] == "lib 1/1", case["name"]
             assert variants[matrix.TILE_OFF]["path"] == "lib 1/1", case["name"]
@@ -63,7 +63,7 @@ def test_smoke_run_produces_checked_rows(tmp_path):
             assert variants[matrix.OURS]["path"] == "lib 1/1", case["name"]
         elif case["group"] == "amx" or (case["group"] in ("gemm", "addmm", "small")
                                         and hasattr(getattr(_C, "matrix", None), "gemm_f32")):
-            assert matrix.LIBRARY in variants, case["name"]  # checked against eager above
+            assert matrix_cases.LIBRARY in variants, case["name"]  # checked against eager above
     names = [c["name"] for c in cases]
     assert "Linear 8x24x40" in names and "mm 1x24x40" in names
     assert any(n.startswith("conv b2 ") and n.endswith("+b+res+relu") for n in names)
@@ -119,8 +119,8 @@ def test_rows_faster_than_the_peak_are_flagged():
     case = matrix.Case("gemm", "mm 64^3", lambda: None, (1, 0))
     case.flops = 2e9  # 2 GFLOP in 10 ms: 200 GFLOP/s
     case.results[matrix.EAGER] = {"timing": matrix.timing.summarize([0.01])}
-    assert matrix.peak_warnings([case], {"fma": 1000.0, "amx": None}) == []
-    (warning,) = matrix.peak_warnings([case], {"fma": 100.0, "amx": None})
+    assert matrix_report.peak_warnings([case], {"fma": 1000.0, "amx": None}) == []
+    (warning,) = matrix_report.peak_warnings([case], {"fma": 100.0, "amx": None})
     assert "200% of the FMA peak" in warning and "--fma-peak" in warning
 
 
@@ -144,3 +144,13 @@ def test_float32_library_binding_matches_torch():
         _C.matrix.gemm_f32(a, b[:, :40], 1, packed=_C.matrix.pack_b_f32(b))
     with pytest.raises(ValueError, match="float32"):
         _C.matrix.gemm_f32(a.double(), b, 1)
+
+
+def test_shapes_replace_the_groups():
+    cases = matrix_cases.shape_cases("8x16x32, L4x8x16,r2x4x8", threads=1)
+    assert [(c.group, c.name) for c in cases] == [
+        ("shapes", "mm 8x16x32"), ("shapes", "Linear 4x8x16"), ("shapes", "relu(addmm) 2x4x8")]
+    work = cases[1].make()
+    assert work.flops == 2.0 * 4 * 8 * 16 and work.inputs[0].shape == (4, 16)
+    with pytest.raises(SystemExit, match="bad shape"):
+        matrix_cases.shape_cases("8x16", threads=1)

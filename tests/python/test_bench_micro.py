@@ -4,6 +4,7 @@ machine is shared); the real numbers come from running the command by hand (docs
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -61,9 +62,11 @@ def test_micro_runs_and_reports(tmp_path):
     # the probe result was cached, and a second run reuses it
     cached = tmp_path / "machine"
     assert len(list(cached.glob("*-1.json"))) == 1
-    again = _run_bench(tmp_path, "machine", "--probe-mib", "4", "--threads", "1")
+    again = _run_bench(tmp_path, "machine", "--probe-mib", "4", "--threads", "1", "--json",
+                       str(tmp_path / "machine.json"))
     assert again.returncode == 0, again.stdout + again.stderr
     assert "machine limits from" in again.stdout
+    assert json.loads((tmp_path / "machine.json").read_text())["threads"] == 1
 
 
 def test_unknown_workload_is_rejected(tmp_path):
@@ -74,9 +77,21 @@ def test_unknown_workload_is_rejected(tmp_path):
 
 def test_size_too_big_for_memory_is_skipped_not_fatal(tmp_path):
     proc = _run_bench(tmp_path, "micro", "--size", "dram", "--only", "sum0", "--no-stock",
-                      "--dram-shape", "1000000x1000000", "--probe-mib", "4")
+                      "--dram-shape", "1000000x1000000", "--probe-mib", "4",
+                      "--json", str(tmp_path / "micro.json"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "skipped: needs" in proc.stdout
+
+
+def test_single_ops_run_only_when_named():
+    everything = micro._selected(argparse.Namespace(only=None))
+    assert "pointwise" in {s.name for s in everything}
+    assert not set(micro.UNARY_OPS) & {s.name for s in everything}
+    assert [s.name for s in micro._selected(argparse.Namespace(only="erf,gelu_tanh"))] == [
+        "erf", "gelu_tanh"]
+    fn, (x,) = micro.WORKLOADS["gelu_tanh"].make((4, 8), None)
+    assert x.shape == (32,)
+    torch.testing.assert_close(fn(x), torch.nn.functional.gelu(x, approximate="tanh"))
 
 
 def test_compare_catches_wrong_values_and_shapes():

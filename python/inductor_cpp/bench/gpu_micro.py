@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import statistics
 import sys
 from collections.abc import Callable
@@ -34,6 +33,7 @@ from typing import Any
 
 import torch
 
+from . import timing
 from .micro import layer_norm, pointwise_chain, softmax_last, sum_first, sum_last
 
 HELP = "GPU micro suite (CUDA): eager vs stock Inductor vs inductor_cpp, GB/s vs copy bandwidth"
@@ -53,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--batch", type=int, default=64, help="resnet18 batch")
-    p.add_argument("--json", default="", help="write the results here")
+    p.add_argument("--json", metavar="PATH", default=None, help="write the results here")
     p.add_argument("--back-to-back", type=int, default=10, metavar="K",
                    help="also time K calls in a row between two events (per call: K-th of the "
                         "interval; the host work of a call then overlaps the GPU work of the one "
@@ -270,18 +270,8 @@ def run(args: argparse.Namespace) -> int:
     print_back_to_back(results)
     print_profiles(results)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
+        timing.write_json(args.json, results)
     bad = [c["workload"] for c in results["cases"]
            if c["errors"].get("inductor_cpp") or c["correct"].get("inductor_cpp") is False]
     return 1 if bad else 0
 
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=HELP)
-    add_arguments(p)
-    return run(p.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -267,11 +267,10 @@ def table(results: list[KernelResult]) -> str:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", help="cache key (or a unique prefix, 6+ hex digits), or a debug "
                                   "directory (INDUCTOR_CPP_DEBUG_DIR or one graph's subdirectory)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="threads for the kernels and torch (default: torch.get_num_threads())")
-    p.add_argument("--iters", type=int, default=50, help="timed calls per kernel")
-    p.add_argument("--warmup", type=int, default=5, help="untimed calls per kernel first")
-    p.add_argument("--seed", type=int, default=0)
+    timing.add_timing_arguments(p, 50, 5, "timed calls per kernel",
+                                "untimed calls per kernel first",
+                                "threads for the kernels and torch (default: "
+                                "torch.get_num_threads())")
     p.add_argument("--no-limits", action="store_true",
                    help="do not rate against the machine's limits (skips the probe)")
     machine.add_probe_arguments(p)

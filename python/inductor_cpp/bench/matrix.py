@@ -33,6 +33,10 @@ Eager torch.mm/addmm/conv vs stock torch.compile(backend="inductor") vs ours
           batch 8 x seq 128; plain Linear/SDPA/LayerNorm/GELU layers), eval, no_grad; ours
           with matrix_kernels off and on
 
+--shapes replaces the groups with products of given shapes (mm, Linear or relu(addmm), e.g.
+`--shapes 4096x4096x4096,L8x768x768,R1024x1024x1024`): with `bench ab`, GEMM tuning knobs
+(blocking, few rows, streamed plain B) as same-process ratios to eager.
+
 gemm, addmm and small also time "library": our float32 GEMM called directly, without Dynamo or
 a plan, with B packed once as a compiled graph's packed-weight cache keeps it (a one-row product
 reads B in place, as there): the kernels' speed apart from torch.compile's per-call cost.
@@ -68,8 +72,9 @@ from typing import Any
 import torch
 
 from . import timing
-from .matrix_cases import (EAGER, FLOOR, LIBRARY, OURS, OURS_OFF, STOCK, TILE_OFF, Case, Workload,
+from .matrix_cases import (EAGER, FLOOR, OURS, OURS_OFF, STOCK, TILE_OFF, Case, Workload,
                            build_cases)
+from .matrix_report import best_peaks, geomeans, measure_peaks, print_report
 from .micro import _count_flops
 from .micro_checks import compare, fp64_verdict, reference64
 
@@ -80,13 +85,10 @@ SAMPLE_TARGET_S = 0.005  # one timing sample: a batch of calls lasting about thi
 MAX_CALLS_PER_SAMPLE = 200
 MODEL_TOL = 1e-3  # resnet18 / transformer: rtol and atol, as the micro suite's resnet18
 BF16_MODEL_TOL = 5e-2  # bf16 encoder: rtol and atol / max|eager| (8-bit roundings, 4 layers)
-PEAK_REPS = 30  # short peak-loop runs; the best counts (see measure_peaks)
 
 
 def log(message: str) -> None:
     print(f"[matrix] {message}", file=sys.stderr, flush=True)
-
-
 
 
 # ----------------------------------------------------------------------------- running
@@ -306,138 +308,6 @@ def variant_ok(result: dict[str, Any]) -> bool:
     return result.get("error") is None and (result.get("check") or {"ok": True})["ok"]
 
 
-# ---------------------------------------------------------------------------- reporting
-
-def _check_cell(result: dict[str, Any]) -> str:
-    if result.get("error"):
-        return f"ERROR {result['error'][:60]}"
-    check = result.get("check")
-    if check is None:
-        return "reference"
-    if check["ok"]:
-        return "PASS~fp64" if check.get("passed_by") == "fp64" else "PASS"
-    return f"FAIL (max err {check.get('max_abs_err') or 0:.2g}, {check['criterion']})"
-
-
-def results_table(cases: list[Case], peaks: dict[str, float | None]) -> str:
-    headers = ["group", "case", "variant", "median ms", "GFLOP/s", "% peak", "% rnd peak", "x eager",
-               "x stock", "first call s", "path", "check"]
-    rows = []
-    for case in cases:
-        if case.skipped:
-            rows.append([case.group, case.name, "-"] + [""] * 8 + [f"skipped: {case.skipped}"])
-            continue
-        for name, r in case.results.items():
-            rate, peak = case.gflops(name), peaks.get(case.peak)
-            share = f"{100 * rate / peak:.0f}%" if rate and peak else "-"
-            paired = case.paired_peak_share(name)
-            median = case.median_s(name)
-            rows.append([case.group, case.name, name,
-                         "-" if median is None else f"{median * 1e3:.4g}",
-                         "-" if rate is None else f"{rate:.1f}", share,
-                         "-" if paired is None else f"{100 * paired:.0f}%",
-                         timing.format_ratio(case.ratio(EAGER, name)),
-                         timing.format_ratio(case.ratio(STOCK, name)),
-                         timing.format_s(r.get("first_call_s")), r.get("path", "-"),
-                         _check_cell(r)])
-    return timing.format_table(headers, rows)
-
-
-def geomeans(cases: list[Case]) -> dict[str, dict[str, float | None]]:
-    """Per group, the geometric mean over cases of each variant's speed-up over eager."""
-    out: dict[str, dict[str, float | None]] = {}
-    for group in dict.fromkeys(c.group for c in cases):
-        out[group] = {}
-        for name in (STOCK, OURS, OURS_OFF, TILE_OFF, LIBRARY, FLOOR):
-            ratios = [r for c in cases if c.group == group for r in [c.ratio(EAGER, name)] if r]
-            if ratios:
-                out[group][name] = math.exp(sum(map(math.log, ratios)) / len(ratios))
-    return out
-
-
-def measure_peaks(threads: int) -> tuple[dict[str, float | None], dict[str, Any]]:
-    """FMA (and AMX where usable) peaks at `threads` threads from _C.matrix, and the CPU's
-    matrix features; None where they cannot be measured (an older _C without the bindings).
-    Each peak is the best of PEAK_REPS short runs (~15-20 ms each): on a shared machine the
-    best run is the one that had the cores to itself, which is what a peak means."""
-    from .. import _C
-
-    if not hasattr(_C, "matrix"):
-        log("this inductor_cpp._C has no matrix bindings: % peak is not shown")
-        return ({"fma": None, "amx": None},
-                {"describe": "unknown (no _C.matrix)", "amx_usable": False})
-    features = dict(_C.matrix.cpu_features())
-    peaks: dict[str, float | None] = {
-        "fma": _C.matrix.fma_peak_gflops(threads, iterations=4_000_000, reps=PEAK_REPS),
-        "amx": None}
-    if features["amx_usable"]:
-        peaks["amx"] = _C.matrix.amx_peak_gflops(threads, iterations=1_000_000, reps=PEAK_REPS)
-    return peaks, features
-
-
-def best_peaks(before: dict[str, float | None],
-               after: dict[str, float | None]) -> dict[str, float | None]:
-    """The larger of two measurements of each peak (None stays None)."""
-    return {k: max((v for v in (before[k], after.get(k)) if v is not None), default=None)
-            for k in before}
-
-
-def peak_warnings(cases: list[Case], peaks: dict[str, float | None]) -> list[str]:
-    """Rows faster than the measured peak: the peak loop was disturbed (seen on a VM whose
-    16-thread peak measured half of its usual value twice in one process)."""
-    out = []
-    for case in cases:
-        peak = peaks.get(case.peak)
-        for name in case.results:
-            rate = case.gflops(name)
-            if peak and rate and rate > 1.02 * peak:
-                out.append(f"{case.name} / {name} ran at {100 * rate / peak:.0f}% of the "
-                           f"{case.peak.upper()} peak: the peak is too low (a disturbed "
-                           f"measurement: run again, or give --{case.peak}-peak)")
-    return out
-
-
-def print_report(cases: list[Case], info: dict[str, Any], peaks: dict[str, float | None],
-                 features: dict[str, Any], measured: dict[str, dict[str, float | None]]) -> None:
-    def load_text(load: float | None) -> str:
-        return "-" if load is None else f"{load:.2f}"
-
-    print(f"\ninductor_cpp matrix benchmark: torch {info['torch']}, {info['threads']} thread(s) "
-          f"of {info['cpu_count']} CPU(s), load average (1 min) "
-          f"{load_text(info['load_average_1m'])} before, {load_text(timing.load_average())} "
-          f"after (the run's own threads count too; more than that: other work shares the "
-          f"cores and the numbers are indicative)")
-    print(f"CPU matrix features: {features.get('describe')}")
-    def peak_text(kind: str, missing: str) -> str:
-        if peaks.get(kind) is None:
-            return missing
-        before, after = measured["before"][kind], measured["after"][kind]
-        if before is None or after is None:
-            return f"{peaks[kind]:.1f} GFLOP/s (given)"
-        given = "" if peaks[kind] == max(before, after) else "given; measured "
-        return f"{peaks[kind]:.1f} GFLOP/s ({given}before {before:.1f}, after {after:.1f})"
-
-    print(f"FMA peak (register-only JIT loop, best of {PEAK_REPS} short runs, the larger of "
-          f"before and after the cases): {peak_text('fma', 'unavailable')}; AMX bf16 peak: "
-          f"{peak_text('amx', 'not usable here')}")
-    print(f"variants: {EAGER}; {STOCK} = torch.compile(backend='inductor'); {OURS} / {OURS_OFF} "
-          f"= backend='inductor_cpp' with matrix_kernels on / off ({TILE_OFF}: on, without tile "
-          "epilogues); library = our GEMM called "
-          "directly, without Dynamo (_C.matrix.gemm_f32 with B packed once, gemm_bf16); compile floor (small shapes) = torch.compile(backend='eager'), Dynamo's "
-          "per-call cost with no compiler. median of interleaved rounds; path: matmul/conv steps "
-          "on our library")
-    print()
-    print(results_table(cases, peaks))
-    for warning in peak_warnings(cases, peaks):
-        print(f"warning: {warning}")
-    print()
-    for group, means in geomeans(cases).items():
-        if not means:
-            continue
-        cells = ", ".join(f"{k} {timing.format_ratio(v)}" for k, v in means.items())
-        print(f"geomean x vs eager [{group}]: {cells}")
-
-
 # ------------------------------------------------------------------------------- command
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -445,6 +315,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="torch intra-op threads (default: torch.get_num_threads())")
     p.add_argument("--rows", default=",".join(GROUPS), metavar="GROUP,GROUP",
                    help=f"groups to run, of: {','.join(GROUPS)}")
+    p.add_argument("--shapes", default=None, metavar="[L|R]MxNxK,...",
+                   help="run these products instead of the groups: MxNxK torch.mm, LMxNxK "
+                        "nn.Linear(K, N) on M rows, RMxNxK relu(addmm(bias, x, b))")
     p.add_argument("--iters", type=int, default=None,
                    help="timed rounds for every case (default per case: 15; 4096^3 and conv "
                         "batch 32: 4; models: 5; amx: 10)")

@@ -1,6 +1,6 @@
-"""The cases of `python -m inductor_cpp.bench matrix` (matrix.py runs and reports them): what
-each workload computes, its inputs, FLOP count and the variants it is compiled with. Split
-from the runner so each file reads on its own.
+"""The cases of `python -m inductor_cpp.bench matrix` (matrix.py runs them, matrix_report.py
+reports them): what each workload computes, its inputs, FLOP count and the variants it is
+compiled with. Split from the runner so each file reads on its own.
 """
 
 from __future__ import annotations
@@ -239,7 +239,7 @@ def _bf16_linear(m: int, n: int, k: int) -> Callable[[], Workload]:
 def _bf16_encoder(batch: int, seq: int) -> Callable[[], Workload]:
     """The encoder of the models group (d 768, 4 layers) in bfloat16."""
     def make() -> Workload:
-        work = _encoder(batch, seq, 768, 12, 3072, 4)()
+        work = bert_encoder(batch, seq, 768, 12, 3072, 4)()
         return Workload(work.fn.bfloat16(), tuple(x.bfloat16() for x in work.inputs), work.flops,
                         None, compare_as_float=True)
     return make
@@ -308,7 +308,7 @@ class _BertLayer(torch.nn.Module):
         return self.norm2(x + self.down(F.gelu(self.up(x))))
 
 
-def _encoder(batch: int, seq: int, d: int, heads: int, ffn: int, layers: int):
+def bert_encoder(batch: int, seq: int, d: int, heads: int, ffn: int, layers: int):
     def make() -> Workload:
         model = torch.nn.Sequential(*[_BertLayer(d, heads, ffn) for _ in range(layers)]).eval()
         # per token and layer: q, k, v, out projections 4 d^2, FFN 2 d ffn, attention 2 seq d
@@ -318,9 +318,32 @@ def _encoder(batch: int, seq: int, d: int, heads: int, ffn: int, layers: int):
     return make
 
 
+SHAPE_KINDS = {"": ("mm", _gemm), "L": ("Linear", _linear), "R": ("relu(addmm)", _addmm)}
+
+
+def shape_cases(text: str, threads: int) -> list[Case]:
+    """The cases --shapes names, in the group "shapes": MxNxK is torch.mm (B an input),
+    LMxNxK nn.Linear(K, N) on M rows (the weight a parameter: the packed-weight cache applies),
+    RMxNxK relu(addmm(bias, x, b))."""
+    cases = []
+    for shape in (s.strip() for s in text.split(",") if s.strip()):
+        kind = shape[0].upper() if shape[0].upper() in "LR" else ""
+        try:
+            m, n, k = (int(v) for v in shape[len(kind):].lower().split("x"))
+        except ValueError:
+            raise SystemExit(f"--shapes: bad shape {shape!r}: expected [L|R]MxNxK") from None
+        label, make = SHAPE_KINDS[kind]
+        reps = (4, 1) if m * n * k >= 4096**3 else (15, 2)
+        cases.append(Case("shapes", f"{label} {m}x{n}x{k}", make(m, n, k, threads), reps))
+    return cases
+
+
 def build_cases(args: argparse.Namespace, amx_usable: bool, amx_why: str) -> list[Case]:
-    """The cases of the selected groups; --smoke swaps in tiny shapes with the same code."""
+    """The cases of the selected groups, or those --shapes names; --smoke swaps in tiny shapes
+    with the same code."""
     smoke, t = args.smoke, args.threads_used
+    if args.shapes:
+        return shape_cases(args.shapes, t)
     cases: list[Case] = []
     gemm_sizes = [64] if smoke else [1024, 4096]
     for s in gemm_sizes:
@@ -399,14 +422,14 @@ def build_cases(args: argparse.Namespace, amx_usable: bool, amx_why: str) -> lis
                           (9, 2), ours_off=True))
     if smoke:
         cases.append(Case("models", "resnet18 b1 32^2", _resnet18(1, 32), (2, 1), ours_off=True))
-        cases.append(Case("models", "encoder 1L d32 b2x8", _encoder(2, 8, 32, 2, 64, 1), (2, 1),
-                          ours_off=True))
+        cases.append(Case("models", "encoder 1L d32 b2x8", bert_encoder(2, 8, 32, 2, 64, 1),
+                          (2, 1), ours_off=True))
     else:
         cases.append(Case("models", "resnet18 b8 224^2", _resnet18(8, 224), (5, 1), ours_off=True))
-        cases.append(Case("models", "encoder 4L d768 b8x128", _encoder(8, 128, 768, 12, 3072, 4),
-                          (5, 1), ours_off=True))
+        cases.append(Case("models", "encoder 4L d768 b8x128",
+                          bert_encoder(8, 128, 768, 12, 3072, 4), (5, 1), ours_off=True))
         # One sequence: 128-row Linear layers, where reading the weights is most of the cost
         # (matrix/gemm_swapped.h).
-        cases.append(Case("models", "encoder 4L d768 b1x128", _encoder(1, 128, 768, 12, 3072, 4),
-                          (15, 2), ours_off=True))
+        cases.append(Case("models", "encoder 4L d768 b1x128",
+                          bert_encoder(1, 128, 768, 12, 3072, 4), (15, 2), ours_off=True))
     return [c for c in cases if c.group in args.groups]

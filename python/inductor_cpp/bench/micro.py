@@ -13,6 +13,9 @@ torch.compile(backend="inductor_cpp"):
 
 in two size classes, "cache" (1024x4096 = 2^22 floats by default) and "dram" (16384x16384 = 2^28
 floats = 1 GiB per tensor, past the last-level cache); resnet18 runs once ("model" class).
+Named in --only, not run by default: single transcendental ops compiled alone (erf, exp, gelu,
+gelu_tanh, sigmoid, tanh, silu; R*C elements, flat), the code generator's math against eager's
+(docs/codegen/cpu.md "Math"), e.g. `--only erf,exp,gelu --size cache --cache-shape 384x1024`.
 Per workload: a correctness check of each compiled variant against eager (rtol 1e-4,
 atol 1e-5 like torch.testing.assert_close; 1e-3 for resnet18, as in the main job), first-call
 time (compile + one run), median time over interleaved runs after warm-up, achieved GB/s
@@ -29,7 +32,6 @@ import argparse
 import gc
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,6 +90,7 @@ class Spec:
     make: Callable[[tuple[int, int], argparse.Namespace], tuple[Callable, tuple]]
     memory_bound: bool = True
     tol: dict = field(default_factory=lambda: dict(TIGHT_TOL))
+    in_default: bool = True  # False: runs only when --only names it
 
 
 def _flat(fn):
@@ -109,6 +112,20 @@ def _resnet18(shape, args):
     return model, (torch.randn(args.batch, 3, args.image_size, args.image_size),)
 
 
+def _python_function(op: Callable) -> Callable:
+    """op called from a Python function: torch.compile of a builtin such as torch.erf has no
+    frame for Dynamo to trace and would run eagerly."""
+    def apply(x):
+        return op(x)
+    return apply
+
+
+UNARY_OPS: dict[str, Callable] = {
+    "erf": torch.erf, "exp": torch.exp, "gelu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh, "silu": F.silu,
+}
+
 WORKLOADS: dict[str, Spec] = {s.name: s for s in [
     Spec("pointwise", "gelu(x*1.5+.25)*sigmoid(x)-tanh(x)", _flat(pointwise_chain)),
     Spec("softmax", "softmax(x, -1)", _matrix(softmax_last)),
@@ -116,7 +133,8 @@ WORKLOADS: dict[str, Spec] = {s.name: s for s in [
     Spec("sum1", "x.sum(-1)", _matrix(sum_last)),
     Spec("sum0", "x.sum(0)", _matrix(sum_first)),
     Spec("resnet18", "resnet18 inference", _resnet18, memory_bound=False, tol=dict(RESNET_TOL)),
-]}
+] + [Spec(name, f"{name}(x)", _flat(_python_function(op)), in_default=False)
+     for name, op in UNARY_OPS.items()]}
 
 
 # -------------------------------------------------------------------------------- running
@@ -155,20 +173,13 @@ def _time_interleaved(case: Case, fns: dict[str, Callable[[], Any]], iters: int,
                       warmup: int) -> None:
     """Round-robin over the variants (warm-up rounds, then timed rounds) so load from elsewhere
     hits them alike; a variant that raises is recorded as failed and dropped."""
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for round_index in range(warmup + iters):
-        for name in list(fns):
-            try:
-                seconds, _ = timing.time_once(fns[name])
-            except Exception as e:  # noqa: BLE001
-                case.variants[name].error = f"{type(e).__name__}: {e}"
-                log(f"{name} failed while timed: {case.variants[name].error[:200]}")
-                del fns[name], samples[name]
-                continue
-            if round_index >= warmup:
-                samples[name].append(seconds)
-    for name, s in samples.items():
-        case.variants[name].timing = timing.summarize(s)
+
+    def failed(name: str, e: Exception) -> None:
+        case.variants[name].error = f"{type(e).__name__}: {e}"
+        log(f"{name} failed while timed: {case.variants[name].error[:200]}")
+
+    for name, t in timing.time_rounds(fns, iters, warmup, failed).items():
+        case.variants[name].timing = t
 
 
 def _nbytes(tensors) -> int:
@@ -248,26 +259,24 @@ def _too_big_reason(shape: tuple[int, int]) -> str | None:
 # ------------------------------------------------------------------------------ arguments
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--threads", type=int, default=None,
-                   help="torch intra-op threads (default: torch.get_num_threads())")
+    timing.add_timing_arguments(
+        p, None, None,
+        "timed rounds (default per class: " + ", ".join(
+            f"{k} {v[0]}" for k, v in DEFAULT_REPS.items()) + ")",
+        "untimed rounds after the first call (default per class: " + ", ".join(
+            f"{k} {v[1]}" for k, v in DEFAULT_REPS.items()) + ")")
     p.add_argument("--size", choices=["cache", "dram", "both"], default="both",
                    help="size classes to run (resnet18 runs once, whichever is chosen)")
     p.add_argument("--only", default=None, metavar="NAME,NAME",
-                   help=f"workloads to run, of: {','.join(WORKLOADS)}")
+                   help=f"workloads to run, of: {','.join(WORKLOADS)} (default: all but the "
+                        f"single ops {','.join(UNARY_OPS)})")
     p.add_argument("--no-stock", action="store_true", help="skip stock Inductor (saves minutes)")
-    p.add_argument("--iters", type=int, default=None,
-                   help="timed rounds (default per class: " + ", ".join(
-                       f"{k} {v[0]}" for k, v in DEFAULT_REPS.items()) + ")")
-    p.add_argument("--warmup", type=int, default=None,
-                   help="untimed rounds after the first call (default per class: " + ", ".join(
-                       f"{k} {v[1]}" for k, v in DEFAULT_REPS.items()) + ")")
     p.add_argument("--cache-shape", default=DEFAULT_SHAPES["cache"], metavar="RxC",
                    help="2-D shape of the cache class (pointwise uses R*C elements)")
     p.add_argument("--dram-shape", default=DEFAULT_SHAPES["dram"], metavar="RxC",
                    help="2-D shape of the DRAM class (pointwise uses R*C elements)")
     p.add_argument("--batch", type=int, default=8, help="resnet18 batch size")
     p.add_argument("--image-size", type=int, default=224, help="resnet18 input height/width")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cold-cache", action="store_true",
                    help="compile into fresh temporary caches so first calls are cold compiles")
     machine.add_probe_arguments(p)
@@ -286,7 +295,7 @@ def parse_shape(text: str) -> tuple[int, int]:
 
 def _selected(args: argparse.Namespace) -> list[Spec]:
     if args.only is None:
-        return list(WORKLOADS.values())
+        return [s for s in WORKLOADS.values() if s.in_default]
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown or not names:
@@ -313,13 +322,6 @@ def _validate(args: argparse.Namespace) -> None:
 
 # ------------------------------------------------------------------------------------ main
 
-def _use_cold_caches() -> tempfile.TemporaryDirectory:
-    tmp = tempfile.TemporaryDirectory(prefix="inductor_cpp_micro_")
-    os.environ["INDUCTOR_CPP_CACHE_DIR"] = os.path.join(tmp.name, "inductor_cpp")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp.name, "torchinductor")
-    return tmp
-
-
 def run_all(args: argparse.Namespace) -> list[Case]:
     specs = _selected(args)
     classes = list(SIZE_CLASSES) if args.size == "both" else [args.size]
@@ -343,7 +345,7 @@ def run_all(args: argparse.Namespace) -> list[Case]:
 def run(args: argparse.Namespace) -> int:
     _validate(args)
     _selected(args)  # reject a bad --only before the (slow) machine probe
-    cold = _use_cold_caches() if args.cold_cache else None
+    cold = timing.use_cold_caches("inductor_cpp_micro_") if args.cold_cache else None
     threads = timing.set_threads(args.threads)
     import inductor_cpp  # noqa: F401  (fail early if the package is broken)
 

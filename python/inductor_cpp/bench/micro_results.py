@@ -145,14 +145,9 @@ def print_report(cases: list[Case], info: dict[str, Any], limits: machine.Machin
     """The header (threads, load, rounds, machine limits), the table and the geomeans; reps
     maps each size class to its (timed, warm-up) round counts."""
 
-    def load_text(load: float | None) -> str:
-        return "-" if load is None else f"{load:.2f}"
-
-    print(f"\ninductor_cpp micro benchmark: torch {info['torch']}, float32, {info['threads']} "
-          f"thread(s) of {info['cpu_count']} CPU(s), load average (1 min) "
-          f"{load_text(info['load_average_1m'])} before, {load_text(timing.load_average())} "
-          f"after (when well above 0, other work shares the cores), compile caches: "
-          f"{'cold (temporary)' if cold_cache else 'the user cache'}")
+    print(timing.report_header("micro benchmark", info, ", float32",
+                               "when well above 0, other work shares the cores")
+          + f", compile caches: {'cold (temporary)' if cold_cache else 'the user cache'}")
     classes = dict.fromkeys(c.size_class for c in cases)
     rounds = ", ".join(f"{k} {reps[k][1]}+{reps[k][0]}" for k in classes)
     print(f"warm-up+timed rounds (variants interleaved, median): {rounds}")

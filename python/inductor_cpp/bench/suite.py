@@ -24,9 +24,9 @@ import argparse
 import os
 import shutil
 import subprocess
+import json
 import sys
 import tempfile
-import json
 from typing import Any
 
 import torch
@@ -62,9 +62,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="untimed rounds after the first call (default: micro 3, models 2); "
                         "also the steps of the run-peak memory measurement")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", metavar="PATH", default="suite.json", help="results as JSON")
-    p.add_argument("--png", metavar="PATH", default="suite.png",
-                   help="chart of speedups and compile times ('' for none)")
+    p.add_argument("--json", metavar="PATH", default=None,
+                   help="results as JSON (default: bench/results/suite-<host>-<threads>t.json)")
+    p.add_argument("--png", metavar="PATH", default=None,
+                   help="chart of speedups and compile times (default: the JSON path with .png; "
+                        "'' for none)")
 
 
 def _selected(args: argparse.Namespace) -> list[str]:
@@ -161,10 +163,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         timing.write_json(args.json, results)
         print(f"results written to {args.json}")
-    if args.png:
+    png = os.path.splitext(args.json)[0] + ".png" if args.png is None and args.json else args.png
+    if png:
         try:
-            suite_report.chart(results, args.png)
-            print(f"chart written to {args.png}")
+            suite_report.chart(results, png)
+            print(f"chart written to {png}")
         except ImportError as e:
             print(f"no chart: {e}")
     return 0 if ok else 1

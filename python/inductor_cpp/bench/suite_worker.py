@@ -182,19 +182,12 @@ def run_cold(w: Workload, variants: list[str], device: str, iters: int, warmup: 
             v["check"] = _check(w, out, ref, ref64)
         fns[backend] = step
     log(f"{w.name} [{device}]: timing {', '.join(fns)} interleaved ({warmup} + {iters} rounds)")
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for round_index in range(warmup + iters):
-        for name in list(fns):
-            try:
-                seconds, _ = timing.time_once(fns[name])
-            except Exception as e:  # noqa: BLE001
-                result["variants"][name]["error"] = f"{type(e).__name__}: {e}"
-                del fns[name], samples[name]
-                continue
-            if round_index >= warmup:
-                samples[name].append(seconds)
-    for name, s in samples.items():
-        result["variants"][name]["timing"] = timing.summarize(s).to_dict()
+
+    def failed(name: str, e: Exception) -> None:
+        result["variants"][name]["error"] = f"{type(e).__name__}: {e}"
+
+    for name, t in timing.time_rounds(fns, iters, warmup, failed).items():
+        result["variants"][name]["timing"] = t.to_dict()
     return result
 
 

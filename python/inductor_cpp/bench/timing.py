@@ -2,17 +2,20 @@
 
 Every benchmark should measure the same way so numbers are comparable across jobs: a fixed
 thread count (torch.set_num_threads), warm-up calls, then the median of N timed calls; ratios
-are always "baseline time / candidate time" (>1 means the candidate is faster). Also: error
-metrics between tensors, a plain-text table formatter and JSON output.
+are always "baseline time / candidate time" (>1 means the candidate is faster). Also: the
+arguments every timed subcommand shares, fresh compile caches, error metrics between tensors, a
+plain-text table formatter, the report header and JSON output.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
 import random
 import statistics
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -29,6 +32,26 @@ def set_threads(threads: int | None) -> int:
             raise ValueError(f"thread count must be >= 1, got {threads}")
         torch.set_num_threads(threads)
     return torch.get_num_threads()
+
+
+def add_timing_arguments(p: argparse.ArgumentParser, iters: int | None, warmup: int | None,
+                         iters_help: str, warmup_help: str,
+                         threads_help: str | None = None) -> None:
+    """--threads, --iters, --warmup and --seed, as every timed subcommand takes them."""
+    p.add_argument("--threads", type=int, default=None,
+                   help=threads_help or "torch intra-op threads (default: torch.get_num_threads())")
+    p.add_argument("--iters", type=int, default=iters, help=iters_help)
+    p.add_argument("--warmup", type=int, default=warmup, help=warmup_help)
+    p.add_argument("--seed", type=int, default=0)
+
+
+def use_cold_caches(prefix: str) -> tempfile.TemporaryDirectory:
+    """Point inductor_cpp's and stock Inductor's caches at a fresh temporary directory (so first
+    calls are cold compiles); the caller cleans it up."""
+    tmp = tempfile.TemporaryDirectory(prefix=prefix)
+    os.environ["INDUCTOR_CPP_CACHE_DIR"] = os.path.join(tmp.name, "inductor_cpp")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp.name, "torchinductor")
+    return tmp
 
 
 def seed_all(seed: int) -> None:
@@ -117,6 +140,25 @@ def time_interleaved(fns: Mapping[str, Callable[[], Any]], iters: int,
     return {name: summarize(s) for name, s in samples.items()}
 
 
+def time_rounds(fns: Mapping[str, Callable[[], Any]], iters: int, warmup: int,
+                on_error: Callable[[str, Exception], None]) -> dict[str, Timing]:
+    """Like time_interleaved, but a callable that raises is reported to on_error(name, exception)
+    and dropped, and the others go on; returns the Timing of each survivor."""
+    fns = dict(fns)
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for round_index in range(warmup + iters):
+        for name in list(fns):
+            try:
+                seconds, _ = time_once(fns[name])
+            except Exception as e:  # noqa: BLE001  (reported; the other variants still count)
+                on_error(name, e)
+                del fns[name], samples[name]
+                continue
+            if round_index >= warmup:
+                samples[name].append(seconds)
+    return {name: summarize(s) for name, s in samples.items()}
+
+
 # --------------------------------------------------------------------------------- errors
 
 def _flat(tensors: torch.Tensor | Iterable[torch.Tensor]) -> list[torch.Tensor]:
@@ -167,6 +209,19 @@ def format_ms(seconds: float | None) -> str:
 
 def format_s(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds:.2f}"
+
+
+def load_text(load: float | None) -> str:
+    return "-" if load is None else f"{load:.2f}"
+
+
+def report_header(title: str, info: Mapping[str, Any], detail: str, after: str) -> str:
+    """The first line of a report: what ran, torch, threads, and the load average before the run
+    (from info) and now; `detail` goes after the title, `after` explains the load."""
+    return (f"\ninductor_cpp {title}: torch {info['torch']}{detail}, {info['threads']} thread(s) "
+            f"of {info['cpu_count']} CPU(s), load average (1 min) "
+            f"{load_text(info['load_average_1m'])} before, {load_text(load_average())} "
+            f"after ({after})")
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

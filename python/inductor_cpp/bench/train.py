@@ -15,24 +15,31 @@ variants compiling the model and the optimizer step. Per model and variant:
     its start, from the profiler's allocation events (torch.profiler, profile_memory=True; our
     runtime allocates through ATen's CPU allocator, so it is seen like eager's), and its ratio
     to eager's.
+--mk-off adds inductor_cpp with matrix_kernels off (ATen matmuls and convolutions, "ours mk=off");
+--only encoder,resnet18 runs the models of the matrix kernels' training paths
+(train_models.EXTRA_MODELS); --profile N prints, per variant, the profiler's N ops (and
+generated kernels) with the most self CPU time over 3 steps: where a step's time goes.
 The exit code is 1 when an inductor_cpp variant is wrong or fails.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
 from . import timing
-from .train_models import MODELS, build_model, make_trainer
+from .train_models import EXTRA_MODELS, MODELS, build_model, make_trainer
 
 HELP = "training steps (model + optimizer) eager vs stock Inductor vs inductor_cpp, with peak memory"
 
-VARIANTS = {"eager": None, "stock": "inductor", "ours": "inductor_cpp"}
+# variant -> (backend, torch.compile options); None: eager
+VARIANTS: dict[str, tuple[str, dict] | None] = {
+    "eager": None, "stock": ("inductor", {}), "ours": ("inductor_cpp", {})}
+MK_OFF = "ours mk=off"
+PROFILE_STEPS = 3
 
 
 def peak_step_memory(step) -> int:
@@ -69,12 +76,27 @@ def op_shares(name: str, model, x, target) -> list[dict[str, Any]]:
     return shares
 
 
-def run_model(name: str, variants: dict[str, str | None], args: argparse.Namespace) -> dict[str, Any]:
+def profile_table(step, rows: int) -> str:
+    """The profiler's `rows` ops with the most self CPU time over PROFILE_STEPS steps."""
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(PROFILE_STEPS):
+            step()
+    return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows,
+                                     max_name_column_width=110)
+
+
+def _trainer(name: str, model, x, target, spec: tuple[str, dict] | None):
+    backend, options = spec or (None, None)
+    return make_trainer(name, model, x, target, backend, options=options or None)
+
+
+def run_model(name: str, variants: dict[str, tuple[str, dict] | None],
+              args: argparse.Namespace) -> dict[str, Any]:
     timing.seed_all(args.seed)
     model, x, target = build_model(name, args.size)
     ops = op_shares(name, model, x, target)
     torch._dynamo.reset()
-    trainers = {v: make_trainer(name, model, x, target, backend) for v, backend in variants.items()}
+    trainers = {v: _trainer(name, model, x, target, spec) for v, spec in variants.items()}
     result: dict[str, Any] = {"model": name, "variants": {}, "ops": ops}
     losses: dict[str, list[float]] = {}
     for v, trainer in trainers.items():
@@ -99,15 +121,18 @@ def run_model(name: str, variants: dict[str, str | None], args: argparse.Namespa
         entry = result["variants"][v]
         entry["median_ms"] = t.median_ms
         entry["peak_bytes"] = peak_step_memory(ok[v])
+        if args.profile:
+            print(f"{name} / {v}: self CPU time over {PROFILE_STEPS} steps\n"
+                  f"{profile_table(ok[v], args.profile)}", flush=True)
     eager = result["variants"].get("eager", {})
     for v, entry in result["variants"].items():
         if "median_ms" in entry and "median_ms" in eager:
             entry["speedup_vs_eager"] = eager["median_ms"] / entry["median_ms"]
             entry["peak_vs_eager"] = entry["peak_bytes"] / max(eager["peak_bytes"], 1)
     stock = result["variants"].get("stock", {})
-    ours = result["variants"].get("ours", {})
-    if "median_ms" in stock and "median_ms" in ours:
-        ours["speedup_vs_stock"] = stock["median_ms"] / ours["median_ms"]
+    for v, entry in result["variants"].items():
+        if v.startswith("ours") and "median_ms" in stock and "median_ms" in entry:
+            entry["speedup_vs_stock"] = stock["median_ms"] / entry["median_ms"]
     return result
 
 
@@ -121,7 +146,7 @@ def report(results: list[dict[str, Any]]) -> str:
             rows.append([
                 r["model"], v, timing.format_ms(e.get("median_ms", 0) / 1e3),
                 timing.format_ratio(e.get("speedup_vs_eager")),
-                timing.format_ratio(e.get("speedup_vs_stock")) if v == "ours" else "",
+                timing.format_ratio(e.get("speedup_vs_stock")) if v.startswith("ours") else "",
                 f"{e.get('peak_bytes', 0) / 2**20:.1f} MiB ({e.get('peak_vs_eager', 0):.2f}x)",
                 timing.format_s(e.get("first_step_s")),
                 "" if v == "eager" else ("ok" if e.get("correct") else "WRONG") +
@@ -146,9 +171,14 @@ def ops_report(results: list[dict[str, Any]]) -> str:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=None,
                    help="torch intra-op threads (default: torch.get_num_threads())")
-    p.add_argument("--only", default=None, metavar="NAME,NAME", help=f"models, of: {','.join(MODELS)}")
+    p.add_argument("--only", default=None, metavar="NAME,NAME",
+                   help=f"models, of: {','.join(MODELS + EXTRA_MODELS)} (default: {','.join(MODELS)})")
     p.add_argument("--size", choices=["test", "bench"], default="bench", help="model and batch sizes")
     p.add_argument("--no-stock", action="store_true", help="skip stock Inductor (saves minutes)")
+    p.add_argument("--mk-off", action="store_true",
+                   help="also run inductor_cpp with matrix_kernels off")
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="print each variant's N ops with the most self CPU time (0: none)")
     p.add_argument("--iters", type=int, default=20, help="timed rounds")
     p.add_argument("--warmup", type=int, default=3, help="untimed rounds after the checked steps")
     p.add_argument("--check-steps", type=int, default=5, help="steps whose losses are compared with eager")
@@ -159,7 +189,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     threads = timing.set_threads(args.threads)
     models = args.only.split(",") if args.only else list(MODELS)
+    unknown = [m for m in models if m not in MODELS + EXTRA_MODELS]
+    if unknown:
+        raise SystemExit(f"--only: unknown model(s) {unknown}; choose from {list(MODELS + EXTRA_MODELS)}")
     variants = {k: v for k, v in VARIANTS.items() if not (args.no_stock and k == "stock")}
+    if args.mk_off:
+        variants[MK_OFF] = ("inductor_cpp", {"matrix_kernels": False})
     results = []
     for name in models:
         torch._dynamo.reset()
@@ -174,6 +209,3 @@ def run(args: argparse.Namespace) -> int:
                  for r in results)
     return 1 if failed else 0
 
-
-if __name__ == "__main__":
-    sys.exit(run(argparse.ArgumentParser().parse_args()))

@@ -1,6 +1,9 @@
 """The training workloads of issue 4, shared by tests/python/test_training.py and
 `python -m inductor_cpp.bench train`: an MLP with SGD + momentum, a small CNN with BatchNorm and
-max-pooling with Adam, and a 2-layer transformer encoder with AdamW.
+max-pooling with Adam, and a 2-layer transformer encoder with AdamW. Beside them, for the
+matrix kernels' training paths (not in MODELS, so not run by default): "encoder", a BERT-sized
+encoder (d 768, 12 heads, GELU FFN 3072; attention forward and backward) with AdamW, and
+"resnet18", torchvision's resnet18 in channels-last (convolutions forward and backward) with SGD.
 
 A `Trainer` owns a model, its optimizer and a fixed batch, and runs whole training steps
 (zero_grad, forward, loss, backward, optimizer step). Built with a backend, it compiles the
@@ -19,12 +22,15 @@ import torch
 from torch import nn
 
 MODELS = ("mlp", "cnn", "transformer")
+EXTRA_MODELS = ("encoder", "resnet18")
 
 
 class _TransformerClassifier(nn.Module):
-    def __init__(self, d_model: int = 64, heads: int = 4, ff: int = 128, layers: int = 2, classes: int = 10):
+    def __init__(self, d_model: int = 64, heads: int = 4, ff: int = 128, layers: int = 2, classes: int = 10,
+                 activation: str = "relu"):
         super().__init__()
-        layer = nn.TransformerEncoderLayer(d_model, heads, ff, dropout=0.0, batch_first=True)
+        layer = nn.TransformerEncoderLayer(d_model, heads, ff, dropout=0.0, activation=activation,
+                                           batch_first=True)
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.head = nn.Linear(d_model, classes)
 
@@ -52,14 +58,27 @@ def build_model(name: str, size: str = "test") -> tuple[nn.Module, torch.Tensor,
         batch, seq = (16, 64) if big else (4, 16)
         model = _TransformerClassifier()
         x = torch.randn(batch, seq, 64)
+    elif name == "encoder":
+        (d, heads, ff), batch, seq = ((768, 12, 3072), 8, 128) if big else ((64, 4, 128), 2, 16)
+        model = _TransformerClassifier(d, heads, ff, activation="gelu")
+        x = torch.randn(batch, seq, d)
+    elif name == "resnet18":
+        import torchvision  # only this model needs it
+
+        batch, side = (8, 112) if big else (2, 32)
+        model = torchvision.models.resnet18(weights=None, num_classes=10)
+        model = model.to(memory_format=torch.channels_last)
+        x = torch.randn(batch, 3, side, side).to(memory_format=torch.channels_last)
     else:
-        raise ValueError(f"unknown training model {name!r} (known: {', '.join(MODELS)})")
+        raise ValueError(f"unknown training model {name!r} (known: {', '.join(MODELS + EXTRA_MODELS)})")
     return model, x, torch.randint(0, 10, (x.shape[0],))
 
 
 def build_optimizer(name: str, params) -> torch.optim.Optimizer:
     if name == "mlp":
         return torch.optim.SGD(params, lr=0.05, momentum=0.9)
+    if name == "resnet18":
+        return torch.optim.SGD(params, lr=0.01)
     if name == "cnn":
         return torch.optim.Adam(params, lr=1e-3)
     return torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01)
@@ -89,9 +108,11 @@ class Trainer:
 
 
 def make_trainer(name: str, model: nn.Module, x: torch.Tensor, target: torch.Tensor,
-                 backend: str | None, autocast: torch.dtype | None = None) -> Trainer:
+                 backend: str | None, autocast: torch.dtype | None = None,
+                 options: dict | None = None) -> Trainer:
     """A Trainer over a deep copy of `model` (so several trainers start from one model);
-    `backend` None trains eagerly, else model and optimizer step are torch.compile'd with it."""
+    `backend` None trains eagerly, else model and optimizer step are torch.compile'd with it
+    (and its `options`)."""
     model = copy.deepcopy(model).train()
     optimizer = build_optimizer(name, model.parameters())
     if backend is None:
@@ -100,8 +121,8 @@ def make_trainer(name: str, model: nn.Module, x: torch.Tensor, target: torch.Ten
     def optimizer_step() -> None:
         optimizer.step()
 
-    return Trainer(model, optimizer, x, target, torch.compile(model, backend=backend),
-                   torch.compile(optimizer_step, backend=backend), autocast)
+    return Trainer(model, optimizer, x, target, torch.compile(model, backend=backend, options=options),
+                   torch.compile(optimizer_step, backend=backend, options=options), autocast)
 
 
 def grad_errors(name: str, model: nn.Module, x: torch.Tensor, target: torch.Tensor,

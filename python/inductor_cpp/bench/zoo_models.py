@@ -1,5 +1,5 @@
 """torchvision classifiers set up for correctness checks (tests/python/test_model_zoo.py,
-scripts/debug/model_zoo_probe.py): 10 classes, no randomness in the forward, and activations
+`python -m inductor_cpp.bench zoo`): 10 classes, no randomness in the forward, and activations
 of a realistic size."""
 
 from __future__ import annotations
