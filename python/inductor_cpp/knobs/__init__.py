@@ -92,7 +92,8 @@ def markdown() -> str:
         "graph compiles to, so a value other than the default is part of the cache key. *Option*:",
         "the `torch.compile(..., options={...})` entry that backs the variable and wins over it.",
         "An `INDUCTOR_CPP_*` variable that is not listed here is reported once per process, with",
-        "the closest name.",
+        "the closest name. The matrix-tuning knobs are read once per process, at the first matrix",
+        "call.",
     ]
     scopes = list(dict.fromkeys(k.scope for k in KNOBS.values()))
     for scope in scopes:
