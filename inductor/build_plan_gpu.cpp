@@ -10,6 +10,7 @@
 #if INDUCTOR_CPP_HAVE_NVPTX
 #include "codegen/nvptx/emit_ptx.h"
 #endif
+#include "knobs/knobs.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/ptxas.h"
 
@@ -39,8 +40,7 @@ bool stmts_check_bounds(const std::vector<ir::Stmt>& body) {
 bool is_gpu_device(const std::string& device) {
   if (!INDUCTOR_CPP_HAVE_NVPTX) return false;  // built without LLVM: GPU graphs run as ATen
   if (device != "cuda" && device.rfind("cuda:", 0) != 0) return false;
-  const char* flag = std::getenv("INDUCTOR_CPP_GPU_CODEGEN");
-  return !(flag && std::string(flag) == "0");
+  return knobs::get_bool(knobs::Knob::GpuCodegen);
 }
 
 std::string graph_gpu_device(const ir::Graph& g) {

@@ -19,6 +19,7 @@ std::string cache_key(const KeyInputs& in) {
   part("environment", in.environment.dump());
   part("build", in.build_id);
   part("toolchain", in.toolchain.dump());
+  if (!in.codegen_knobs.empty()) part("knobs", in.codegen_knobs);  // default keys unchanged
   return h.finish_hex();
 }
 

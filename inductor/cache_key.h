@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "knobs/knobs.h"
+
 namespace inductor_cpp::inductor {
 
 struct KeyInputs {
@@ -13,6 +15,9 @@ struct KeyInputs {
   nlohmann::json environment;      ///< from Python: torch version, Python ABI tag
   std::string build_id;            ///< fingerprint.h
   nlohmann::json toolchain;        ///< fingerprint.h
+  /// The environment's knobs that change generated code (knobs::codegen_values()), read when
+  /// the inputs are made; "" when all are at their defaults.
+  std::string codegen_knobs = knobs::codegen_values();
 };
 
 /// 64 lowercase hex characters. Stable: the same inputs give the same key in every process

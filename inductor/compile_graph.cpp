@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "codegen/cpu/emit_cpp.h"
+#include "knobs/knobs.h"
 #include "runtime/cpp_compiler.h"
 #include "runtime/cuda/ptxas.h"
 
@@ -103,8 +104,7 @@ void add_gpu_artifacts(PlanBuild& built, const CompileContext& ctx, CompiledPlan
                        kernels_cache::Artifacts& artifacts) {
   artifacts["kernels.ll"] = built.gpu_llvm_ir;
   artifacts["kernels.ptx"] = built.gpu_ptx;
-  const char* use_ptxas = std::getenv("INDUCTOR_CPP_PTXAS_CUBIN");
-  if ((use_ptxas && std::string(use_ptxas) == "0") || runtime::cuda::find_ptxas().empty()) return;
+  if (!knobs::get_bool(knobs::Knob::PtxasCubin) || runtime::cuda::find_ptxas().empty()) return;
   ScratchDir scratch;
   report_progress(ctx, "ptxas on " + std::to_string(built.kernels.size()) + " GPU kernel(s)");
   const runtime::cuda::PtxasResult r =

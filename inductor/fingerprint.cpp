@@ -14,6 +14,7 @@
 
 #include "inductor/build_plan_gpu.h"
 #include "kernels_cache/sha256.h"
+#include "knobs/knobs.h"
 #include "runtime/cpp_compiler.h"
 
 namespace inductor_cpp::inductor {
@@ -69,8 +70,7 @@ const nlohmann::json& host_toolchain() {
   // Computed once per value of $CXX (which selects the compiler) in this process.
   static std::mutex mutex;
   static std::map<std::string, nlohmann::json> by_cxx;
-  const char* env_cxx = std::getenv("CXX");
-  const std::string cxx = env_cxx ? env_cxx : "";
+  const std::string cxx = knobs::host_env("CXX").value_or("");
   std::lock_guard<std::mutex> lock(mutex);
   auto it = by_cxx.find(cxx);
   if (it != by_cxx.end()) return it->second;

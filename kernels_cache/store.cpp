@@ -10,11 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <system_error>
@@ -22,6 +19,7 @@
 
 #include "kernels_cache/entry_format.h"
 #include "kernels_cache/fs_util.h"
+#include "knobs/knobs.h"
 
 namespace inductor_cpp::kernels_cache {
 namespace {
@@ -95,14 +93,12 @@ bool is_valid_key(const std::string& key) {
 
 CacheConfig cache_config_from_env() {
   CacheConfig c;
-  const char* dir = std::getenv("INDUCTOR_CPP_CACHE_DIR");
-  if (dir != nullptr && *dir != '\0') {
+  if (const auto dir = knobs::raw(knobs::Knob::CacheDir)) {
     std::error_code ec;
-    const fs::path abs = fs::absolute(dir, ec);
-    c.root = ec ? fs::path(dir) : abs;
+    const fs::path abs = fs::absolute(*dir, ec);
+    c.root = ec ? fs::path(*dir) : abs;
   } else {
-    std::string home;
-    if (const char* h = std::getenv("HOME"); h != nullptr) home = h;
+    std::string home = knobs::host_env("HOME").value_or("");
     if (home.empty()) {
       struct passwd pw {};
       struct passwd* found = nullptr;
@@ -117,25 +113,10 @@ CacheConfig cache_config_from_env() {
     else
       c.root = fs::path(home) / ".cache" / "inductor_cpp";
   }
-  if (const char* m = std::getenv("INDUCTOR_CPP_CACHE_MAX_BYTES"); m != nullptr && *m != '\0') {
-    uint64_t v = 0;
-    const char* end = m + std::char_traits<char>::length(m);
-    const auto [ptr, err] = std::from_chars(m, end, v);
-    if (err == std::errc() && ptr == end) c.max_bytes = v;
-  }
-  if (const char* m = std::getenv("INDUCTOR_CPP_CACHE_LOCK_TIMEOUT_MS");
-      m != nullptr && *m != '\0') {
-    uint32_t v = 0;
-    const char* end = m + std::char_traits<char>::length(m);
-    const auto [ptr, err] = std::from_chars(m, end, v);
-    if (err == std::errc() && ptr == end) c.lock_timeout_ms = v;
-  }
-  if (const char* e = std::getenv("INDUCTOR_CPP_CACHE"); e != nullptr) {
-    std::string v = e;
-    std::transform(v.begin(), v.end(), v.begin(),
-                   [](unsigned char ch) { return std::tolower(ch); });
-    if (v == "0" || v == "false" || v == "off" || v == "no") c.enabled = false;
-  }
+  c.max_bytes = knobs::get_count(knobs::Knob::CacheMaxBytes).value();
+  c.lock_timeout_ms = uint32_t(
+      std::min<uint64_t>(knobs::get_count(knobs::Knob::CacheLockTimeoutMs).value(), UINT32_MAX));
+  if (!knobs::get_bool(knobs::Knob::Cache)) c.enabled = false;
   return c;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "knobs/knobs.h"
 #include "matrix/jit/microkernel.h"
 #include "matrix/conv_backward.h"
 #include "matrix/gemm_config.h"
@@ -180,8 +181,7 @@ DirectTiling direct_tiling(const Conv2dParams& q, int64_t group) {
   const int nr = int(std::min<int64_t>(4 * vw, (q.oc + vw - 1) / vw * vw));
   const DirectTiling by_columns{true, xbyak::max_rows(blk.isa, nr), nr};
   // Tuning knob: INDUCTOR_CPP_CONV_BWD_WEIGHT=direct-by-oc|direct-by-columns forces a tiling.
-  static const char* forced = std::getenv("INDUCTOR_CPP_CONV_BWD_WEIGHT");
-  const std::string knob = forced ? forced : "";
+  static const std::string knob = knobs::get_text(knobs::Knob::ConvBwdWeight);
   if (knob == "direct-by-oc" || knob == "direct-by-columns")
     return knob == "direct-by-oc" ? by_oc : by_columns;
   return lane_use(q.oc, vw) >= 1.25 * lane_use(group, vw) ? by_columns : by_oc;
@@ -405,8 +405,8 @@ void conv2d_backward_weight_nhwc_f32(const float* dy, const float* x, float* dw,
   // 1.18 / 1.23; H200 host, 16 threads: 1.04 / 0.85, 1.15 / 0.94, 0.84 / 0.93.
   // Tuning knob: INDUCTOR_CPP_CONV_BWD_WEIGHT=im2col|direct|direct-by-oc|direct-by-columns
   // forces a method (and the direct method's tiling: direct_tiling).
-  static const char* forced = std::getenv("INDUCTOR_CPP_CONV_BWD_WEIGHT");
-  const bool direct = forced ? std::string(forced) != "im2col" : q.out_w() >= 16;
+  static const std::optional<std::string> forced = knobs::raw(knobs::Knob::ConvBwdWeight);
+  const bool direct = forced ? *forced != "im2col" : q.out_w() >= 16;
   if (direct) return weight_gradient_direct(dy, x, dw, q, num_threads);
   weight_gradient_im2col(dy, x, dw, q, num_threads);
 }

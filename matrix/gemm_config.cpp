@@ -3,13 +3,15 @@
 #include "matrix/gemm_config.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
+#include "knobs/knobs.h"
 #include "matrix/jit/cpu_features.h"
 
 namespace inductor_cpp::matrix {
 namespace {
+
+using knobs::Knob;
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
@@ -40,8 +42,7 @@ const GemmBlocking& gemm_blocking() {
   static const GemmBlocking blocking = [] {
     GemmBlocking b;
     // Tuning/testing knob: INDUCTOR_CPP_MATRIX_ISA=avx2 uses the AVX2 kernels on an AVX-512 host.
-    const char* isa = std::getenv("INDUCTOR_CPP_MATRIX_ISA");
-    const bool force_avx2 = isa && std::string(isa) == "avx2";
+    const bool force_avx2 = knobs::get_text(Knob::MatrixIsa) == "avx2";
     if (!xbyak::cpu_features().avx512 || force_avx2) {
       b.isa = xbyak::Isa::Avx2;
       b.mr = 6;
@@ -54,49 +55,45 @@ const GemmBlocking& gemm_blocking() {
     }
     // Tuning knob: INDUCTOR_CPP_MATRIX_BLOCKING="mr,nr,kc,mc,nc[,plain_kc,pack_b_min_row_tiles]"
     // (read once).
-    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_BLOCKING")) {
+    if (const auto env = knobs::raw(Knob::MatrixBlocking)) {
       long mr, nr, kc, mc, nc, plain_kc = b.plain_kc, pack_b_tiles = b.pack_b_min_row_tiles;
-      if (std::sscanf(env, "%ld,%ld,%ld,%ld,%ld,%ld,%ld", &mr, &nr, &kc, &mc, &nc, &plain_kc,
-                      &pack_b_tiles) >= 5) {
+      if (std::sscanf(env->c_str(), "%ld,%ld,%ld,%ld,%ld,%ld,%ld", &mr, &nr, &kc, &mc, &nc,
+                      &plain_kc, &pack_b_tiles) >= 5) {
         b.mr = int(mr), b.nr = int(nr), b.kc = kc, b.mc = mc / mr * mr, b.nc = nc / nr * nr;
         b.plain_kc = plain_kc, b.pack_b_min_row_tiles = pack_b_tiles;
       }
     }
-    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PLAIN_NR")) b.plain_nr = std::atoi(env);
-    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_STREAM")) {
+    if (const auto env = knobs::raw(Knob::MatrixStream)) {
       long max_rows = b.stream_max_rows, kc = b.stream_kc, prefetch = b.stream_prefetch,
            max_b = b.stream_max_b_floats;
-      if (std::sscanf(env, "%ld,%ld,%ld,%ld", &max_rows, &kc, &prefetch, &max_b) >= 1 && kc > 0) {
+      if (std::sscanf(env->c_str(), "%ld,%ld,%ld,%ld", &max_rows, &kc, &prefetch, &max_b) >= 1 &&
+          kc > 0) {
         b.stream_max_rows = b.isa == xbyak::Isa::Avx512 ? max_rows : 0;
         b.stream_kc = kc, b.stream_prefetch = prefetch, b.stream_max_b_floats = max_b;
       }
     }
-    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_GRID_SLACK"))
-      b.grid_slack = std::atof(env);
     // Tuning knob: INDUCTOR_CPP_MATRIX_GRID_TM=tm forces tm thread rows where it divides the team.
-    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_GRID_TM")) b.grid_tm = std::atoi(env);
+    if (const auto tm = knobs::get_count(Knob::MatrixGridTm)) b.grid_tm = int(*tm);
     // Tuning knob: INDUCTOR_CPP_MATRIX_PAIR="min_rows[,mr,mc,kc]" (min_rows 0: no wide tile).
-    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PAIR")) {
+    if (const auto env = knobs::raw(Knob::MatrixPair)) {
       long min_rows = b.pair_min_rows, mr = b.pair_mr, mc = b.pair_mc, kc = b.pair_kc;
-      if (std::sscanf(env, "%ld,%ld,%ld,%ld", &min_rows, &mr, &mc, &kc) >= 1) {
+      if (std::sscanf(env->c_str(), "%ld,%ld,%ld,%ld", &min_rows, &mr, &mc, &kc) >= 1) {
         b.pair_min_rows = b.isa == xbyak::Isa::Avx512 ? min_rows : 0;
         b.pair_mr = int(mr), b.pair_mc = mc / mr * mr, b.pair_kc = kc;
       }
     }
-    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_CONV_TILE")) {
+    if (const auto env = knobs::raw(Knob::MatrixConvTile)) {
       long mr = 0, panels = 0;
-      if (std::sscanf(env, "%ld,%ld", &mr, &panels) >= 1) {
+      if (std::sscanf(env->c_str(), "%ld,%ld", &mr, &panels) >= 1) {
         b.conv_mr = int(mr);
         b.conv_panels = panels == 0 ? 0 : b.isa == xbyak::Isa::Avx512 && panels == 2 ? 2 : 1;
       }
     }
-    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_SPLIT_K"))
-      b.balance_split_k = std::string(env) != "0", b.force_split_k = std::atoi(env);
-    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_FEW_ROWS")) b.few_rows = std::atol(env);
-    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_SWAP_ROWS"))
-      b.swap_max_rows = std::atol(env);
-    if (const char* env = std::getenv("INDUCTOR_CPP_MATRIX_PACK_A"))
-      b.pack_a_always = std::string(env) == "always";
+    if (const auto parts = knobs::get_count(Knob::MatrixSplitK))
+      b.balance_split_k = *parts != 0, b.force_split_k = int(*parts);
+    if (const auto rows = knobs::get_count(Knob::MatrixFewRows)) b.few_rows = int64_t(*rows);
+    if (const auto rows = knobs::get_count(Knob::MatrixSwapRows)) b.swap_max_rows = int64_t(*rows);
+    b.pack_a_always = knobs::get_text(Knob::MatrixPackA) == "always";
     return b;
   }();
   return blocking;

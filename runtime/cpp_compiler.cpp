@@ -3,6 +3,7 @@
 /// (child_process.h: no shell, output captured).
 #include "runtime/cpp_compiler.h"
 
+#include "knobs/knobs.h"
 #include "runtime/child_process.h"
 
 #include <fcntl.h>
@@ -33,8 +34,8 @@ std::vector<std::string> split_words(const std::string& s) {
 std::vector<std::string> compiler_command(const CppCompileOptions& options) {
   std::string compiler = options.compiler;
   if (compiler.empty()) {
-    const char* cxx = std::getenv("CXX");
-    compiler = cxx && *cxx ? cxx : "g++";
+    const std::string cxx = knobs::host_env("CXX").value_or("");
+    compiler = cxx.empty() ? "g++" : cxx;
   }
   std::vector<std::string> words = split_words(compiler);
   if (words.empty()) throw std::runtime_error("empty C++ compiler command");
@@ -69,8 +70,7 @@ std::string resolve_executable(const std::string& name) {
     return realpath(p.c_str(), buf) ? std::string(buf) : p;
   };
   if (name.find('/') != std::string::npos) return real(name);
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path ? path : "");
+  std::istringstream dirs(knobs::host_env("PATH").value_or(""));
   for (std::string dir; std::getline(dirs, dir, ':');) {
     const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
     if (access(candidate.c_str(), X_OK) == 0) return real(candidate);

@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "knobs/knobs.h"
+
 namespace inductor_cpp::runtime {
 namespace {
 
@@ -23,14 +25,11 @@ constexpr size_t kPage = 4096;
 constexpr size_t kAlignment = 64;
 
 size_t default_cap() {
-  if (const char* env = std::getenv("INDUCTOR_CPP_CPU_POOL_BYTES")) {
-    char* end = nullptr;
-    const unsigned long long bytes = std::strtoull(env, &end, 10);
-    if (end == env || *end != '\0')
-      throw std::invalid_argument(
-          std::string("INDUCTOR_CPP_CPU_POOL_BYTES must be a byte count, got '") + env + "'");
-    return bytes;
-  }
+  using knobs::Knob;
+  if (knobs::malformed(Knob::CpuPoolBytes))
+    throw std::invalid_argument("INDUCTOR_CPP_CPU_POOL_BYTES must be a byte count, got '" +
+                                *knobs::raw(Knob::CpuPoolBytes) + "'");
+  if (const auto bytes = knobs::get_count(Knob::CpuPoolBytes)) return *bytes;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   const size_t quarter = pages > 0 && page > 0 ? size_t(pages) * size_t(page) / 4 : 0;
   return std::min(quarter, size_t(4) << 30);

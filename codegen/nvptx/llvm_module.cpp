@@ -23,6 +23,7 @@
 
 #include "codegen/nvptx/emit_ptx.h"
 #include "codegen/nvptx/nvptx_internal.h"
+#include "knobs/knobs.h"
 
 namespace inductor_cpp::codegen::nvptx {
 
@@ -126,9 +127,8 @@ std::string llvm_version() {
 }
 
 std::string default_libdevice_path() {
-  const char* cuda_home = std::getenv("CUDA_HOME");
-  const std::string root = cuda_home && *cuda_home ? cuda_home : "/usr/local/cuda";
-  return root + "/nvvm/libdevice/libdevice.10.bc";
+  const std::string cuda_home = knobs::host_env("CUDA_HOME").value_or("");
+  return (cuda_home.empty() ? "/usr/local/cuda" : cuda_home) + "/nvvm/libdevice/libdevice.10.bc";
 }
 
 PtxModule emit_ptx(const std::vector<ir::Kernel>& kernels, const GpuTarget& target,

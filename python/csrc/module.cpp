@@ -27,6 +27,7 @@
 #include "inductor/gpu_tuning.h"
 #include "inductor/graph_json.h"
 #include "kernels_cache/store.h"
+#include "knobs/knobs.h"
 #include "runtime/executor.h"
 #include "runtime/cpu_pool.h"
 #include "matrix/matrix.h"
@@ -37,6 +38,36 @@ using nlohmann::json;
 
 namespace inductor_cpp::python {
 namespace {
+
+/// The knob named `name`; KeyError naming the closest one otherwise.
+knobs::Knob knob_named(const std::string& name) {
+  if (const auto knob = knobs::find(name)) return *knob;
+  throw py::key_error(name + " is not a known knob; did you mean " + knobs::closest_name(name) +
+                      "?");
+}
+
+/// `_C.knobs`: the registry's table and typed reads, for python/inductor_cpp/knobs.py.
+void register_knobs_bindings(py::module_& m) {
+  py::module_ k = m.def_submodule("knobs", "The INDUCTOR_CPP_* registry (knobs/knobs.h)");
+  k.def("table", [] {
+    py::list rows;
+    for (const knobs::KnobInfo& i : knobs::all()) {
+      rows.append(py::dict(py::arg("name") = i.name, py::arg("type") = knobs::type_name(i.type),
+                           py::arg("default") = i.default_value, py::arg("codegen") = i.codegen,
+                           py::arg("scope") = knobs::scope_name(i.scope),
+                           py::arg("option") = i.option, py::arg("doc") = i.doc));
+    }
+    return rows;
+  });
+  k.def("raw", [](const std::string& n) { return knobs::raw(knob_named(n)); });
+  k.def("get_text", [](const std::string& n) { return knobs::get_text(knob_named(n)); });
+  k.def("get_bool", [](const std::string& n) { return knobs::get_bool(knob_named(n)); });
+  k.def("get_count", [](const std::string& n) { return knobs::get_count(knob_named(n)); });
+  k.def("get_float", [](const std::string& n) { return knobs::get_float(knob_named(n)); });
+  k.def("malformed", [](const std::string& n) { return knobs::malformed(knob_named(n)); });
+  k.def("codegen_values", &knobs::codegen_values);
+  k.def("take_unknown_warnings", &knobs::take_unknown_warnings);
+}
 
 /// The process's compile counters: the single piece of state the binding owns.
 inductor::CompileStats& process_stats() {
@@ -451,4 +482,5 @@ PYBIND11_MODULE(_C, m) {
     return store.clear();
   });
   python::register_matrix_bench_bindings(m);
+  python::register_knobs_bindings(m);
 }

@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from . import _C, debug_repro
+from . import _C, debug_repro, knobs
 
 ENV = "INDUCTOR_CPP_DEBUG_DIR"
 MAX_SAVED_INPUT_BYTES = 64 << 20
@@ -46,7 +46,7 @@ MAX_SAVED_INPUT_BYTES = 64 << 20
 
 def root(opts: Any) -> str | None:
     """The debug directory the options (or else the environment) ask for, or None."""
-    chosen = getattr(opts, "debug_dir", None) or os.environ.get(ENV, "")
+    chosen = getattr(opts, "debug_dir", None) or knobs.get_text(ENV)
     return os.path.abspath(chosen) if chosen else None
 
 

@@ -19,10 +19,11 @@ it learns to generate something faster than the ATen kernel.
 from __future__ import annotations
 
 import functools
-import os
 
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
+
+from . import knobs
 
 aten = torch.ops.aten
 
@@ -68,7 +69,8 @@ KEEP_AS_ATEN_WITHOUT_CODEGEN: dict[object, str] = {
 
 # Device types we generate code for ("cuda": the NVPTX emitter, docs/gpu.md; switched off with
 # INDUCTOR_CPP_GPU_CODEGEN=0, which the C++ side honours too).
-CODEGEN_DEVICES = frozenset({"cpu"} | ({"cuda"} if os.environ.get("INDUCTOR_CPP_GPU_CODEGEN", "1") != "0" else set()))
+CODEGEN_DEVICES = frozenset(
+    {"cpu", "cuda"} if knobs.get_bool("INDUCTOR_CPP_GPU_CODEGEN") else {"cpu"})
 
 # Decompositions torch registers but leaves out of its core-ATen set (these are core ATen ops),
 # which we want on code-generation devices: their pieces lower and fuse back into one or two

@@ -21,13 +21,12 @@ know is a reason to keep AOT's function. `INDUCTOR_CPP_DIRECT_INFERENCE=0` alway
 
 from __future__ import annotations
 
-import os
 from typing import Any, Callable
 
 import torch
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
-from . import logs
+from . import knobs, logs
 
 # Inference graphs handed to Dynamo without AOT's wrappers / kept inside them
 # (inductor_cpp.counters(): "direct_inference_graphs", "aot_wrapped_inference_graphs").
@@ -36,8 +35,7 @@ wrapped_graphs = 0
 
 
 def enabled() -> bool:
-    return os.environ.get("INDUCTOR_CPP_DIRECT_INFERENCE", "1").lower() not in ("0", "false",
-                                                                                "no", "off")
+    return knobs.get_bool("INDUCTOR_CPP_DIRECT_INFERENCE")
 
 
 def _plain_inputs(example_inputs: list[Any]) -> bool:

@@ -27,8 +27,8 @@ from typing import Any, Callable, Iterator
 import torch
 from torch._dynamo.backends.common import aot_autograd
 
-from . import (_C, debug_dir, decompositions, direct_call, fx_import, joint_graph, layout_opt,
-               logs, specialize)
+from . import (_C, debug_dir, decompositions, direct_call, fx_import, joint_graph, knobs,
+               layout_opt, logs, specialize)
 from . import options as options_mod
 
 # Compiled graphs alive in this process, for counters and tests; weak, so that
@@ -92,11 +92,7 @@ def _progress(label: str) -> dict[str, Any] | None:
     """Progress-line settings for the C++ side: only when stderr is a terminal (our own
     stream and file descriptor 2 both), after INDUCTOR_CPP_PROGRESS seconds (default 1; 0
     turns it off)."""
-    raw = os.environ.get("INDUCTOR_CPP_PROGRESS", "")
-    try:
-        after = float(raw) if raw else 1.0
-    except ValueError:
-        after = 1.0
+    after = knobs.get_float("INDUCTOR_CPP_PROGRESS")
     if after <= 0:
         return None
     try:

@@ -15,8 +15,9 @@ Examples of every artifact's output: docs/observability.md.
 from __future__ import annotations
 
 import logging
-import os
 import sys
+
+from . import knobs
 
 # In order of how much they print, a few lines per graph first.
 ARTIFACTS: dict[str, str] = {
@@ -110,4 +111,6 @@ def _ensure_handler() -> None:
     logger.setLevel(logging.INFO if _enabled else logging.WARNING)
 
 
-set_logs(os.environ.get("INDUCTOR_CPP_LOGS", ""))
+set_logs(knobs.get_text("INDUCTOR_CPP_LOGS"))
+for _message in knobs.take_unknown_variable_warnings():  # INDUCTOR_CPP_* typos, once
+    warn(_message)

@@ -2,6 +2,7 @@
 /// Running ptxas (see ptxas.h).
 #include "runtime/cuda/ptxas.h"
 
+#include "knobs/knobs.h"
 #include "runtime/child_process.h"
 
 #include <unistd.h>
@@ -26,13 +27,11 @@ bool executable(const std::string& path) {
 }  // namespace
 
 std::string find_ptxas() {
-  if (const char* p = std::getenv("INDUCTOR_CPP_PTXAS"); p && executable(p)) return p;
-  if (const char* home = std::getenv("CUDA_HOME");
-      home && executable(std::string(home) + "/bin/ptxas"))
-    return std::string(home) + "/bin/ptxas";
+  if (const auto p = knobs::raw(knobs::Knob::Ptxas); p && executable(*p)) return *p;
+  if (const auto home = knobs::host_env("CUDA_HOME"); home && executable(*home + "/bin/ptxas"))
+    return *home + "/bin/ptxas";
   if (executable("/usr/local/cuda/bin/ptxas")) return "/usr/local/cuda/bin/ptxas";
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "";
+  const std::string dirs = knobs::host_env("PATH").value_or("");
   for (size_t start = 0; start <= dirs.size();) {
     const size_t end = std::min(dirs.find(':', start), dirs.size());
     const std::string candidate = dirs.substr(start, end - start) + "/ptxas";

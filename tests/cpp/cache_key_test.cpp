@@ -2,6 +2,7 @@
 /// Cache key stability: equal graphs (whatever their value names or source lines) give equal
 /// keys; anything that changes the artifact changes the key.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include "inductor/cache_key.h"
 #include "inductor/graph_json.h"
@@ -64,6 +65,20 @@ TEST(CacheKey, ChangesWithEverythingThatMatters) {
   other = base;
   other.environment["torch"] = "2.12.0";
   EXPECT_NE(k, cache_key(other));
+}
+
+/// Every knob the registry marks as changing generated code changes the key when set away from
+/// its default; a knob that does not (the cache's own directory) leaves it alone.
+TEST(CacheKey, ChangesWithEveryCodegenKnob) {
+  const std::string k = cache_key(inputs_for(description({4, 8})));
+  for (const knobs::KnobInfo& knob : knobs::all()) {
+    const std::string other = knob.type == knobs::Type::Bool
+                                  ? (std::string(knob.default_value) == "1" ? "0" : "1")
+                                  : std::string(knob.default_value) + "7";
+    ::setenv(knob.name, other.c_str(), 1);
+    EXPECT_EQ(cache_key(inputs_for(description({4, 8}))) != k, knob.codegen) << knob.name;
+    ::unsetenv(knob.name);
+  }
 }
 
 /// A pinned value: if this changes, every user's cache is invalidated — make it deliberate.

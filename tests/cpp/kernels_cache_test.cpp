@@ -26,8 +26,10 @@
 #include <vector>
 
 #include "kernels_cache/sha256.h"
+#include "knobs/knobs.h"
 
 namespace kc = inductor_cpp::kernels_cache;
+namespace knobs = inductor_cpp::knobs;
 namespace fs = std::filesystem;
 using kc::Artifacts;
 using kc::Outcome;
@@ -455,10 +457,7 @@ TEST_F(KernelsCacheTest, ConfigFromEnv) {
   const char* vars[] = {"INDUCTOR_CPP_CACHE_DIR", "INDUCTOR_CPP_CACHE_MAX_BYTES",
                         "INDUCTOR_CPP_CACHE", "HOME"};
   std::map<std::string, std::optional<std::string>> saved;
-  for (const char* v : vars) {
-    const char* cur = ::getenv(v);
-    saved[v] = cur ? std::optional<std::string>(cur) : std::nullopt;
-  }
+  for (const char* v : vars) saved[v] = knobs::host_env(v);
   ::setenv("HOME", "/home/someone", 1);
   ::unsetenv("INDUCTOR_CPP_CACHE_DIR");
   ::unsetenv("INDUCTOR_CPP_CACHE_MAX_BYTES");

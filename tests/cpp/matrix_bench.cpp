@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "knobs/knobs.h"
 #include "matrix/jit/cpu_features.h"
 #include "matrix/conv.h"
 #include "matrix/gemm.h"
@@ -101,7 +102,7 @@ struct BenchAllocator {
   template <class U>
   BenchAllocator(const BenchAllocator<U>&) {}
   T* allocate(size_t n) {
-    static const bool huge = std::getenv("MATRIX_BENCH_HUGEPAGES") != nullptr;
+    static const bool huge = inductor_cpp::knobs::host_env("MATRIX_BENCH_HUGEPAGES").has_value();
     const size_t align = huge ? (2u << 20) : 64,
                  bytes = (n * sizeof(T) + align - 1) / align * align;
     void* p = std::aligned_alloc(align, bytes);

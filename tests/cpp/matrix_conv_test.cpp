@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "knobs/knobs.h"
 #include "matrix/jit/cpu_features.h"
 #include "matrix/conv.h"
 #include "matrix/gemm_config.h"
@@ -134,7 +135,7 @@ class ConvTest : public ::testing::Test {
 /// only on AVX-512, where an output row splits into near-full 6-pixel tiles and the batch has
 /// enough tile rows for the threads.
 TEST_F(ConvTest, TwoPanelTilesWhereRowsSplitIntoNearFullSixPixelTiles) {
-  if (std::getenv("INDUCTOR_CPP_MATRIX_CONV_TILE")) GTEST_SKIP() << "tile forced by the knob";
+  if (knobs::raw(knobs::Knob::MatrixConvTile)) GTEST_SKIP() << "tile forced by the knob";
   auto tile = [](int64_t n, int64_t c, int64_t oc, int64_t hw, int64_t k, int64_t stride,
                  int threads) {
     Conv2dParams q;

@@ -10,15 +10,15 @@
 #include <sstream>
 
 #include "ir/ir_text.h"
+#include "knobs/knobs.h"
 
 namespace inductor_cpp::codegen::nvptx::emit_test {
 
 namespace fs = std::filesystem;
 
 std::string ptxas_path() {
-  const char* cuda_home = std::getenv("CUDA_HOME");
   for (const std::string& root :
-       {std::string(cuda_home ? cuda_home : ""), std::string("/usr/local/cuda")}) {
+       {knobs::host_env("CUDA_HOME").value_or(""), std::string("/usr/local/cuda")}) {
     if (!root.empty() && fs::exists(root + "/bin/ptxas")) return root + "/bin/ptxas";
   }
   return "";
@@ -121,9 +121,9 @@ PtxModule emit_and_assemble(const std::vector<ir::Kernel>& kernels, const std::s
       const std::string error = assemble(m.ptx, sm, name);
       EXPECT_EQ(error, "") << name << " sm_" << sm << "\n" << kernels_text(kernels) << m.ptx;
     }
-    if (const char* dump = std::getenv("NVPTX_TEST_DUMP_DIR"); dump && sm == 90) {
-      std::ofstream(fs::path(dump) / (name + ".ptx")) << kernels_text(kernels) << "\n" << m.ptx;
-      std::ofstream(fs::path(dump) / (name + ".ll")) << m.llvm_ir;
+    if (const auto dump = knobs::host_env("NVPTX_TEST_DUMP_DIR"); dump && sm == 90) {
+      std::ofstream(fs::path(*dump) / (name + ".ptx")) << kernels_text(kernels) << "\n" << m.ptx;
+      std::ofstream(fs::path(*dump) / (name + ".ll")) << m.llvm_ir;
     }
     if (sm == 90) sm90 = std::move(m);
   }

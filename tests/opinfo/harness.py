@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 import time
 import traceback
@@ -57,6 +56,7 @@ import torch.utils._pytree as pytree
 
 import inductor_cpp
 from inductor_cpp import dynamo_backend as _dynamo_backend
+from inductor_cpp import knobs
 from sample_compare import (Mismatch, alias_map, clone_tree, compare, describe_sample,
                             drop_outputs, max_error)
 
@@ -72,7 +72,7 @@ FP64_ERROR_FACTOR = 3.0
 
 # The device samples are made on: "cpu", or "cuda" (sweep.py --device cuda, which sets
 # INDUCTOR_CPP_OPINFO_DEVICE so that its worker processes inherit it).
-DEVICE = os.environ.get("INDUCTOR_CPP_OPINFO_DEVICE", "cpu")
+DEVICE = knobs.get_text("INDUCTOR_CPP_OPINFO_DEVICE")
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,

@@ -7,7 +7,6 @@ test_matmul.py's GEMM tolerance."""
 
 from __future__ import annotations
 
-import os
 
 import pytest
 import torch
@@ -135,9 +134,9 @@ def test_new_weight_tensor_is_detected():
 
 def matrix_kernels_isa() -> str:
     """The ISA of the library's kernels here (INDUCTOR_CPP_MATRIX_ISA=avx2 forces AVX2)."""
-    from inductor_cpp import _C
+    from inductor_cpp import _C, knobs
 
-    forced = os.environ.get("INDUCTOR_CPP_MATRIX_ISA") == "avx2"
+    forced = knobs.get_text("INDUCTOR_CPP_MATRIX_ISA") == "avx2"
     return "avx512" if _C.matrix.cpu_features()["avx512"] and not forced else "avx2"
 
 

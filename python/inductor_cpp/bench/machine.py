@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from .. import knobs
 from . import timing
 
 HELP = "measure (or show the cached) copy/triad bandwidth and matmul rate of this machine"
@@ -124,7 +125,7 @@ def measure(config: ProbeConfig) -> MachineLimits:
 # ---------------------------------------------------------------------------------- cache
 
 def cache_dir() -> str:
-    override = os.environ.get("INDUCTOR_CPP_MACHINE_DIR")
+    override = knobs.raw("INDUCTOR_CPP_MACHINE_DIR")
     if override:
         return os.path.abspath(override)
     return os.path.join(os.path.expanduser("~"), ".cache", "inductor_cpp", "machine")
