@@ -10,7 +10,7 @@
 
 #include "codegen/cpu/emit_cpp.h"
 #include "knobs/knobs.h"
-#include "runtime/cpp_compiler.h"
+#include "runtime/loader/cpp_compiler.h"
 #include "runtime/cuda/ptxas.h"
 
 #include "inductor/build_plan.h"

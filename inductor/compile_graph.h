@@ -20,7 +20,7 @@
 #include "inductor/kernel_info.h"
 #include "inductor/options.h"
 #include "kernels_cache/store.h"
-#include "runtime/kernel_library.h"
+#include "runtime/loader/kernel_library.h"
 #include "runtime/plan.h"
 
 namespace inductor_cpp::inductor {

@@ -10,7 +10,7 @@
 
 #include "inductor/build_plan.h"
 #include "ir/passes/pipeline.h"
-#include "runtime/cpp_compiler.h"
+#include "runtime/loader/cpp_compiler.h"
 #include "runtime/plan.h"
 
 namespace inductor_cpp::inductor {

@@ -15,7 +15,7 @@
 #include "inductor/build_plan_gpu.h"
 #include "kernels_cache/sha256.h"
 #include "knobs/knobs.h"
-#include "runtime/cpp_compiler.h"
+#include "runtime/loader/cpp_compiler.h"
 
 namespace inductor_cpp::inductor {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cuda/gpu_step.h"
+#include "runtime/gpu_step.h"
 
 namespace inductor_cpp::runtime {
 

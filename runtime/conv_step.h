@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "runtime/bound_step.h"
-#include "runtime/kernel_library.h"
+#include "runtime/loader/kernel_library.h"
 #include "runtime/matmul_step.h"
 #include "matrix/matrix.h"
 #include "runtime/plan.h"

@@ -79,7 +79,7 @@ Executable::Executable(const Plan& plan, std::vector<at::Tensor> constants, std:
       throw std::runtime_error("inductor_cpp: cannot bind " + where + ": " + error_text(e));
     }
   }
-  if (plan.is_gpu()) {  // one CUDA module for the graph (runtime/cuda/gpu_step.h)
+  if (plan.is_gpu()) {  // one CUDA module for the graph (runtime/gpu_step.h)
     std::vector<std::string> kernel_labels;
     for (BoundKernelStep* k : kernel_steps) {
       k->gpu_index = static_cast<int32_t>(kernel_labels.size());

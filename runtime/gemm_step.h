@@ -13,7 +13,7 @@
 
 #include "matrix/matrix.h"
 #include "runtime/bound_step.h"
-#include "runtime/kernel_library.h"
+#include "runtime/loader/kernel_library.h"
 #include "runtime/matmul_step.h"
 #include "runtime/plan.h"
 

@@ -1,7 +1,7 @@
 /// \file
 /// Binding a generated-kernel step (runtime/plan.h KernelLaunch): the CPU kernel's function
 /// from the plan's kernel library, or, on the GPU, its index among the plan's CUDA kernels
-/// (runtime/cuda/gpu_step.h, set by the executor once every step is bound). A run allocates
+/// (runtime/gpu_step.h, set by the executor once every step is bound). A run allocates
 /// the kernel's outputs (fresh, or over a dead buffer's storage), copies any input whose
 /// layout is not the one the kernel was generated for, and calls it.
 #pragma once
@@ -13,7 +13,7 @@
 #include <c10/core/TensorOptions.h>
 
 #include "runtime/bound_step.h"
-#include "runtime/kernel_library.h"
+#include "runtime/loader/kernel_library.h"
 #include "runtime/plan.h"
 
 namespace inductor_cpp::runtime {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "runtime/bound_step.h"
-#include "runtime/kernel_library.h"
+#include "runtime/loader/kernel_library.h"
 #include "runtime/plan.h"
 
 namespace inductor_cpp::runtime {

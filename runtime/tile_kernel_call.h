@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/kernel_library.h"
+#include "runtime/loader/kernel_library.h"
 #include "matrix/matrix.h"
 #include "runtime/plan.h"
 

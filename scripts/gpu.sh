@@ -175,9 +175,9 @@ stage_matrix() {
 stage_cputest() {
   setup_carry
   lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket|L2|L3" >>"$OUT/summary.txt"
-  log "CPU matrix tests (${CPU_TESTS:-test_matmul.py test_conv_kernels.py})"
+  log "CPU matrix tests (${CPU_TESTS:-test_matmul.py test_matmul_weights.py test_conv_kernels.py})"
   (cd "$ROOT/tests/python" && timeout "${CPU_TEST_SECONDS:-300}" "$PY" -m pytest -q \
-    -p no:cacheprovider --tb=short -rfE ${CPU_TESTS:-test_matmul.py test_conv_kernels.py} \
+    -p no:cacheprovider --tb=short -rfE ${CPU_TESTS:-test_matmul.py test_matmul_weights.py test_conv_kernels.py} \
     >"$OUT/cputest.txt" 2>&1)
   local rc=$?
   tail -30 "$OUT/cputest.txt"

@@ -31,7 +31,7 @@
 #include "runtime/executor.h"
 #include "runtime/cpu_pool.h"
 #include "matrix/matrix.h"
-#include "runtime/kernel_library.h"
+#include "runtime/loader/kernel_library.h"
 
 namespace py = pybind11;
 using nlohmann::json;

@@ -3,7 +3,7 @@
 #include "runtime/cuda/ptxas.h"
 
 #include "knobs/knobs.h"
-#include "runtime/child_process.h"
+#include "runtime/loader/child_process.h"
 
 #include <unistd.h>
 

@@ -4,7 +4,7 @@
 /// Kernels written in scheduled kernel IR exactly as ir/passes/schedule.h produces them for
 /// x.sum(-1), x.amax(-1), x.argmax(-1), x.var(-1) (welford_m2), softmax(x, -1) and
 /// layer_norm(x, w, b) over the last dim, are emitted, compiled with the production flags
-/// (runtime/cpp_compiler.h) and timed: the median of many runs with 1 and 2 threads,
+/// (runtime/loader/cpp_compiler.h) and timed: the median of many runs with 1 and 2 threads,
 /// interleaved so that a load from other processes hits both alike. GB/s counts each tensor
 /// read or written once (what a perfectly fused kernel must move).
 ///
@@ -25,8 +25,8 @@
 
 #include "codegen/cpu/emit_cpp.h"
 #include "ir/ir_text.h"
-#include "runtime/cpp_compiler.h"
-#include "runtime/kernel_library.h"
+#include "runtime/loader/cpp_compiler.h"
+#include "runtime/loader/kernel_library.h"
 
 namespace {
 

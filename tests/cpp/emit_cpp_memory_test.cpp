@@ -184,7 +184,7 @@ TEST_F(EmitCppTest, MaskedLoadReadsOnlyInside) {
 }
 
 // GCC 12's loop vectorizer ran these row loops several rows wide and got them wrong on
-// AVX2-only hosts (rows of the second input read 0); runtime/cpp_compiler.h turns it off.
+// AVX2-only hosts (rows of the second input read 0); runtime/loader/cpp_compiler.h turns it off.
 TEST_F(EmitCppTest, RowsFromTwoInputsOfAConcatenation) {
   const std::vector<float> a = random_floats(50, -1, 1, 8), b = random_floats(25, -1, 1, 9);
   for (const Target& t : *targets_) {

@@ -19,8 +19,8 @@
 #include "codegen/cpu/emit_cpp.h"
 #include "ir/ir_text.h"
 #include "ir/loop_ir.h"
-#include "runtime/cpp_compiler.h"
-#include "runtime/kernel_library.h"
+#include "runtime/loader/cpp_compiler.h"
+#include "runtime/loader/kernel_library.h"
 
 namespace inductor_cpp::codegen::emit_test {
 

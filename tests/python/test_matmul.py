@@ -1,5 +1,5 @@
 """With matrix_kernels on (the default), float32 CPU matrix multiplies in compiled graphs run
-on our GEMM library (MatmulLaunch plan steps, matrix/gemm.h), with a following
+on our GEMM library (GemmCall library steps, matrix/gemm.h), with a following
 activation or residual add folded into the GEMM epilogue; bfloat16 mm / addmm run on the AMX
 GEMM where usable (test_matmul_bf16.py); other dtypes stay ATen calls.
 mm/addmm keep B packed across calls while its version and contents are unchanged

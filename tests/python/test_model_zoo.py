@@ -8,7 +8,7 @@ tests/python/test_training.py does for small models) are not a sound test for de
 BatchNorm nets. A pre-activation within float32 rounding of 0 takes the other side of the ReLU
 in one float32 run and not in another, and BatchNorm over few samples amplifies it: resnet50's
 first-step gradients, eager float32 in one memory format against eager float32 in the other,
-differ by up to 4x their distance to float64 (scripts/debug/model_zoo_probe.py). Given the same
+differ by up to 4x their distance to float64 (`python -m inductor_cpp.bench zoo --train`). Given the same
 inputs, a backward graph sees the forward's masks and statistics as inputs, so its outputs must
 match eager's to rounding; the forward graph's outputs (activations, saved tensors, running
 statistics) too.

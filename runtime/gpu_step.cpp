@@ -1,6 +1,6 @@
 /// \file
 /// GPU kernel steps: module binding, status words, launches on the current stream.
-#include "runtime/cuda/gpu_step.h"
+#include "runtime/gpu_step.h"
 
 #include <ATen/ops/zeros.h>
 #include <c10/core/Stream.h>

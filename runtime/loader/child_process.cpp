@@ -1,6 +1,6 @@
 /// \file
 /// The child-process runner (see child_process.h).
-#include "runtime/child_process.h"
+#include "runtime/loader/child_process.h"
 
 #include <fcntl.h>
 #include <spawn.h>

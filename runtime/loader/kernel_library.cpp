@@ -1,6 +1,6 @@
 /// \file
 /// A loaded library of generated kernels: dlopen / dlsym / dlclose.
-#include "runtime/kernel_library.h"
+#include "runtime/loader/kernel_library.h"
 
 #include <dlfcn.h>
 

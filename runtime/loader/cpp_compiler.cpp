@@ -1,10 +1,10 @@
 /// \file
 /// Builds generated C++ into a shared library: the system compiler as a child process
 /// (child_process.h: no shell, output captured).
-#include "runtime/cpp_compiler.h"
+#include "runtime/loader/cpp_compiler.h"
 
 #include "knobs/knobs.h"
-#include "runtime/child_process.h"
+#include "runtime/loader/child_process.h"
 
 #include <fcntl.h>
 #include <unistd.h>
