@@ -255,7 +255,6 @@ class KernelEmitter {
   AccState shuffle_state(const AccState& s, llvm::Value* lane_or_offset, bool down);
   llvm::Value* shuffle(llvm::Value* v, llvm::Value* lane_or_offset, bool down);
   llvm::Value* maximum(llvm::Value* a, llvm::Value* b, ir::DType t, bool is_max);
-  ir::DType accumulator_type(ir::DType t) const { return ir::compute_type(t); }
 
   // ---- state --------------------------------------------------------------------------------
   llvm::Module& module_;
