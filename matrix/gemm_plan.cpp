@@ -8,7 +8,6 @@
 
 #include "matrix/epilogue.h"
 #include "matrix/gemm_driver_internal.h"
-#include "matrix/jit/cpu_features.h"
 
 namespace inductor_cpp::matrix::gemm_detail {
 namespace {
