@@ -29,20 +29,6 @@ struct ExprNode {
 
 namespace {
 
-size_t mix_hash(size_t seed, uint64_t v) {
-  // splitmix64 finalizer over the combination: deterministic across runs and platforms.
-  uint64_t x = seed ^ (v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return static_cast<size_t>(x ^ (x >> 31));
-}
-
-uint64_t string_hash(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
-
 bool is_leaf(ExprKind k) {
   return k == ExprKind::Const || k == ExprKind::Var;
 }
@@ -60,7 +46,8 @@ class ExprTable {
     return table_.intern(
         h,
         [&](const ExprNode& n) {
-          return n.kind == kind && n.value == value && n.name == name && n.lhs == lhs && n.rhs == rhs;
+          return n.kind == kind && n.value == value && n.name == name && n.lhs == lhs &&
+                 n.rhs == rhs;
         },
         [&] {
           auto node = std::make_shared<ExprNode>();

@@ -58,8 +58,8 @@ struct ExprNode;
 /// default-constructed Expr is the constant 0).
 class Expr {
  public:
-  Expr();                        ///< the constant 0
-  Expr(int64_t value);           // NOLINT: implicit, so `i0 * 4 + 1` reads naturally
+  Expr();               ///< the constant 0
+  Expr(int64_t value);  // NOLINT: implicit, so `i0 * 4 + 1` reads naturally
   static Expr var(const std::string& name);
 
   ExprKind kind() const;
@@ -98,6 +98,9 @@ Expr ne(const Expr& a, const Expr& b);
 
 /// Text form, as in the file comment; parse_expr(to_string(e)) == e.
 std::string to_string(const Expr& e);
+/// The infix spelling of a comparison kind, spaces around: " < ", " <= ", " == ", " != " (the
+/// text form and C++ agree on it).
+const char* comparison_operator(ExprKind kind);
 /// Throws std::invalid_argument with the offending position on malformed text.
 Expr parse_expr(const std::string& text);
 

@@ -74,19 +74,6 @@ void print_binary_op(const Expr& e, const char* op, std::string& out) {
   print_wrapped(e.rhs(), precedence(e.rhs()) <= kMul, out);
 }
 
-const char* comparison_spelling(ExprKind k) {
-  switch (k) {
-    case ExprKind::Lt:
-      return " < ";
-    case ExprKind::Le:
-      return " <= ";
-    case ExprKind::Eq:
-      return " == ";
-    default:
-      return " != ";
-  }
-}
-
 void print(const Expr& e, std::string& out) {
   switch (e.kind()) {
     case ExprKind::Const:
@@ -137,7 +124,7 @@ void print(const Expr& e, std::string& out) {
       return;
     default:
       print_wrapped(e.lhs(), precedence(e.lhs()) <= kCmp, out);
-      out += comparison_spelling(e.kind());
+      out += comparison_operator(e.kind());
       print_wrapped(e.rhs(), precedence(e.rhs()) <= kCmp, out);
       return;
   }
@@ -149,6 +136,19 @@ std::string to_string(const Expr& e) {
   std::string out;
   print(e, out);
   return out;
+}
+
+const char* comparison_operator(ExprKind kind) {
+  switch (kind) {
+    case ExprKind::Lt:
+      return " < ";
+    case ExprKind::Le:
+      return " <= ";
+    case ExprKind::Eq:
+      return " == ";
+    default:
+      return " != ";
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

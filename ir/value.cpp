@@ -98,19 +98,6 @@ bool binary_yields_bool(BinaryOp op) {
 
 namespace {
 
-size_t mix_hash(size_t seed, uint64_t v) {
-  uint64_t x = seed ^ (v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return static_cast<size_t>(x ^ (x >> 31));
-}
-
-uint64_t string_hash(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a: deterministic across runs
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
-
 uint64_t double_bits(double d) {
   uint64_t bits;
   std::memcpy(&bits, &d, sizeof bits);

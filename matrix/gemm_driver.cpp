@@ -1,7 +1,7 @@
 /// \file gemm_driver.cpp
-/// \brief The fp32 GEMM driver (see gemm_driver.h): plan (kernels, B source, A packing, K and N
-/// blocking), the tm × tn thread grid, and the per-thread loop over the team's B blocks with
-/// cooperative packing into a shared double buffer.
+/// \brief The fp32 GEMM driver (see gemm_driver.h): the per-thread loop over the team's B
+/// blocks with cooperative packing into a shared ring of block buffers, and the entry points.
+/// The plan it runs is made in gemm_plan.cpp; split-K calls are in gemm_split_k.cpp.
 #include "matrix/gemm_driver.h"
 
 #include <omp.h>
@@ -10,295 +10,22 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
-#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
-#include "matrix/jit/cpu_features.h"
-#include "matrix/jit/microkernel.h"
 #include "matrix/epilogue.h"
-#include "matrix/gemm_config.h"
+#include "matrix/gemm_driver_internal.h"
+#include "matrix/jit/cpu_features.h"
 #include "matrix/pack.h"
-#include "matrix/scratch.h"
 
 namespace inductor_cpp::matrix {
-namespace {
+namespace gemm_detail {
 
-using xbyak::MicroKernelArgs;
-using xbyak::MicroKernelDesc;
-using xbyak::MicroKernelFn;
-
-enum Phase { kOnly, kFirst, kMiddle, kLast, kNumPhases };
-
-/// Where the kernels read B from.
-enum class BSource {
-  Prepacked,  ///< The caller's PackedB (read-only, shared by all threads).
-  Shared,     ///< Packed per call, block by block, by the whole team into one shared buffer.
-  Plain,      ///< Read in place (few row tiles: packing would not pay off).
-};
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-/// Per-thread scratch that grows and is reused across calls (OpenMP workers persist). `a` is the
-/// thread's packed A block; `shared_b` is the team's B double buffer when this thread is the
-/// caller; `partial` the split-K parts' C when it is the caller (allocated per call, a buffer
-/// above the allocator's mmap threshold would be an mmap / munmap pair each time, and the
-/// munmap's TLB shootdown reaches every thread of the team). No gemm call runs nested inside
-/// another on one thread. Freed by release_scratch (scratch.h).
-struct Scratch {
-  struct Buffer {
-    float* data = nullptr;
-    size_t size = 0;
-    ~Buffer() { std::free(data); }
-    float* get(size_t floats) {
-      if (floats <= size) return data;
-      std::free(data);
-      size = floats;
-      data = static_cast<float*>(std::aligned_alloc(64, (floats * 4 + 63) / 64 * 64));
-      return data;
-    }
-    size_t release() {
-      const size_t bytes = size * sizeof(float);
-      std::free(data);
-      data = nullptr;
-      size = 0;
-      return bytes;
-    }
-  };
-  Buffer a, shared_b, partial;  ///< partial: the calling thread's split-K partial C
-
-  Scratch() {
-    register_scratch(this, [](void* self) {
-      auto* s = static_cast<Scratch*>(self);
-      return s->a.release() + s->shared_b.release() + s->partial.release();
-    });
-  }
-  ~Scratch() { unregister_scratch(this); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-};
 Scratch& thread_scratch() {
   thread_local Scratch scratch;
   return scratch;
-}
-
-/// The static partition: a tm × tn grid of threads; thread row ti owns a contiguous range of
-/// rows (thread_rows), thread column tj a contiguous range of the column panels of every B block.
-struct Grid {
-  int threads = 1, tm = 1, tn = 1;
-  int64_t m = 0, mr = 1, tiles_m = 0, tiles_n = 0;
-  int64_t row_tiles_per_thread() const { return ceil_div(ceil_div(m, tm), mr); }
-  int64_t panels_per_thread() const { return ceil_div(tiles_n, tn); }
-};
-
-/// Small problems run on the caller, unless B is big enough that reading it is the cost (skinny
-/// M): then two cores' cache bandwidth beats one.
-bool runs_serially(const GemmBlocking& blk, const GemmProblem& p) {
-  return p.m * p.n * std::max<int64_t>(p.k, 1) < blk.serial_macs && p.n * p.k < blk.serial_b_floats;
-}
-
-Grid partition(const GemmBlocking& blk, const GemmProblem& p, int num_threads) {
-  Grid g;
-  g.m = p.m;
-  g.mr = blk.mr;
-  g.tiles_m = ceil_div(p.m, blk.mr);
-  g.tiles_n = ceil_div(p.n, blk.nr);
-  g.threads = runs_serially(blk, p) ? 1 : std::max(1, num_threads);
-  g.threads = int(std::min<int64_t>(g.threads, g.tiles_m * g.tiles_n));
-  choose_grid(g.tiles_m, g.tiles_n, g.threads, g.tm, g.tn, false, blk.grid_slack);
-  if (blk.grid_tm > 0 && g.threads % blk.grid_tm == 0 && blk.grid_tm <= g.tiles_m &&
-      g.threads / blk.grid_tm <= g.tiles_n)
-    g.tm = blk.grid_tm, g.tn = g.threads / blk.grid_tm;
-  return g;
-}
-
-/// Whether B is streamed: read in place over an N split, in K chunks of stream_kc with
-/// prefetch (gemm_config.h "Streamed plain B"): few rows times a plain B of one to a few
-/// MiB, with enough column panels for every thread.
-bool streams_plain_b(const GemmBlocking& blk, const GemmProblem& p, const Grid& g) {
-  return blk.stream_max_rows > 0 && !p.trans_b && p.m >= 2 && p.m <= blk.stream_max_rows &&
-         p.n * p.k >= blk.stream_min_b_floats && p.n * p.k <= blk.stream_max_b_floats &&
-         g.tiles_n >= g.threads * blk.stream_min_panels;
-}
-
-/// Everything the workers share for one call (read-only once built).
-struct Plan {
-  const GemmProblem* p = nullptr;
-  const PackedB* packed = nullptr;
-  int64_t packed_k0 = 0;  ///< K offset into `packed` (a split-K part's range starts there).
-  GemmBlocking blk;
-  Grid grid;
-  BSource b_source = BSource::Plain;
-  bool stream = false;  ///< Plain B streamed over an N split (gemm_config.h "Streamed plain B").
-  bool pack_a = false;
-  int64_t kc = 0, nkb = 1;  ///< K block and number of K blocks.
-  int64_t nc = 0;           ///< Columns per B block (a multiple of nr), split over tn.
-  int64_t pack_chunk = 1;   ///< Panels packed together (BSource::Shared).
-  bool private_b = false;   ///< BSource::Shared, but each thread packs its own copy.
-  size_t jit_epilogue = 0;
-  /// Tiles span two adjacent packed panels (mr × 2·nr, gemm_config.h: the wide tile); a
-  /// thread's odd last panel is a tile of its own.
-  bool pair_panels = false;
-  /// [phase][row kind][column kind]: row kind 0 = mr rows, 1 and 2 = the (at most two) row
-  /// counts of the threads' last tiles (thread row ranges need not be multiples of mr); column
-  /// kind (col_kind) 0 = a full tile, 1 = one full panel of a pair plan, 2 = a tile ending in
-  /// B's partial last panel, 3 = that panel alone in a pair plan.
-  MicroKernelFn kernels[kNumPhases][3][4] = {};
-  int tail_rows[2] = {0, 0};
-  int row_kind(int rows) const { return rows == blk.mr ? 0 : rows == tail_rows[0] ? 1 : 2; }
-  int tile_cols() const { return pair_panels ? 2 * blk.nr : blk.nr; }
-  int col_kind(int cols) const {
-    return cols == tile_cols() ? 0 : cols == blk.nr ? 1 : cols > blk.nr || !pair_panels ? 2 : 3;
-  }
-};
-
-/// Rows [m0, m1) of thread row ti: an even split of M in rows, not tiles (1024 rows on 16
-/// threads: 64 each = 4 tiles + 8 rows, instead of 5 tiles on some threads and 4 on others).
-void thread_rows(const Plan& plan, int ti, int64_t& m0, int64_t& m1) {
-  const int64_t m = plan.p->m, tm = plan.grid.tm;
-  m0 = ti * m / tm;
-  m1 = (ti + 1) * m / tm;
-}
-
-/// Rows per A block for a thread's `rows`: the fewest blocks of at most 1.15 · mc rows, made even
-/// (multiples of mr). Each block streams every B panel of the step through L2 once, so a thread
-/// that ended on a sliver (256 rows in blocks of 120: 120 + 120 + 16) paid a third more B traffic
-/// for 6 % of its work; now 132 + 124.
-int64_t block_rows(int64_t rows, int64_t mc, int mr) {
-  const int64_t blocks = std::max<int64_t>(1, ceil_div(rows * 20, mc * 23));
-  return ceil_div(ceil_div(rows, blocks), mr) * mr;
-}
-
-MicroKernelFn kernel_for(const Plan& plan, Phase phase, int rows, int cols) {
-  const GemmProblem& p = *plan.p;
-  MicroKernelDesc d;
-  d.isa = plan.blk.isa;
-  d.mr = rows;
-  d.nr = cols;
-  d.k = 0;
-  d.a_row_stride = plan.pack_a ? 1 : p.lda;
-  d.a_k_stride = plan.pack_a ? plan.blk.mr : 1;
-  const bool b_packed = plan.b_source != BSource::Plain;
-  d.ldb = b_packed ? plan.blk.nr : p.ldb;
-  d.b_layout = b_packed ? xbyak::BLayout::Packed : xbyak::BLayout::Plain;
-  if (plan.stream) d.b_prefetch = plan.blk.stream_prefetch;
-  if (plan.pair_panels && cols > plan.blk.nr) d.b_panel_cols = plan.blk.nr;
-  d.ldc = p.ldc;
-  d.alpha = p.alpha;
-  d.accumulate = (phase == kOnly || phase == kFirst) ? p.accumulate : true;
-  if (phase == kOnly || phase == kLast) d.epilogue = kernel_epilogue(p.epilogue, plan.jit_epilogue);
-  return xbyak::get_microkernel(d);
-}
-
-void select_kernels(Plan& plan) {
-  const GemmProblem& p = *plan.p;
-  const int mr = plan.blk.mr, nr = plan.blk.nr;
-  int tails = 0;
-  for (int ti = 0; ti < plan.grid.tm; ++ti) {
-    int64_t m0, m1;
-    thread_rows(plan, ti, m0, m1);
-    const int tail = int((m1 - m0) % mr);
-    if (tail && tail != plan.tail_rows[0] && tail != plan.tail_rows[1]) {
-      if (tails == 2) throw std::logic_error("gemm: more than two row tails");
-      plan.tail_rows[tails++] = tail;
-    }
-  }
-  // Column counts a tile can have (col_kind): a full tile, one full panel, a tile ending in
-  // the partial last panel (col_tail columns), that panel alone (pair plans).
-  const int col_tail = int(p.n % nr);
-  const int tile = plan.tile_cols();
-  const int widths[4] = {int(std::min<int64_t>(tile, p.n)), plan.pair_panels ? nr : 0,
-                         col_tail ? (plan.pair_panels ? nr + col_tail : col_tail) : 0,
-                         plan.pair_panels ? col_tail : 0};
-  const bool phases[kNumPhases] = {plan.nkb == 1, plan.nkb > 1, plan.nkb > 2, plan.nkb > 1};
-  for (int ph = 0; ph < kNumPhases; ++ph) {
-    if (!phases[ph]) continue;
-    for (int rk = 0; rk < 3; ++rk)
-      for (int ct = 0; ct < 4; ++ct) {
-        const int rows = rk ? plan.tail_rows[rk - 1] : int(std::min<int64_t>(mr, p.m));
-        const int cols = widths[ct];
-        if (rows == 0 || cols == 0 || plan.col_kind(cols) != ct) continue;
-        plan.kernels[ph][rk][ct] = kernel_for(plan, Phase(ph), rows, cols);
-      }
-  }
-}
-
-Plan make_plan(const GemmProblem& p, const PackedB* packed, int num_threads) {
-  Plan plan;
-  plan.p = &p;
-  plan.packed = packed;
-  plan.blk = gemm_blocking();
-  if (packed && packed->panel_width() != plan.blk.nr)
-    throw std::invalid_argument("gemm: PackedB panel width mismatch");
-  Grid g = partition(plan.blk, p, num_threads);
-  plan.stream = !packed && streams_plain_b(plan.blk, p, g);
-  // A streamed B: a pure N split, every thread its own columns (B read once).
-  auto stream_grid = [&] {
-    if (plan.stream) g.tm = 1, g.tn = int(std::min<int64_t>(g.threads, g.tiles_n));
-  };
-  stream_grid();
-  const bool pack_b = !packed && !plan.stream &&
-                      (p.trans_b || g.row_tiles_per_thread() >= plan.blk.pack_b_min_row_tiles);
-  if (!packed && !pack_b && plan.blk.plain_nr > 0 && p.n >= plan.blk.plain_nr &&
-      p.m <= xbyak::max_rows(plan.blk.isa, plan.blk.plain_nr)) {
-    // B read in place by one short row tile (M ≤ 6): wider panels read longer runs of each B row
-    // per kernel (measured: helps M = 1, hurts M = 8 split into 6 + 2 rows).
-    plan.blk.nr = plan.blk.plain_nr;
-    plan.blk.mr = std::min(plan.blk.mr, xbyak::max_rows(plan.blk.isa, plan.blk.nr));
-    plan.blk.mc = std::max<int64_t>(1, plan.blk.mc / plan.blk.mr) * plan.blk.mr;
-    g = partition(plan.blk, p, num_threads);
-    stream_grid();
-  }
-  plan.b_source = packed ? BSource::Prepacked : pack_b ? BSource::Shared : BSource::Plain;
-  // Packed B with many rows per thread, or a single short row tile (M ≤ pair_mr: no B panel is
-  // read twice, and a kernel then reads two B streams): the wide tile, over pairs of panels
-  // (gemm_config.h).
-  if (plan.b_source != BSource::Plain && plan.blk.pair_min_rows > 0 &&
-      (ceil_div(p.m, g.tm) >= plan.blk.pair_min_rows || p.m <= plan.blk.pair_mr)) {
-    plan.pair_panels = true;
-    plan.blk.mr = plan.blk.pair_mr;
-    plan.blk.mc = plan.blk.pair_mc;
-    plan.blk.kc = plan.blk.pair_kc;
-    g = partition(plan.blk, p, num_threads);
-  }
-  plan.grid = g;
-  // Pack A into row tiles when it is transposed, or reused across column panels while its rows
-  // are a multiple of 2 KiB apart (they would then share one or two L1 sets: 14 rows, 12 ways),
-  // or always when the blocking says so (tuning knob). The wide tile's 6 rows fit in one set's
-  // ways, and reading them in place saves the packing pass: dev machine, 2 threads,
-  // `matrix_bench 2 shape:...` alternating runs, 512³ +3-6 %, 1024³ +2-6 %, 2048³ +3-5 %, 4096³
-  // +3 % (402-403 against 415-417 ms), Linear 1024 × 768 × 3072 +2-5 %; one thread ±2 %.
-  plan.pack_a = p.trans_a || (p.m > 1 && g.panels_per_thread() >= 2 &&
-                              (plan.blk.pack_a_always || (p.lda % 512 == 0 && !plan.pair_panels)));
-  // Packed B: K blocks of kc (gemm_config.h). One row tile per thread: no reuse of a B panel
-  // across row tiles, so the whole K (C written once), up to 2·kc for a shared B (its ring
-  // holds 3 blocks). Plain B (few row tiles, read in place): short K chunks, so that consecutive
-  // kernels walk along the rows of B (a few parallel streams) instead of down its columns.
-  const int64_t kc_target = plan.stream                       ? plan.blk.stream_kc
-                            : plan.b_source == BSource::Plain ? plan.blk.plain_kc
-                            : g.row_tiles_per_thread() > 1    ? plan.blk.kc
-                            : plan.b_source == BSource::Shared && p.k > 2 * plan.blk.kc
-                                ? plan.blk.kc
-                                : p.k;
-  plan.nkb = std::max<int64_t>(1, ceil_div(p.k, std::max<int64_t>(kc_target, 1)));
-  plan.kc = std::max<int64_t>(1, ceil_div(p.k, plan.nkb));
-  // A B block spans nc columns per thread column, so each thread's share of a block is about
-  // nc wide whatever tn is (and a pure N split has as few blocks as an M split).
-  const int nr = plan.blk.nr;
-  plan.nc = std::min(ceil_div(p.n, nr), ceil_div(plan.blk.nc, nr) * g.tn) * nr;
-  // Small B (< 64 Ki floats per thread column, e.g. 128³): each thread packs its own copy; the
-  // threads' wake-up skew and pulling freshly written panels from another core's cache cost
-  // more than packing it twice (128³ at 2 threads: 195 → 280 GFLOP/s).
-  plan.private_b = plan.b_source == BSource::Shared && p.k * ceil_div(p.n, g.tn) < 64 * 1024;
-  // Shared B chunks: up to 4 panels, but at least one chunk per thread of a thread column.
-  plan.pack_chunk = std::clamp<int64_t>(plan.nc / nr / g.tn / g.tm, 1, 4);
-  plan.jit_epilogue = jit_epilogue_prefix(p.epilogue);
-  select_kernels(plan);
-  return plan;
 }
 
 /// The shared B of one call (BSource::Shared): a ring of `slots` block buffers and, per slot and
@@ -335,6 +62,19 @@ struct SharedB {
   }
   Counter& progress(int ti, int tj) { return done[(ti % tm) * tn + tj % tn]; }
 };
+
+namespace {
+
+using xbyak::MicroKernelArgs;
+
+/// Rows per A block for a thread's `rows`: the fewest blocks of at most 1.15 · mc rows, made even
+/// (multiples of mr). Each block streams every B panel of the step through L2 once, so a thread
+/// that ended on a sliver (256 rows in blocks of 120: 120 + 120 + 16) paid a third more B traffic
+/// for 6 % of its work; now 132 + 124.
+int64_t block_rows(int64_t rows, int64_t mc, int mr) {
+  const int64_t blocks = std::max<int64_t>(1, ceil_div(rows * 20, mc * 23));
+  return ceil_div(ceil_div(rows, blocks), mr) * mr;
+}
 
 /// Spin with pause, yielding the core after a while (the thread we wait for may need it).
 template <class Ready>
@@ -453,7 +193,8 @@ void compute_block(const Plan& plan, Phase phase, int64_t step, int tj, int64_t 
   }
 }
 
-/// Thread t of the team: walks every B block (steps), computing its rows × its panels of each.
+}  // namespace
+
 void work(const Plan& plan, int t, SharedB* sb) {
   const GemmProblem& p = *plan.p;
   const Grid& g = plan.grid;
@@ -491,137 +232,16 @@ void work(const Plan& plan, int t, SharedB* sb) {
   }
 }
 
+}  // namespace gemm_detail
+
+namespace {
+
+using namespace gemm_detail;
+
 /// Whether a parallel region opened here would get a team of one (already inside an active
 /// region with nesting unavailable).
 bool nested_region_is_serial() {
   return omp_get_active_level() >= omp_get_max_active_levels();
-}
-
-constexpr int64_t kMinSplitK = 256;             ///< Shortest K range of a split-K part.
-constexpr int64_t kMaxPartialFloats = 1 << 20;  ///< Largest partial C buffers (all parts).
-/// Least work a split must take off the busiest thread (multiply-adds): the barrier and the
-/// reduction cost a few µs. H200 host, 16 threads: 8 × 768² (24 panels, a split would save 8
-/// rows × 32 × 768 = 192 Ki) was 17-20 µs unsplit against 22-24 split.
-constexpr double kMinSplitSavedMacs = 256 * 1024;
-
-/// How many K ranges a call splits into (1: none). When the output tiles do not share out evenly
-/// over the team (Linear 8 × 768 × 3072 at 16 threads: 24 column panels, so half the threads
-/// compute two panels and half one, or a single tile and an idle team), the team splits into
-/// `parts` groups of num_threads / parts threads; each group computes every tile over one K
-/// range into a partial C, then every thread sums a slice of the partials (run_split_k). Chosen
-/// when it cuts the largest per-thread share (rows × panels × K) by 10 % or more over the next
-/// smaller split and by kMinSplitSavedMacs, every part keeps kMinSplitK of K, and the partials
-/// stay small. Counted in whole row tiles instead, 32 × 768² at 16 threads split in two (8 rows
-/// × 6 panels a thread became 32 rows × 3 panels, the same work) and ran 50 → 62 µs. A B packed per
-/// call by the whole team is not split (its ring is one per call): the part plans would have to
-/// share it.
-int split_k_parts(const Plan& plan, int num_threads) {
-  const GemmProblem& p = *plan.p;
-  if (!plan.blk.balance_split_k || num_threads < 2 || p.m * p.n * 2 > kMaxPartialFloats ||
-      runs_serially(plan.blk, p))
-    return 1;  // (every large GEMM leaves here, before any candidate grid is tried)
-  if (const int forced = plan.blk.force_split_k; forced > 1)
-    return num_threads % forced == 0 && p.k / forced >= kMinSplitK &&
-                   p.m * p.n * forced <= kMaxPartialFloats
-               ? forced
-               : 1;
-  // The busiest thread's rows × panels (a thread's short last row tile costs its rows, not mr).
-  auto share = [&](const Grid& g) { return double(ceil_div(p.m, g.tm) * g.panels_per_thread()); };
-  const double row_panel_macs = double(plan.blk.nr) * p.k;
-  const double unsplit = share(plan.grid);
-  double best = unsplit;
-  int parts = 1;
-  for (int s = 2; s <= num_threads && p.k / s >= kMinSplitK; ++s) {
-    if (num_threads % s || p.m * p.n * s > kMaxPartialFloats) continue;
-    GemmProblem part;  // the sizes partition() reads
-    part.m = p.m, part.n = p.n, part.k = p.k / s;
-    const double cost = share(partition(plan.blk, part, num_threads / s)) / s;
-    if (cost <= 0.9 * best) best = cost, parts = s;
-  }
-  return (unsplit - best) * row_panel_macs >= kMinSplitSavedMacs ? parts : 1;
-}
-
-/// Thread t's share of the split-K reduction: C = alpha · Σ partials (in part order, so the
-/// result is fixed by the thread count) [+ C], then the whole epilogue, in runs of up to 64
-/// columns of one row; a generated tile kernel once per row of the share (one call per run
-/// cost 0.79x the separate kernel: Linear 32 x 3072 x 768 at 16 threads).
-void reduce_partials(const GemmProblem& p, const float* partial, int parts, int t, int threads) {
-  constexpr int64_t kRun = 64;
-  const int64_t runs_per_row = ceil_div(p.n, kRun), units = p.m * runs_per_row;
-  const size_t part_floats = size_t(p.m) * p.n;
-  int64_t row = -1, row_j0 = 0, row_j1 = 0;  // the row segment awaiting the tile kernel
-  for (int64_t u = units * t / threads; u < units * (t + 1) / threads; ++u) {
-    const int64_t i = u / runs_per_row, j0 = u % runs_per_row * kRun;
-    const int64_t j1 = std::min(p.n, j0 + kRun);
-    float* c = p.c + i * p.ldc;
-    const float* x = partial + i * p.n;
-    for (int64_t j = j0; j < j1; ++j) {
-      float sum = x[j];
-      for (int s = 1; s < parts; ++s) sum += x[s * part_floats + j];
-      c[j] = p.alpha * sum + (p.accumulate ? c[j] : 0.0f);
-    }
-    if (p.epilogue.empty()) continue;
-    apply_epilogue_tile(c + j0, p.ldc, 1, j1 - j0, i, j0, p.epilogue, 0, /*tile_kernel=*/false);
-    if (i != row) {
-      apply_tile_kernel(p.epilogue, row, 1, row_j0, row_j1 - row_j0);
-      row = i, row_j0 = j0;
-    }
-    row_j1 = j1;
-  }
-  if (row >= 0) apply_tile_kernel(p.epilogue, row, 1, row_j0, row_j1 - row_j0);
-}
-
-/// The parts' problems (K range k0.., alpha 1, no epilogue, C = their slice of `partial`) and
-/// plans on num_threads / parts threads each (a plan points at its problem: `sub` must outlive
-/// `plans`). False when a part would pack B per call for its whole group: the team's ring is
-/// one per call, so such a call is not split.
-bool make_split_plans(const GemmProblem& p, const PackedB* packed, int num_threads, int parts,
-                      float* partial, std::vector<GemmProblem>& sub, std::vector<Plan>& plans) {
-  sub.assign(size_t(parts), p);
-  plans.clear();
-  plans.reserve(size_t(parts));
-  for (int s = 0; s < parts; ++s) {
-    const int64_t k0 = p.k * s / parts, k1 = p.k * (s + 1) / parts;
-    GemmProblem& q = sub[size_t(s)];
-    q.k = k1 - k0;
-    q.a = p.trans_a ? p.a + k0 * p.lda : p.a + k0;
-    if (!packed) q.b = p.trans_b ? p.b + k0 : p.b + k0 * p.ldb;
-    q.c = partial + size_t(s) * p.m * p.n;
-    q.ldc = p.n;
-    q.alpha = 1;
-    q.accumulate = false;
-    q.epilogue.clear();
-    plans.push_back(make_plan(q, packed, num_threads / parts));
-    plans.back().packed_k0 = k0;
-    if (plans.back().b_source == BSource::Shared && !plans.back().private_b) return false;
-  }
-  return true;
-}
-
-/// The call as `parts` K ranges (split_k_parts, make_split_plans), then the reduction. False,
-/// with nothing written, when the parts cannot be planned or the runtime gives a smaller team:
-/// the caller then runs the unsplit plan.
-bool run_split_k(const GemmProblem& p, const PackedB* packed, int num_threads, int parts) {
-  const int per_part = num_threads / parts;
-  float* partial = thread_scratch().partial.get(size_t(parts) * p.m * p.n);
-  std::vector<GemmProblem> sub;
-  std::vector<Plan> plans;
-  if (!make_split_plans(p, packed, num_threads, parts, partial, sub, plans)) return false;
-  std::atomic<bool> short_team{false};
-#pragma omp parallel num_threads(num_threads)
-  {
-    const bool full = omp_get_num_threads() == num_threads;
-    if (!full) short_team = true;
-    const int t = omp_get_thread_num();
-    const unsigned saved_csr = _mm_getcsr();
-    if (p.flush_denormals) _mm_setcsr(saved_csr | 0x8040);  // FTZ | DAZ
-    const Plan& mine = plans[size_t(t / per_part)];
-    if (full && t % per_part < mine.grid.threads) work(mine, t % per_part, nullptr);
-#pragma omp barrier
-    if (full) reduce_partials(p, partial, parts, t, num_threads);
-    _mm_setcsr(saved_csr);
-  }
-  return !short_team;
 }
 
 }  // namespace
@@ -638,7 +258,8 @@ void check_gemm_problem(const GemmProblem& p) {
     if (is_residual_op(op.kind) && op.ld < p.n)
       throw std::invalid_argument("gemm: residual ld < n");
     if (op.kind == EpilogueKind::Tile && (&op != &p.epilogue.back() || !op.tile || !op.tile->fn))
-      throw std::invalid_argument("gemm: a tile kernel must be the last epilogue op, with a function");
+      throw std::invalid_argument(
+          "gemm: a tile kernel must be the last epilogue op, with a function");
   }
   const auto& cpu = xbyak::cpu_features();
   if (!cpu.avx512 && !cpu.avx2) throw std::runtime_error("gemm: needs AVX2+FMA or AVX-512");

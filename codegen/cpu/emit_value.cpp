@@ -60,19 +60,6 @@ const char* comparison_name(ExprKind k) {
   }
 }
 
-const char* comparison_operator(ExprKind k) {
-  switch (k) {
-    case ExprKind::Lt:
-      return " < ";
-    case ExprKind::Le:
-      return " <= ";
-    case ExprKind::Eq:
-      return " == ";
-    default:
-      return " != ";
-  }
-}
-
 }  // namespace
 
 bool KernelEmitter::expr_is_vector(const Expr& e) const {
@@ -142,7 +129,7 @@ std::string KernelEmitter::scalar_expr(const Expr& e) {
     case ExprKind::Le:
     case ExprKind::Eq:
     case ExprKind::Ne:
-      return "int64_t" + bin(comparison_operator(e.kind()));
+      return "int64_t" + bin(ir::comparison_operator(e.kind()));
   }
   throw std::logic_error("unknown expression kind");
 }
@@ -164,8 +151,8 @@ static int64_t repeat_factor(const Expr& index, const std::string& var, int widt
   int64_t factor = 0;
   for (const Expr& t : terms) {
     if (!ir::depends_on(t, var)) continue;
-    const bool plain_div = t.kind() == ExprKind::FloorDiv && t.lhs().is_var() && t.lhs().name() == var &&
-                           t.rhs().is_const() && t.rhs().value() > 1;
+    const bool plain_div = t.kind() == ExprKind::FloorDiv && t.lhs().is_var() &&
+                           t.lhs().name() == var && t.rhs().is_const() && t.rhs().value() > 1;
     if (!plain_div || factor != 0) return 0;
     factor = t.rhs().value();
   }
@@ -365,9 +352,9 @@ Emitted KernelEmitter::condition(const Expr& e) {
   const bool vector = expr_is_vector(e);
   if (!vector) {
     if (is_comparison(e)) {
-      return {
-          "(" + scalar_expr(e.lhs()) + comparison_operator(e.kind()) + scalar_expr(e.rhs()) + ")",
-          false};
+      return {"(" + scalar_expr(e.lhs()) + ir::comparison_operator(e.kind()) +
+                  scalar_expr(e.rhs()) + ")",
+              false};
     }
     return {"(" + scalar_expr(e) + " != 0)", false};
   }
@@ -491,9 +478,10 @@ Emitted KernelEmitter::load(const ir::ValueNode& n) {
                          : "ic::loadu<" + w + ">(" + base + ")";
       } else if (coefficient) {
         text = "ic::gather_strided<" + w + ">(" + base + ", " + stride + count + ")";
-      } else if (const int64_t d = through_vector_placeholder ? 0 : repeat_factor(index, vec_.var, vec_.width)) {
-        text = "ic::load_repeat<" + w + ", " + std::to_string(d) + ">(" + ptr + " + " + scalar_expr(index) +
-               count + ")";
+      } else if (const int64_t d =
+                     through_vector_placeholder ? 0 : repeat_factor(index, vec_.var, vec_.width)) {
+        text = "ic::load_repeat<" + w + ", " + std::to_string(d) + ">(" + ptr + " + " +
+               scalar_expr(index) + count + ")";
       } else {
         text = "ic::gather<" + w + ">(" + ptr + ", " + indices + count + ")";
       }

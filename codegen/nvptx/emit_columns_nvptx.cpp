@@ -110,30 +110,25 @@ llvm::Value* KernelEmitter::column_vectors_aligned(const Stmt& top, int lanes) {
 void KernelEmitter::column_vector_row(const Stmt& top, llvm::Value* group, int lanes,
                                       llvm::Value* aligned) {
   llvm::Value* base = b_.CreateMul(group, b_.getInt64(lanes), top.var + ".base");
-  llvm::BasicBlock* vector = llvm::BasicBlock::Create(ctx_, "columns.vector", function_);
-  llvm::BasicBlock* scalar = llvm::BasicBlock::Create(ctx_, "columns.scalar", function_);
-  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "columns.done", function_);
-  b_.CreateCondBr(aligned, vector, scalar);
-  b_.SetInsertPoint(vector);
-  push_scope();
-  const VectorChunk saved = vec_;
-  vec_ = {top.var, base, lanes, 0};
-  column_vector_ = true;
-  statements(top.body);
-  column_vector_ = false;
-  vec_ = saved;
-  pop_scope();
-  b_.CreateBr(done);
-  b_.SetInsertPoint(scalar);
-  for (int l = 0; l < lanes; ++l) {  // misaligned views: the group's columns one by one
-    push_scope();
-    vars_[top.var] = b_.CreateAdd(base, b_.getInt64(l));
+  auto vector_columns = [&] {
+    const VectorChunk saved = vec_;
+    vec_ = {top.var, base, lanes, 0};
+    column_vector_ = true;
     statements(top.body);
-    vars_.erase(top.var);
-    pop_scope();
-  }
-  b_.CreateBr(done);
-  b_.SetInsertPoint(done);
+    column_vector_ = false;
+    vec_ = saved;
+  };
+  auto scalar_columns = [&] {  // misaligned views: the group's columns one by one
+    for (int l = 0; l < lanes; ++l) {
+      push_scope();
+      vars_[top.var] = b_.CreateAdd(base, b_.getInt64(l));
+      statements(top.body);
+      vars_.erase(top.var);
+      pop_scope();
+    }
+  };
+  if_else(aligned, vector_columns, scalar_columns, "columns.vector", "columns.scalar",
+          "columns.done");
 }
 
 std::string KernelEmitter::accumulator_key(const std::string& name, int lane) const {

@@ -12,8 +12,8 @@
 ///   * anything else (e.g. a full reduction with no outer loop): one block of
 ///     kSingleRowBlock threads treated as one group.
 #include <llvm/IR/Constants.h>
-#include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include <algorithm>
@@ -469,10 +469,11 @@ llvm::Value* KernelEmitter::counted_loop(llvm::Value* start, llvm::Value* end, l
 }
 
 void KernelEmitter::if_else(llvm::Value* cond, const std::function<void()>& then,
-                            const std::function<void()>& otherwise, const std::string& label) {
+                            const std::function<void()>& otherwise, const std::string& label,
+                            const std::string& else_label, const std::string& done_label) {
   llvm::BasicBlock* inside = llvm::BasicBlock::Create(ctx_, label, function_);
-  llvm::BasicBlock* other = llvm::BasicBlock::Create(ctx_, "else", function_);
-  llvm::BasicBlock* after = llvm::BasicBlock::Create(ctx_, "endif", function_);
+  llvm::BasicBlock* other = llvm::BasicBlock::Create(ctx_, else_label, function_);
+  llvm::BasicBlock* after = llvm::BasicBlock::Create(ctx_, done_label, function_);
   b_.CreateCondBr(cond, inside, other);
   for (auto [block, emit] : {std::pair{inside, &then}, std::pair{other, &otherwise}}) {
     b_.SetInsertPoint(block);

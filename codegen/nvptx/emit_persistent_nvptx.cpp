@@ -91,12 +91,13 @@ void KernelEmitter::row_body(const Stmt& top) {
     llvm::Value* base = b_.CreateMul(thread_in_group_, b_.getInt64(s.vector_width));
     aligned = b_.CreateAnd(aligned, chunk_aligned(s, base, static_cast<int>(s.vector_width)));
   }
-  llvm::BasicBlock* fast = llvm::BasicBlock::Create(ctx_, "row.persistent", function_);
-  llvm::BasicBlock* general = llvm::BasicBlock::Create(ctx_, "row.general", function_);
-  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "row.done", function_);
-  b_.CreateCondBr(aligned, fast, general);
-  b_.SetInsertPoint(fast);
-  push_scope();
+  // The general version defines its accumulators afresh (new allocas, not combined).
+  if_else(
+      aligned, [&] { persistent_row(top, chunks); }, [&] { statements(top.body); },
+      "row.persistent", "row.general", "row.done");
+}
+
+void KernelEmitter::persistent_row(const Stmt& top, int chunks) {
   persistent_chunks_ = chunks;
   if (target_.sm >= 80 && stores_in_loop(top.body)) {  // createpolicy: sm_80 and PTX ISA 7.4
     // H200, 16384 x 8192 layer_norm with weight and bias, back to back: 0.2643 -> 0.2546 ms
@@ -117,14 +118,6 @@ void KernelEmitter::row_body(const Stmt& top) {
   row_cache_.clear();
   row_load_policy_ = nullptr;
   policy_row_var_.clear();
-  pop_scope();
-  b_.CreateBr(done);
-  b_.SetInsertPoint(general);
-  push_scope();
-  statements(top.body);  // accumulators are defined afresh here (new allocas, not combined)
-  pop_scope();
-  b_.CreateBr(done);
-  b_.SetInsertPoint(done);
 }
 
 void KernelEmitter::persistent_group_loop(const Stmt& s) {

@@ -90,7 +90,8 @@ class KernelEmitter {
  public:
   /// `target.sm`: sm_80 and later have L2 cache policies (row_load_with_policy), sm_70 and
   /// later L1::no_allocate (read_once_load, when target.read_once_hints).
-  KernelEmitter(llvm::Module& module, const ir::Kernel& kernel, const codegen::nvptx::GpuTarget& target);
+  KernelEmitter(llvm::Module& module, const ir::Kernel& kernel,
+                const codegen::nvptx::GpuTarget& target);
   /// Emits the kernel's function and returns how to launch it.
   codegen::nvptx::GpuLaunch emit();
 
@@ -142,6 +143,8 @@ class KernelEmitter {
   int persistent_row_threads(const ir::Stmt& top, int threads) const;
   /// The body of one row (group iteration): persistent and general versions, or general only.
   void row_body(const ir::Stmt& top);
+  /// The persistent version of the row: `chunks` chunks a thread, kept in registers.
+  void persistent_row(const ir::Stmt& top, int chunks);
   /// A group loop of the persistent version: the thread's chunks unrolled, all full.
   void persistent_group_loop(const ir::Stmt& s);
   /// Persistent version: lanes of a contiguous load already loaded at this chunk (true), or
@@ -165,9 +168,11 @@ class KernelEmitter {
                               int64_t bytes);
   /// Runs `then` under `cond` (no values flow out).
   void if_then(llvm::Value* cond, const std::function<void()>& then);
-  /// Runs `then` (in a block named `label`) under `cond`, else `otherwise` (no values flow out).
+  /// Runs `then` (in a block named `label`) under `cond`, else `otherwise` (in `else_label`),
+  /// each in a scope of its own, joining in `done_label` (no values flow out).
   void if_else(llvm::Value* cond, const std::function<void()>& then,
-               const std::function<void()>& otherwise, const std::string& label = "then");
+               const std::function<void()>& otherwise, const std::string& label = "then",
+               const std::string& else_label = "else", const std::string& done_label = "endif");
   void push_scope();
   void pop_scope();
   [[noreturn]] void unsupported(const std::string& what) const;
@@ -250,7 +255,6 @@ class KernelEmitter {
   AccState shuffle_state(const AccState& s, llvm::Value* lane_or_offset, bool down);
   llvm::Value* shuffle(llvm::Value* v, llvm::Value* lane_or_offset, bool down);
   llvm::Value* maximum(llvm::Value* a, llvm::Value* b, ir::DType t, bool is_max);
-  ir::DType accumulator_type(ir::DType t) const { return ir::compute_type(t); }
 
   // ---- state --------------------------------------------------------------------------------
   llvm::Module& module_;
@@ -308,8 +312,7 @@ class KernelEmitter {
   llvm::Value* row_load_policy_ = nullptr;
   /// sm (80, 90), read-once hint level, launch-shape constants (emit_ptx.h).
   const codegen::nvptx::GpuTarget target_;
-  std::set<const ir::ValueNode*> read_once_;       ///< loads_read_once(kernel_)
+  std::set<const ir::ValueNode*> read_once_;  ///< loads_read_once(kernel_)
 };
-
 
 }  // namespace inductor_cpp::codegen::nvptx_detail

@@ -25,12 +25,8 @@
 namespace inductor_cpp::inductor::lowering {
 namespace {
 
-using ir::BinaryOp;
-using ir::DType;
-using ir::Expr;
-using ir::ReduceOp;
-using Index = std::vector<Expr>;
 using namespace pooling;
+using Index = std::vector<Expr>;
 
 ir::Value lowest_value(DType t) {
   switch (t) {
@@ -173,12 +169,10 @@ void lower_max_pool_backward(NodeLowering& n) {
   expect_output_sizes(out, g.in_sizes(), "max_pool2d backward");
   expect_dtype(out, grad.dtype, "max_pool2d backward");
 
-  const GatherDim probe_h = windows_containing(g.h, Expr(0), Expr(0), false);
-  const GatherDim probe_w = windows_containing(g.w, Expr(0), Expr(0), false);
-  const PoolVars v(g.in_sizes(), probe_h.count, probe_w.count);
-  const GatherDim gh = windows_containing(g.h, v.row, v.r0, false);
-  const GatherDim gw = windows_containing(g.w, v.col, v.r1, false);
-  const Expr valid = v.simplify(gh.valid * gw.valid);
+  const Gather gather = gather_windows(g, /*check_end=*/false);
+  const PoolVars& v = gather.vars;
+  const GatherDim &gh = gather.h, &gw = gather.w;
+  const Expr& valid = gather.valid;
   const Index window = v.at(gh.o, gw.o);
   const DType compute = ir::compute_type(grad.dtype);
   const ir::Value dy = ir::cast(ir::load(grad.buffer, grad.dtype, window, valid), compute);

@@ -12,11 +12,6 @@
 namespace inductor_cpp::inductor::lowering::pooling {
 namespace {
 
-using ir::BinaryOp;
-using ir::DType;
-using ir::Expr;
-using ir::ReduceOp;
-
 /// avg_pool2d's divisor for the window at (rows, cols), as ATen computes it.
 Expr avg_divisor(const Geometry& g, const Expr& rows, const Expr& cols, bool count_include_pad) {
   const auto extent = [count_include_pad](const WindowDim& d, const Expr& o) {
@@ -87,12 +82,10 @@ void lower_avg_pool_backward(NodeLowering& n) {
   expect_output_sizes(out, g.in_sizes(), "avg_pool2d backward");
   expect_dtype(out, grad.dtype, "avg_pool2d backward");
 
-  const GatherDim probe_h = windows_containing(g.h, Expr(0), Expr(0), true);
-  const GatherDim probe_w = windows_containing(g.w, Expr(0), Expr(0), true);
-  const PoolVars v(g.in_sizes(), probe_h.count, probe_w.count);
-  const GatherDim gh = windows_containing(g.h, v.row, v.r0, true);
-  const GatherDim gw = windows_containing(g.w, v.col, v.r1, true);
-  const Expr valid = v.simplify(gh.valid * gw.valid);
+  const Gather gather = gather_windows(g, /*check_end=*/true);
+  const PoolVars& v = gather.vars;
+  const GatherDim &gh = gather.h, &gw = gather.w;
+  const Expr& valid = gather.valid;
   const DType compute = ir::compute_type(grad.dtype);
   const ir::Value dy =
       ir::cast(ir::load(grad.buffer, grad.dtype, v.at(gh.o, gw.o), valid), compute);

@@ -18,6 +18,11 @@
 
 namespace inductor_cpp::inductor::lowering::pooling {
 
+using ir::BinaryOp;
+using ir::DType;
+using ir::Expr;
+using ir::ReduceOp;
+
 /// One spatial dim of a pooling window: output o reads input rows o*stride - pad +
 /// k*dilation for k in [0, kernel).
 struct WindowDim {
@@ -89,16 +94,24 @@ using Finish = std::function<ir::Value(const ir::Value& combined, const PoolVars
 void define_pooled(NodeLowering& n, const OutputInfo& out, const PoolVars& v, ir::ReduceOp op,
                    const ir::Value& body, const std::string& suffix, const Finish& finish);
 
-/// The windows of `d` that may contain input row `in_var`: o = top - (count - 1) + r, where
-/// top is the last window starting at or before the row; `valid` masks o < 0 and, when
-/// `check_end`, windows that end before the row.
+/// The windows of one dim that may contain input row `in_var`: o = top - (count - 1) + r,
+/// where top is the last window starting at or before the row; `valid` masks o < 0 and, when
+/// the gather checks ends, windows that end before the row.
 struct GatherDim {
   ir::Expr o;
   ir::Expr valid;
   int64_t count;
 };
-GatherDim windows_containing(const WindowDim& d, const ir::Expr& in_var, const ir::Expr& r,
-                             bool check_end);
+
+/// A backward gather over the input of `g`: the loop variables (the input's, with r0, r1
+/// walking the windows that may contain a position), those windows per dim, and `valid`, the
+/// mask of the ones that exist (with `check_end`, also of those that end before the position).
+struct Gather {
+  PoolVars vars;
+  GatherDim h, w;
+  ir::Expr valid;
+};
+Gather gather_windows(const Geometry& g, bool check_end);
 
 /// Declines unless the output's dtype is `dtype`.
 void expect_dtype(const OutputInfo& out, ir::DType dtype, const char* what);

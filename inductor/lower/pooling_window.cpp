@@ -6,11 +6,6 @@
 namespace inductor_cpp::inductor::lowering::pooling {
 namespace {
 
-using ir::BinaryOp;
-using ir::DType;
-using ir::Expr;
-using ir::ReduceOp;
-
 /// torch's pooling_output_shape: with ceil_mode the last window must start inside the input
 /// or the left padding.
 int64_t pooled_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride, int64_t dilation,
@@ -144,6 +139,8 @@ void define_pooled(NodeLowering& n, const OutputInfo& out, const PoolVars& v, Re
   n.define(make_pointwise(out.buffer, out.sizes, ir::cast(result, out.dtype), n.node_index()));
 }
 
+namespace {
+
 GatherDim windows_containing(const WindowDim& d, const Expr& in_var, const Expr& r,
                              bool check_end) {
   GatherDim gd;
@@ -153,6 +150,18 @@ GatherDim windows_containing(const WindowDim& d, const Expr& in_var, const Expr&
   gd.valid = ir::le(Expr(0), gd.o);
   if (check_end) gd.valid = gd.valid * ir::lt(in_var, d.start(gd.o) + Expr(d.span()));
   return gd;
+}
+
+}  // namespace
+
+Gather gather_windows(const Geometry& g, bool check_end) {
+  const GatherDim probe_h = windows_containing(g.h, Expr(0), Expr(0), check_end);
+  const GatherDim probe_w = windows_containing(g.w, Expr(0), Expr(0), check_end);
+  const PoolVars v(g.in_sizes(), probe_h.count, probe_w.count);
+  const GatherDim gh = windows_containing(g.h, v.row, v.r0, check_end);
+  const GatherDim gw = windows_containing(g.w, v.col, v.r1, check_end);
+  const Expr valid = v.simplify(gh.valid * gw.valid);
+  return {v, gh, gw, valid};
 }
 
 void expect_dtype(const OutputInfo& out, DType dtype, const char* what) {

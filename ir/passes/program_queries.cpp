@@ -4,12 +4,6 @@
 
 namespace inductor_cpp::ir {
 
-std::map<std::string, std::set<std::string>> compute_reads(const LoopProgram& p) {
-  std::map<std::string, std::set<std::string>> reads;
-  for (const auto& [name, c] : p.computes) reads[name] = buffers_read(c.body);
-  return reads;
-}
-
 std::map<std::string, std::set<std::string>> compute_readers(const LoopProgram& p) {
   std::map<std::string, std::set<std::string>> readers;
   for (const auto& [name, c] : p.computes) {
@@ -27,14 +21,6 @@ std::set<std::string> buffers_needed_in_memory(const LoopProgram& p) {
     if (!o.empty()) needed.insert(o);
   }
   return needed;
-}
-
-std::set<std::string> stored_computes(const LoopProgram& p) {
-  std::set<std::string> stored;
-  for (const Step& s : p.steps) {
-    if (s.kind == Step::Kind::Kernel) stored.insert(s.kernel.computes.begin(), s.kernel.computes.end());
-  }
-  return stored;
 }
 
 LoopProgram with_computes(const LoopProgram& p, std::map<std::string, Compute> computes) {

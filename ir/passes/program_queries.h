@@ -12,17 +12,11 @@
 
 namespace inductor_cpp::ir {
 
-/// Buffers each compute's body reads.
-std::map<std::string, std::set<std::string>> compute_reads(const LoopProgram& p);
-
 /// For each buffer, the computes whose bodies read it.
 std::map<std::string, std::set<std::string>> compute_readers(const LoopProgram& p);
 
 /// Buffers some extern step reads or the graph returns: these must exist in memory.
 std::set<std::string> buffers_needed_in_memory(const LoopProgram& p);
-
-/// Computes that some kernel step stores.
-std::set<std::string> stored_computes(const LoopProgram& p);
 
 /// A program with `computes` replaced and the rest copied.
 LoopProgram with_computes(const LoopProgram& p, std::map<std::string, Compute> computes);

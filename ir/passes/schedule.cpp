@@ -10,12 +10,19 @@
 
 #include "ir/passes/fuse_kernels.h"
 #include "ir/passes/program_queries.h"
-#include "ir/passes/schedule_loops.h"
+#include "ir/passes/schedule_internal.h"
 #include "ir/simplify.h"
 
 namespace inductor_cpp::ir {
 
 namespace {
+
+using schedule_detail::collect_stmt_exprs;
+using schedule_detail::cpu_loop_nest;
+using schedule_detail::extent_hi;
+using schedule_detail::flatten_for_gpu;
+using schedule_detail::gpu_loop_nest;
+using schedule_detail::substitute_all;
 
 std::string outer_var(size_t k) {
   return "x" + std::to_string(k);
@@ -52,7 +59,6 @@ class GroupScheduler {
   ScheduledStep run();
 
  private:
-  static int64_t extent_hi(const Expr& e) { return e.is_const() ? e.value() - 1 : INT64_MAX; }
   MemberRole role(const std::string& m) const { return member_role(p_.computes.at(m), shape_); }
 
   void plan_segments();
@@ -60,13 +66,13 @@ class GroupScheduler {
   Value translate(const Compute& c, const std::map<std::string, Value>& locals);
   Expr store_index(const Compute& c);
   void note_buffer(const std::string& b, bool written);
-  /// GPU: outer dims into one loop, inner dims into one loop (ranges_ learns the new vars).
-  void flatten_for_gpu(std::vector<LoopDim>& outer, std::vector<LoopDim>& inner,
-                       std::map<std::string, Expr>& substitutions);
-  /// GPU: the loop nest over the segments (see ScheduleOptions / Target::Gpu).
-  std::vector<Stmt> gpu_nest(std::vector<std::vector<Stmt>> segment_bodies,
-                             const std::vector<LoopDim>& outer, const std::vector<LoopDim>& inner,
-                             bool outer_contiguous, bool inner_contiguous, bool outer_reduction);
+  /// Statements per segment, in kernel variables (x* outer, y* inner), not yet in loops: each
+  /// segment's inner loop a For over "@inner" (schedule_internal.h).
+  std::vector<std::vector<Stmt>> segment_statements();
+  /// The kernel's loop dims, outer and inner, ordered and merged over every expression in
+  /// `segment_bodies` (which get the merged variables substituted); flattened for the GPU.
+  void order_loop_dims(std::vector<std::vector<Stmt>>& segment_bodies, std::vector<LoopDim>& outer,
+                       std::vector<LoopDim>& inner);
   /// The step around a finished loop nest: name, params, symbols, graph nodes.
   ScheduledStep finish(std::vector<Stmt> kernel_body);
 
@@ -156,147 +162,8 @@ Expr GroupScheduler::store_index(const Compute& c) {
   return simplify(linear_index(p_.buffer(c.name), idx), ranges_);
 }
 
-/// Applies `subst` to every expression in a statement tree.
-void substitute_all(std::vector<Stmt>& stmts, const std::map<std::string, Expr>& subst,
-                    const RangeMap& ranges) {
-  auto fix = [&](const Expr& e) { return simplify(substitute(e, subst), ranges); };
-  for (Stmt& s : stmts) {
-    s.extent = fix(s.extent);
-    s.index = fix(s.index);
-    if (s.value) s.value = map_indices(s.value, fix);
-    substitute_all(s.body, subst, ranges);
-  }
-}
-
-void collect_stmt_exprs(const std::vector<Stmt>& stmts, std::vector<Expr>& out) {
-  for (const Stmt& s : stmts) {
-    if (s.kind == StmtKind::Store) out.push_back(s.index);
-    if (s.kind == StmtKind::Accumulate) out.push_back(s.index);
-    if (s.value) collect_index_exprs(s.value, out);
-    collect_stmt_exprs(s.body, out);
-  }
-}
-
-/// GPU: lanes per thread of a loop over `var`, so that the widest element accessed contiguously
-/// in it (coefficient 1) takes `vector_bytes` per chunk (float32: 4 lanes = 128 bits; float16:
-/// 8), between 2 and 16 lanes; 0 when no access is contiguous in it.
-int gpu_lanes(const std::vector<Stmt>& stmts, const std::string& var, int vector_bytes) {
-  int widest = 0;
-  auto note = [&](const Expr& index, DType t) {
-    if (coefficient_of(index, var) == std::optional<int64_t>(1))
-      widest = std::max(widest, dtype_size(t));
-  };
-  std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& level) {
-    for (const Stmt& s : level) {
-      if (s.kind == StmtKind::Store) note(s.index, s.value->dtype);
-      if (s.value) {
-        for (const Value& l : loads_in(s.value)) note(l->index.at(0), l->dtype);
-      }
-      walk(s.body);
-    }
-  };
-  walk(stmts);
-  if (widest == 0) return 0;
-  return std::clamp(vector_bytes / widest, 2, 16);
-}
-
-/// Wraps `body` in loops over `dims` (outer to inner).
-std::vector<Stmt> nest(const std::vector<LoopDim>& dims, std::vector<Stmt> body) {
-  for (auto it = dims.rbegin(); it != dims.rend(); ++it)
-    body = {Stmt::loop(it->var, it->extent, std::move(body))};
-  return body;
-}
-
-/// The For `depth` levels down a nest built by nest() (depth 1: the outermost).
-Stmt* loop_at_depth(std::vector<Stmt>& nest_stmts, size_t depth) {
-  Stmt* loop = &nest_stmts.front();
-  for (size_t d = 1; d < depth; ++d) loop = &loop->body.front();
-  return loop;
-}
-
-/// The innermost For of a single-path nest (the one whose body holds the statements).
-Stmt* innermost_loop(std::vector<Stmt>& nest_stmts) {
-  Stmt* loop = nullptr;
-  std::vector<Stmt>* level = &nest_stmts;
-  while (level->size() == 1 && level->front().kind == StmtKind::For) {
-    loop = &level->front();
-    level = &loop->body;
-  }
-  return loop;
-}
-
-/// Float sums accumulated in a long serial loop (the reduction loop of the "outer" strategy:
-/// sum(0) runs down 1024 rows per column) lose accuracy as one running sum. Such a loop is
-/// split into blocks of `block` iterations, each summed into its own accumulator that is then
-/// added to the total, recursively while the block loop is still long: the error grows with
-/// the block length times the depth rather than with the row count (vector reduction loops
-/// get the same from the emitter).
-void block_long_float_sums(std::vector<Stmt>& stmts, const RangeMap& ranges, int64_t block,
-                           int& counter) {
-  std::set<std::string> sums;  // float sum accumulators defined at this level or above
-  std::function<void(std::vector<Stmt>&, std::set<std::string>)> visit =
-      [&](std::vector<Stmt>& level, std::set<std::string> outer_sums) {
-        for (Stmt& s : level) {
-          if (s.kind == StmtKind::DefineAccumulator && s.reduce_op == ReduceOp::sum &&
-              is_floating(s.dtype)) {
-            outer_sums.insert(s.name);
-          }
-          if (s.kind != StmtKind::For) continue;
-          // Which outer sums does this loop accumulate into?
-          std::map<std::string, DType> accumulated;
-          std::function<void(const std::vector<Stmt>&)> scan = [&](const std::vector<Stmt>& body) {
-            for (const Stmt& b : body) {
-              if (b.kind == StmtKind::Accumulate && outer_sums.count(b.name))
-                accumulated[b.name] = b.value->dtype;
-              scan(b.body);
-            }
-          };
-          scan(s.body);
-          const bool long_serial = s.vector_width == 0 && !s.parallel && s.extent.is_const() &&
-                                   s.extent.value() > 2 * block;
-          if (accumulated.empty() || !long_serial) {
-            visit(s.body, outer_sums);
-            continue;
-          }
-          const int64_t n = s.extent.value();
-          const std::string blk = s.var + "_blk", in = s.var + "_in";
-          std::map<std::string, std::string> partial;
-          for (const auto& [acc, dtype] : accumulated)
-            partial[acc] = acc + "_p" + std::to_string(counter++);
-          std::vector<Stmt> inner = std::move(s.body);
-          substitute_all(inner, {{s.var, Expr::var(blk) * block + Expr::var(in)}}, ranges);
-          std::function<void(std::vector<Stmt>&)> rename = [&](std::vector<Stmt>& body) {
-            for (Stmt& b : body) {
-              if (b.kind == StmtKind::Accumulate && partial.count(b.name)) b.name = partial[b.name];
-              rename(b.body);
-            }
-          };
-          rename(inner);
-          RangeMap r = ranges;
-          r[blk] = {0, (n + block - 1) / block - 1};
-          std::vector<Stmt> block_body;
-          for (const auto& [acc, dtype] : accumulated)
-            block_body.push_back(Stmt::define_accumulator(partial[acc], ReduceOp::sum, dtype));
-          block_body.push_back(
-              Stmt::loop(in, simplify(min(Expr(block), Expr(n) - Expr::var(blk) * block), r),
-                         std::move(inner)));
-          for (const auto& [acc, dtype] : accumulated)
-            block_body.push_back(Stmt::accumulate(acc, local(partial[acc], dtype)));
-          s = Stmt::loop(blk, Expr((n + block - 1) / block), std::move(block_body));
-          // The block loop is itself a serial sum: split it again while it is long, so the
-          // error grows with the logarithm of the length (a pairwise-like tree of 64-blocks).
-          std::vector<Stmt> again{std::move(s)};
-          visit(again, outer_sums);
-          s = std::move(again.front());
-        }
-      };
-  visit(stmts, sums);
-}
-
-ScheduledStep GroupScheduler::run() {
-  // 1. Statements per segment, in kernel variables (x* outer, y* inner), not yet in loops.
+std::vector<std::vector<Stmt>> GroupScheduler::segment_statements() {
   std::map<std::string, Value> locals;
-  std::vector<Stmt> outer_body;  // statements run once per outer point
   std::vector<std::vector<Stmt>> segment_bodies;
   int counter = 0;
   for (const std::vector<std::string>& segment : segments_) {
@@ -344,12 +211,13 @@ ScheduledStep GroupScheduler::run() {
     seg.insert(seg.end(), after.begin(), after.end());
     segment_bodies.push_back(std::move(seg));
   }
-  (void)outer_body;
+  return segment_bodies;
+}
 
-  // 2. Loop dims: order and merge outer and inner dims over every expression in the kernel.
+void GroupScheduler::order_loop_dims(std::vector<std::vector<Stmt>>& segment_bodies,
+                                     std::vector<LoopDim>& outer, std::vector<LoopDim>& inner) {
   std::vector<Expr> exprs;
   for (const auto& seg : segment_bodies) collect_stmt_exprs(seg, exprs);
-  std::vector<LoopDim> outer, inner;
   for (size_t k = 0; k < shape_.outer.size(); ++k) outer.push_back({outer_var(k), shape_.outer[k]});
   for (size_t k = 0; k < shape_.inner.size(); ++k) inner.push_back({inner_var(k), shape_.inner[k]});
   // Dims of extent 1 (a batch of one) iterate once: they are dropped (their variable is 0),
@@ -404,222 +272,17 @@ ScheduledStep GroupScheduler::run() {
   }
   outer = merge_dims(order_by_stride(outer, outer_ref), exprs, merged);
   inner = merge_dims(order_by_stride(inner, inner_ref), exprs, merged);
-  if (options_.target == Target::Gpu) flatten_for_gpu(outer, inner, merged);
+  if (options_.target == Target::Gpu) flatten_for_gpu(outer, inner, merged, ranges_);
   for (auto& seg : segment_bodies) substitute_all(seg, merged, ranges_);
-  exprs.clear();
-  for (const auto& seg : segment_bodies) collect_stmt_exprs(seg, exprs);
-
-  // 3. Strategy: which loop is vectorized: the one some memory access is contiguous in
-  // (loads and stores; an index value or a mask costs the same along either loop). Counting
-  // index values too, batch norm's backward after max_pool2d's (the argmax compared with
-  // index(y1·56 + y2)) was vectorized along its strided reduction loop (channels-last, each
-  // lane a gather): 124 ms a call in a resnet18 training step, dev machine, 2 threads.
-  std::vector<Expr> accesses;
-  std::function<void(const std::vector<Stmt>&)> collect_accesses = [&](const std::vector<Stmt>& stmts) {
-    for (const Stmt& s : stmts) {
-      if (s.kind == StmtKind::Store || s.kind == StmtKind::Accumulate) accesses.push_back(s.index);
-      if (s.value) collect_load_offsets(s.value, accesses);
-      collect_accesses(s.body);
-    }
-  };
-  for (const auto& seg : segment_bodies) collect_accesses(seg);
-  auto contiguous_in = [&](const std::string& var) {
-    for (const Expr& e : accesses) {
-      if (coefficient_of(e, var) == std::optional<int64_t>(1)) return true;
-    }
-    return false;
-  };
-  // Accesses that a vector loop over `var` would gather: neither contiguous (1) nor invariant
-  // (0, a broadcast) in it.
-  auto gathers_in = [&](const std::string& var) {
-    return std::count_if(accesses.begin(), accesses.end(), [&](const Expr& e) {
-      const auto c = coefficient_of(e, var);
-      return c != std::optional<int64_t>(0) && c != std::optional<int64_t>(1);
-    });
-  };
-  // The outer loop when only it has contiguous accesses, or when both have some and it gathers
-  // fewer: layer norm's weight gradient (a column sum over tokens of dy · (x - mean) · rstd,
-  // mean and rstd per token) read mean and rstd contiguously along the tokens, so it was
-  // vectorized along them, dy and x gathered a row apart per lane: 2.3x eager's backward.
-  const bool has_inner = !inner.empty();
-  const bool vectorize_outer =
-      !has_inner ||
-      (!outer.empty() && contiguous_in(outer.back().var) &&
-       (!contiguous_in(inner.back().var) ||
-        gathers_in(outer.back().var) < gathers_in(inner.back().var)));
-
-  if (options_.target == Target::Gpu) {
-    // Memory accesses only: an argmax position (`at y0`) is no load.
-    std::vector<Expr> accesses;
-    std::function<void(const std::vector<Stmt>&)> collect = [&](const std::vector<Stmt>& stmts) {
-      for (const Stmt& s : stmts) {
-        if (s.kind == StmtKind::Store) accesses.push_back(s.index);
-        if (s.value) collect_index_exprs(s.value, accesses);
-        collect(s.body);
-      }
-    };
-    for (const auto& seg : segment_bodies) collect(seg);
-    auto accessed_contiguously = [&](const std::string& var) {
-      return std::any_of(accesses.begin(), accesses.end(), [&](const Expr& e) {
-        return coefficient_of(e, var) == std::optional<int64_t>(1);
-      });
-    };
-    const bool outer_contiguous = !outer.empty() && accessed_contiguously(outer[0].var);
-    const bool inner_contiguous = !inner.empty() && accessed_contiguously(inner[0].var);
-    const bool outer_reduction = inner.empty() || (!inner_contiguous && outer_contiguous);
-    return finish(gpu_nest(std::move(segment_bodies), outer, inner, outer_contiguous,
-                           inner_contiguous, outer_reduction));
-  }
-
-  // 4. Build: inner loops replace the "@inner" placeholders; the outer nest wraps everything.
-  std::vector<Stmt> body;
-  for (auto& seg : segment_bodies) {
-    for (Stmt& s : seg) {
-      if (s.kind == StmtKind::For && s.var == "@inner") {
-        std::vector<Stmt> loops = nest(inner, std::move(s.body));
-        if (!vectorize_outer && !inner.empty())
-          innermost_loop(loops)->vector_width = options_.vector_width;
-        body.insert(body.end(), loops.begin(), loops.end());
-        continue;
-      }
-      body.push_back(std::move(s));
-    }
-  }
-  int64_t work = 1;
-  for (const LoopDim& d : outer) work *= d.extent.is_const() ? d.extent.value() : 1024;
-  for (const LoopDim& d : inner) work *= d.extent.is_const() ? d.extent.value() : 1024;
-  const bool parallel = work >= options_.parallel_min_work && !outer.empty();
-  std::vector<Stmt> kernel_body;
-  // Outer-strategy reductions (sum(0)) over data past the L2 cache: each lane's accumulator
-  // waits on its own previous add and each row step reads one cache line, so one vector of
-  // columns per step is latency-bound. Four vectors side by side (one 4x wide vector loop)
-  // overlap four add chains and read 256 contiguous bytes per row (unroll-and-jam across
-  // columns): 4096x1024 sum(0) 1.23 -> 0.55 ms on 2 threads. Not for cache-resident inputs:
-  // GCC keeps a 4-register vector on the stack, which costs more than it saves there
-  // (256x1024: 26 -> 43 us).
-  const bool outer_reduction = vectorize_outer && !inner.empty() && work >= (int64_t{1} << 21);
-  const int lanes = outer_reduction ? 4 * options_.vector_width : options_.vector_width;
-  if (outer.size() == 1 && vectorize_outer && parallel && outer[0].extent.is_const() &&
-      outer[0].extent.value() > 2 * lanes) {
-    // One loop both parallel and vectorized: parallel blocks, each a vector loop (the last
-    // block shorter). Blocks are whole vectors, at least 16 of them when the loop allows.
-    const LoopDim d = outer[0];
-    const std::string blk = d.var + "_blk", in = d.var + "_in";
-    const int64_t n = d.extent.value();
-    const int64_t per_block = ((n + 15) / 16 + lanes - 1) / lanes * lanes;
-    const int64_t b = std::min(options_.block, per_block);
-    substitute_all(body, {{d.var, Expr::var(blk) * b + Expr::var(in)}}, ranges_);
-    RangeMap r = ranges_;
-    r[blk] = {0, (n + b - 1) / b - 1};
-    const Expr tail = simplify(min(Expr(b), Expr(n) - Expr::var(blk) * b), r);
-    Stmt inner_loop = Stmt::loop(in, tail, std::move(body));
-    inner_loop.vector_width = lanes;
-    Stmt outer_loop = Stmt::loop(blk, Expr((n + b - 1) / b), {std::move(inner_loop)});
-    outer_loop.parallel = true;
-    kernel_body.push_back(std::move(outer_loop));
-  } else {
-    kernel_body = nest(outer, std::move(body));
-    if (!outer.empty()) {
-      Stmt* vector_loop = vectorize_outer ? loop_at_depth(kernel_body, outer.size()) : nullptr;
-      if (vector_loop) {
-        const bool wide = vector_loop->extent.is_const() && vector_loop->extent.value() >= lanes;
-        vector_loop->vector_width = wide ? lanes : options_.vector_width;
-      }
-      // A loop both parallel and vector only when it is short (no split above).
-      if (parallel && (outer.size() > 1 || !vector_loop)) kernel_body.front().parallel = true;
-    }
-  }
-
-  int partial_counter = 0;
-  block_long_float_sums(kernel_body, ranges_, 64, partial_counter);
-  return finish(std::move(kernel_body));
 }
 
-void GroupScheduler::flatten_for_gpu(std::vector<LoopDim>& outer, std::vector<LoopDim>& inner,
-                                     std::map<std::string, Expr>& substitutions) {
-  if (outer.size() > 1) outer = {flatten_dims(outer, "xf", substitutions)};
-  if (inner.size() > 1) inner = {flatten_dims(inner, "yf", substitutions)};
-  for (const std::vector<LoopDim>* dims : {&outer, &inner}) {
-    for (const LoopDim& d : *dims) ranges_[d.var] = {0, extent_hi(d.extent)};
-  }
-}
-
-std::vector<Stmt> GroupScheduler::gpu_nest(std::vector<std::vector<Stmt>> segment_bodies,
-                                           const std::vector<LoopDim>& outer,
-                                           const std::vector<LoopDim>& inner, bool outer_contiguous,
-                                           bool inner_contiguous, bool outer_reduction) {
-  // Inner (reduction) loops: contiguous ones give each thread vector chunks.
-  std::vector<Stmt> all_statements;
-  for (const auto& seg : segment_bodies)
-    all_statements.insert(all_statements.end(), seg.begin(), seg.end());
-  const int inner_lanes =
-      inner_contiguous && !outer_reduction
-          ? gpu_lanes(all_statements, inner.at(0).var, options_.gpu_vector_bytes)
-          : 0;
-  std::vector<Stmt> body;
-  for (auto& seg : segment_bodies) {
-    for (Stmt& s : seg) {
-      if (s.kind == StmtKind::For && s.var == "@inner") {
-        Stmt loop = Stmt::loop(inner.at(0).var, inner[0].extent, std::move(s.body));
-        loop.vector_width = inner_lanes;
-        body.push_back(std::move(loop));
-        continue;
-      }
-      body.push_back(std::move(s));
-    }
-  }
-  if (outer.empty()) return body;  // one row: the emitter runs it on one block
-  Stmt loop = Stmt::loop(outer[0].var, outer[0].extent, std::move(body));
-  loop.parallel = true;
-  if (outer_reduction && !inner.empty() && outer[0].extent.is_const() &&
-      inner[0].extent.is_const()) {
-    // sum(0)-like: T thread rows per column split the reduced dim (few columns alone would
-    // leave most of the GPU idle); combined in a fixed order by the emitter.
-    // The emitter gives a group of thread rows 16 bytes of columns (4 float32: 128-bit loads)
-    // when they split evenly (codegen/nvptx/emit_columns_nvptx.cpp): count those groups.
-    const int64_t rows = inner[0].extent.value(), extent = outer[0].extent.value();
-    const int64_t lanes = gpu_lanes(loop.body, loop.var, options_.gpu_vector_bytes);
-    const int64_t columns = lanes > 1 && extent % lanes == 0 ? extent / lanes : extent;
-    int64_t threads = 1;
-    while (threads < options_.gpu_max_column_rows &&
-           columns * threads < options_.gpu_column_threads &&
-           rows / (threads * 2) >= options_.gpu_min_rows_per_thread) {
-      threads *= 2;
-    }
-    if (threads > 1) {
-      loop.gpu_threads = static_cast<int32_t>(threads);
-      return {std::move(loop)};
-    }
-  }
-  if (inner.empty() || outer_reduction) {
-    loop.gpu_threads = 1;  // pointwise, or sum(0)-like: one thread per output
-    if (inner.empty() && outer_contiguous)
-      loop.vector_width = gpu_lanes(loop.body, loop.var, options_.gpu_vector_bytes);
-    std::vector<Stmt> nest_stmts{std::move(loop)};
-    int partial_counter = 0;  // long serial per-thread sums, as on the CPU
-    block_long_float_sums(nest_stmts, ranges_, 64, partial_counter);
-    return nest_stmts;
-  }
-  // T threads per row: enough for one chunk each, a power of two in [gpu_min_threads,
-  // gpu_max_threads] (short rows share a warp: the emitter puts 128 / T rows in a block).
-  const Expr& n = inner.at(0).extent;
-  const int64_t lanes = std::max(inner_lanes, 1);
-  int64_t threads = 1;
-  while (threads < options_.gpu_min_threads) threads *= 2;
-  const int64_t chunks = n.is_const() ? (n.value() + lanes - 1) / lanes : INT64_MAX;
-  while (threads < options_.gpu_max_threads && threads < chunks) threads *= 2;
-  // Fewer threads that split the row evenly, a few chunks each, let the emitter keep the row
-  // in registers across the loops (persistent rows: 768 floats = 192 chunks -> 64 x 3).
-  if (n.is_const() && n.value() % lanes == 0 && chunks % threads != 0) {
-    for (int64_t t = threads / 2; t >= 32; t /= 2) {
-      if (chunks % t == 0 && chunks / t <= options_.gpu_persistent_chunks) {
-        threads = t;
-        break;
-      }
-    }
-  }
-  loop.gpu_threads = static_cast<int32_t>(threads);
-  return {std::move(loop)};
+ScheduledStep GroupScheduler::run() {
+  std::vector<std::vector<Stmt>> segment_bodies = segment_statements();
+  std::vector<LoopDim> outer, inner;
+  order_loop_dims(segment_bodies, outer, inner);
+  if (options_.target == Target::Gpu)
+    return finish(gpu_loop_nest(std::move(segment_bodies), outer, inner, options_, ranges_));
+  return finish(cpu_loop_nest(std::move(segment_bodies), outer, inner, options_, ranges_));
 }
 
 ScheduledStep GroupScheduler::finish(std::vector<Stmt> kernel_body) {

@@ -48,7 +48,8 @@ std::vector<LoopDim> order_by_stride(std::vector<LoopDim> dims, const Expr& refe
   // with zeros treated as "unknown" (kept in place) would be ideal; keep it simple: only
   // reorder when every dim has a nonzero coefficient.
   if (std::count(coef.begin(), coef.end(), 0)) return dims;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return coef[a] > coef[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return coef[a] > coef[b]; });
   std::vector<LoopDim> out;
   for (size_t k : order) out.push_back(dims[k]);
   return out;

@@ -4,8 +4,8 @@
 ///
 ///   * cpu_features(): which matrix ISAs the library will use here (AVX-512 / AVX2 / AMX);
 ///   * fma_peak_gflops(threads): the float32 FMA peak, measured with a register-only JIT loop
-///     (independent FMA chains, no memory traffic) on `threads` OpenMP threads at once — the
-///     same measurement as tests/cpp/matrix_bench.cpp, plus an AVX2 (ymm) variant;
+///     (matrix/jit/fma_peak_loop.h: independent FMA chains, no memory traffic) on `threads`
+///     OpenMP threads at once — the same loop as tests/cpp/matrix_bench.cpp times;
 ///   * amx_peak_gflops(threads): the bf16 AMX peak, a register-only TDPBF16PS loop on the
 ///     library's tile configuration (raises without usable AMX);
 ///   * gemm_bf16(a, b, threads): the library's bf16 GEMM (fp32 result) called on
@@ -34,47 +34,13 @@
 #include <vector>
 
 #include "matrix/jit/amx_kernel.h"
+#include "matrix/jit/fma_peak_loop.h"
 #include "matrix/matrix.h"
 
 namespace py = pybind11;
 
 namespace inductor_cpp::python {
 namespace {
-
-/// rdi = iterations; kChains independent FMA chains (zmm: 16 lanes, ymm: 8) per iteration, so
-/// the loop is bound by FMA throughput, not latency (latency 4 × 2 ports = 8 chains needed).
-class FmaPeakLoop : public Xbyak::CodeGenerator {
- public:
-  explicit FmaPeakLoop(bool zmm) : CodeGenerator(4096, Xbyak::DontSetProtectRWE) {
-    using namespace Xbyak;
-    chains_ = zmm ? 24 : 12;
-    lanes_ = zmm ? 16 : 8;
-    for (int i = 0; i < chains_; ++i) {
-      if (zmm)
-        vxorps(Zmm(i), Zmm(i), Zmm(i));
-      else
-        vxorps(Ymm(i), Ymm(i), Ymm(i));
-    }
-    Label loop;
-    L(loop);
-    for (int i = 0; i < chains_; ++i) {
-      if (zmm)
-        vfmadd231ps(Zmm(i), Zmm(30), Zmm(31));
-      else
-        vfmadd231ps(Ymm(i), Ymm(14), Ymm(15));
-    }
-    dec(rdi);
-    jnz(loop);
-    vzeroupper();
-    ret();
-    ready();
-    setProtectModeRE();
-  }
-  double flops_per_iteration() const { return double(chains_) * lanes_ * 2; }
-
- private:
-  int chains_ = 0, lanes_ = 0;
-};
 
 /// rdi = iterations; four independent TDPBF16PS per iteration on zeroed tiles (tmm0–3 the
 /// 16×16 fp32 accumulators, tmm4–5 A, tmm6–7 B, as amx_configure_tiles sets them up): each
@@ -121,10 +87,8 @@ double fma_peak_gflops(int threads, int64_t iterations, int reps) {
   check_threads(threads);
   const auto& features = xbyak::cpu_features();
   if (!features.avx2) throw std::runtime_error("FMA peak: the CPU has neither AVX-512 nor AVX2");
-  static const FmaPeakLoop zmm_loop(true);
-  static const FmaPeakLoop ymm_loop(false);
-  const FmaPeakLoop& loop = features.avx512 ? zmm_loop : ymm_loop;
-  const auto fn = loop.getCode<void (*)(int64_t)>();
+  const xbyak::FmaPeakLoop loop = xbyak::fma_peak_loop(features.avx512);
+  const auto fn = loop.fn;
   py::gil_scoped_release no_gil;
   const double seconds = best_seconds(
       [&] {
@@ -132,7 +96,7 @@ double fma_peak_gflops(int threads, int64_t iterations, int reps) {
         fn(iterations);
       },
       reps);
-  return double(iterations) * loop.flops_per_iteration() * threads / seconds / 1e9;
+  return double(iterations) * loop.flops_per_iteration * threads / seconds / 1e9;
 }
 
 double amx_peak_gflops(int threads, int64_t iterations, int reps) {
@@ -256,8 +220,7 @@ matrix::Conv2dParams conv_params_of(const at::Tensor& x, const at::Tensor& w,
 /// packed in the call on `threads` threads as a compiled training step packs a weight that
 /// changes every step: x channels-last float32, w any layout; y channels-last.
 py::tuple conv2d_f32(const at::Tensor& x, const at::Tensor& w, std::array<int64_t, 2> stride,
-                     std::array<int64_t, 2> padding, std::array<int64_t, 2> dilation,
-                     int threads) {
+                     std::array<int64_t, 2> padding, std::array<int64_t, 2> dilation, int threads) {
   check_threads(threads);
   const matrix::Conv2dParams q = conv_params_of(x, w, stride, padding, dilation);
   if (!matrix::conv2d_supported(q)) throw std::invalid_argument("conv2d_f32: not supported here");
@@ -286,8 +249,8 @@ py::tuple conv2d_f32(const at::Tensor& x, const at::Tensor& w, std::array<int64_
 /// dx and dw come back channels-last.
 py::tuple conv2d_backward_f32(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& w,
                               std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,
-                              std::array<int64_t, 2> dilation, int threads, bool input,
-                              bool weight, bool bias) {
+                              std::array<int64_t, 2> dilation, int threads, bool input, bool weight,
+                              bool bias) {
   check_threads(threads);
   const matrix::Conv2dParams q = conv_params_of(x, w, stride, padding, dilation);
   if (dy.scalar_type() != at::kFloat || dy.dim() != 4 || !dy.device().is_cpu())
