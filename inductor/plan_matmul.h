@@ -1,18 +1,18 @@
 /// \file
 /// Plan building for matrix multiplies: an ATen `mm` / `addmm` / `bmm` extern step over static
-/// float32 CPU tensors (or a bf16 mm / addmm, see match_matmul) becomes a runtime::LibraryCall (our GEMM library, matrix/gemm.h)
-/// instead of an ATen call, and the one pointwise kernel that only applies activations
-/// (relu, gelu, gelu-tanh, silu, clamp, hardtanh) or adds residuals to its result is folded
-/// into the GEMM epilogue (plan_epilogue.h). Conservative: anything unusual stays ATen / stays
-/// a kernel. Convolutions: plan_conv.h.
+/// float32 CPU tensors (or a bf16 mm / addmm, see match_matmul) becomes a runtime::LibraryCall (our
+/// GEMM library, matrix/gemm.h) instead of an ATen call, and the one pointwise kernel that only
+/// applies activations (relu, gelu, gelu-tanh, silu, clamp, hardtanh) or adds residuals to its
+/// result is folded into the GEMM epilogue (plan_epilogue.h). Conservative: anything unusual stays
+/// ATen / stays a kernel. Convolutions: plan_conv.h.
 #pragma once
 
 #include <cstddef>
 #include <functional>
 #include <optional>
-#include <utility>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "ir/aten_graph.h"
 #include "ir/kernel_ir.h"
@@ -43,7 +43,7 @@ struct MatmulMatch {
 /// bfloat16 mm / addmm (alpha 1) also becomes a step, run by runtime/matmul_bf16_step.h with
 /// nothing absorbed; the caller sets it with frozen weights on a CPU with usable AMX (with the
 /// per-call content check of a packed weight, ATen's bf16 GEMM is the faster:
-/// docs/codegen/matrix.md "bf16 on AMX").
+/// docs/decisions/019-bf16-on-amx-only-frozen-and-up-to-256-rows.md).
 std::optional<MatmulMatch> match_matmul(
     const ir::Graph& g, const ir::ScheduledProgram& program, size_t step_index,
     const std::set<std::string>& into_inputs,

@@ -28,7 +28,7 @@
   X(MatrixKernels, "INDUCTOR_CPP_MATRIX_KERNELS", Bool, "1", true, Compiler, "matrix_kernels",    \
     "0: float32 CPU mm/addmm/bmm and channels-last conv2d stay ATen calls (MKL/oneDNN) with "     \
     "generated kernels around them; 1: they run on our xbyak GEMM / convolution kernels with "    \
-    "the following activation/residual chain fused (docs/codegen/matrix.md, "                     \
+    "the following activation/residual chain fused (docs/matrix/gemm.md, "                     \
     "`python -m inductor_cpp.bench matrix`)")                                                     \
   X(Freezing, "INDUCTOR_CPP_FREEZING", Bool, "0", true, Compiler, "freezing",                     \
     "1: treat parameters as constants, as stock Inductor's freezing does: a matrix step reuses "  \
@@ -39,7 +39,7 @@
     "matrix_tile_epilogues",                                                                      \
     "with matrix_kernels, 0: a pointwise kernel after an mm/addmm/conv2d that the fused "         \
     "activation/residual chain cannot express stays a kernel of its own; 1: the GEMM runs it on " \
-    "each output tile it finishes (docs/codegen/matrix.md)")                                      \
+    "each output tile it finishes (docs/matrix/in_graphs.md)")                                      \
   X(LayoutOpt, "INDUCTOR_CPP_LAYOUT_OPT", Bool, "1", true, Compiler, "layout_optimization",       \
     "0: keep convolution graphs in the layouts they come in; 1: inference graphs with 2-D "       \
     "convolutions run channels-last (layout_opt.py)")                                             \

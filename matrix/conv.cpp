@@ -9,10 +9,10 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "matrix/jit/cpu_features.h"
-#include "matrix/jit/microkernel.h"
 #include "matrix/epilogue.h"
 #include "matrix/gemm_config.h"
+#include "matrix/jit/cpu_features.h"
+#include "matrix/jit/microkernel.h"
 #include "matrix/scratch.h"
 
 namespace inductor_cpp::matrix {
@@ -56,7 +56,8 @@ void conv_as_gemm(const float* x, const PackedConvWeight& w, float* y, const Con
 /// The wide tile's two-panel kernel (pair_mr pixels × 2·nr channels: per k step 4 weight
 /// loads and 6 broadcasts feed 24 FMAs, each pixel's input loaded once for 64 channels) against
 /// the 14 × 32 tile. H200 host, 16 threads, batch 32, kernel time against oneDNN in alternating
-/// processes (`scripts/debug/conv_tile_probe.py`, two rounds): 3×3 64 @56² 0.97 → 1.01x, 128
+/// processes (`bench ab ... INDUCTOR_CPP_MATRIX_CONV_TILE`, two rounds): 3×3 64 @56² 0.97 → 1.01x,
+/// 128
 /// @28² 0.98 → 1.00x, where an output row splits into 6- and 5-pixel tiles; 256 @14² 0.99 →
 /// 0.97x and 512 @7² 1.00 → 0.94x, where the row's tiles have 5 and 4 or 4 and 3 pixels
 /// (too few accumulators), so it is used only where the tiles average ≥ 0.9 · pair_mr pixels.
@@ -87,8 +88,7 @@ bool conv2d_supported(const Conv2dParams& q) {
   return q.groups == 1 && q.n > 0 && q.c > 0 && q.oc > 0 && q.kh > 0 && q.kw > 0 &&
          q.stride_h > 0 && q.stride_w > 0 && q.dilation_h > 0 && q.dilation_w > 0 && q.pad_h >= 0 &&
          q.pad_w >= 0 && q.pad_bottom >= -1 && q.pad_right >= -1 && q.out_h() > 0 &&
-         q.out_w() > 0 &&
-         q.kh * (q.dilation_w == 1 ? 1 : q.kw) <= kMaxTaps &&
+         q.out_w() > 0 && q.kh * (q.dilation_w == 1 ? 1 : q.kw) <= kMaxTaps &&
          (xbyak::cpu_features().avx512 || xbyak::cpu_features().avx2);
 }
 

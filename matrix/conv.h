@@ -69,7 +69,7 @@ PackedConvWeight pack_conv_weight_ohwi_f32(const float* weight_ohwi, const Conv2
 
 /// The direct method's register tile: up to `pixels` consecutive output pixels of one output row
 /// × `panels` adjacent weight panels (2 on AVX-512 where an output row splits into near-full
-/// 6-pixel tiles: docs/codegen/matrix.md "Convolution"). 1×1 stride-1 unpadded convolutions run
+/// 6-pixel tiles: docs/matrix/convolution.md). 1×1 stride-1 unpadded convolutions run
 /// as one GEMM instead. Knob INDUCTOR_CPP_MATRIX_CONV_TILE="pixels[,panels]" (tuning).
 struct Conv2dTile {
   int pixels = 0;

@@ -16,7 +16,7 @@
 ///    into its pixels of dx in place (conv.h's output strides), dy read in place with the
 ///    phase's asymmetric zero border as the convolution's padding (a bordered copy only where a
 ///    phase skips dy's first rows or columns). Resnet's 3×3 stride-2 layers: 1.01-1.10x oneDNN
-///    (dev Xeon, 2 threads, batch 8; docs/codegen/matrix.md).
+///    (dev Xeon, 2 threads, batch 8; docs/matrix/convolution.md).
 ///
 /// Weight gradient, dw[o][(i, j, c)] = Σ_pixels dy[p][o] · x[p shifted by tap (i, j)][c], the
 /// OC × (KH·KW·C) product dyᵀ · im2col(x) over all N·OH·OW output pixels, by one of two methods

@@ -1,9 +1,10 @@
 /// \file epilogue.cpp
 /// \brief The C++ epilogue pass: transcendental activations (erf-GELU, tanh-GELU, SiLU, sigmoid,
-/// tanh) and any op after them, vectorized with AVX-512 or AVX2 intrinsics. Accuracy: exp is Cephes'
-/// minimax polynomial (≈1 ulp; vector_math.h), erf Eigen's rational approximation (|error| ≤ 3.9e-7, as the
-/// generated kernels' erf), so GELU matches torch to ~2e-7 absolute per unit of |x|; tanh is Cephes'
-/// tanhf (an odd polynomial below |x| = 0.625, 1 − 2 / (exp(2|x|) + 1) above: a few ulp).
+/// tanh) and any op after them, vectorized with AVX-512 or AVX2 intrinsics. Accuracy: exp is
+/// Cephes' minimax polynomial (≈1 ulp; vector_math.h), erf Eigen's rational approximation (|error|
+/// ≤ 3.9e-7, as the generated kernels' erf), so GELU matches torch to ~2e-7 absolute per unit of
+/// |x|; tanh is Cephes' tanhf (an odd polynomial below |x| = 0.625, 1 − 2 / (exp(2|x|) + 1) above:
+/// a few ulp).
 #include "matrix/epilogue.h"
 
 #include <immintrin.h>
@@ -15,8 +16,8 @@
 #include <limits>
 
 #include "codegen/cpu/ic_runtime_erf.h"
-#include "matrix/jit/cpu_features.h"
 #include "matrix/gemm_config.h"
+#include "matrix/jit/cpu_features.h"
 #include "matrix/vector_math.h"
 
 namespace inductor_cpp::matrix {
@@ -53,10 +54,9 @@ AVX512_FN __m512 divide_ps(__m512 p, __m512 q) {
 
 /// The generated kernels' erf (codegen/cpu/ic_runtime_erf.h: Eigen's rational approximation).
 
-AVX512_FN __m512 erf_ps(__m512 x) {
-  IC_ERF_RATIONAL(__m512, _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, divide_ps,
-                  _mm512_min_ps, _mm512_max_ps)
-}
+AVX512_FN __m512 erf_ps(__m512 x){IC_ERF_RATIONAL(__m512, _mm512_set1_ps, _mm512_mul_ps,
+                                                  _mm512_fmadd_ps, divide_ps, _mm512_min_ps,
+                                                  _mm512_max_ps)}
 
 AVX512_FN __m512 tanh_ps(__m512 x) {
   const __m512 one = _mm512_set1_ps(1.0f), ax = _mm512_abs_ps(x);
@@ -78,8 +78,9 @@ AVX512_FN __m512 tanh_ps(__m512 x) {
   return _mm512_mask_blend_ps(is_small, signed_big, small);
 }
 
-AVX512_FN inline __attribute__((always_inline)) __m512 apply_vec(const EpilogueOp& op, __m512 x, __mmask16 mask, int64_t row,
-                           int64_t col) {
+AVX512_FN inline __attribute__((always_inline)) __m512 apply_vec(const EpilogueOp& op, __m512 x,
+                                                                 __mmask16 mask, int64_t row,
+                                                                 int64_t col) {
   const __m512 one = _mm512_set1_ps(1.0f), half = _mm512_set1_ps(0.5f);
   switch (op.kind) {
     case EpilogueKind::BiasRow:
@@ -127,7 +128,7 @@ AVX512_FN inline __attribute__((always_inline)) __m512 apply_vec(const EpilogueO
 /// Op by op over the tile (in L1): the op's kind is fixed through each loop, so its switch
 /// branch predicts perfectly and the loads and stores between ops hit L1. Element by element
 /// with every op inside the loop cost ~10 ns per 16 lanes on the Xeon dev machine (bias + ReLU
-/// 12.9 ns, bias + GELU 21.5); op by op: see docs/codegen/matrix.md "Epilogue".
+/// 12.9 ns, bias + GELU 21.5); op by op: see docs/matrix/gemm.md "Epilogues".
 AVX512_FN void apply_tile_avx512(float* c, int64_t ldc, int64_t rows, int64_t cols, int64_t row0,
                                  int64_t col0, const std::vector<EpilogueOp>& ops, size_t first,
                                  size_t end) {
@@ -182,10 +183,9 @@ AVX2_FN __m256 with_sign_of_avx2(__m256 y, __m256 x) {
   return _mm256_or_ps(y, _mm256_and_ps(x, _mm256_set1_ps(-0.0f)));
 }
 
-AVX2_FN __m256 erf_ps_avx2(__m256 x) {
-  IC_ERF_RATIONAL(__m256, _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_div_ps,
-                  _mm256_min_ps, _mm256_max_ps)
-}
+AVX2_FN __m256 erf_ps_avx2(__m256 x){IC_ERF_RATIONAL(__m256, _mm256_set1_ps, _mm256_mul_ps,
+                                                     _mm256_fmadd_ps, _mm256_div_ps, _mm256_min_ps,
+                                                     _mm256_max_ps)}
 
 AVX2_FN __m256 tanh_ps_avx2(__m256 x) {
   const __m256 one = _mm256_set1_ps(1.0f), ax = abs_ps_avx2(x);
@@ -282,7 +282,8 @@ AVX2_FN void apply_tile_avx2(float* c, int64_t ldc, int64_t rows, int64_t cols, 
 
 size_t jit_epilogue_prefix(const std::vector<EpilogueOp>& ops) {
   size_t n = 0;
-  while (n < ops.size() && !is_transcendental(ops[n].kind) && ops[n].kind != EpilogueKind::Tile) ++n;
+  while (n < ops.size() && !is_transcendental(ops[n].kind) && ops[n].kind != EpilogueKind::Tile)
+    ++n;
   return n;
 }
 
@@ -392,8 +393,8 @@ const float* epilogue_tile_data(const EpilogueOp& op, int64_t row, int64_t col) 
   }
 }
 
-void apply_tile_kernel(const std::vector<EpilogueOp>& ops, int64_t row0, int64_t rows,
-                       int64_t col0, int64_t cols) {
+void apply_tile_kernel(const std::vector<EpilogueOp>& ops, int64_t row0, int64_t rows, int64_t col0,
+                       int64_t cols) {
   if (ops.empty() || ops.back().kind != EpilogueKind::Tile || rows <= 0 || cols <= 0) return;
   const TileKernel& tile = *ops.back().tile;
   const int64_t symbols[4] = {row0, rows, col0, cols};

@@ -155,8 +155,8 @@ bool gemm_reads_b_in_place(const GemmProblem& p, int num_threads);
 /// products (gemm_swapped.h, which read B once, as the fingerprint alone would): whenever not
 /// frozen. One row, or few rows times Wᵀ (gemv.h): always, except a frozen copy on AVX-512 from two
 /// rows on, where the packed kernels run 1.0-1.35x faster than the dot products and nothing checks
-/// the copy (with a fingerprint, in place was as fast or faster: docs/codegen/matrix.md "Few rows
-/// on AVX-512").
+/// the copy (with a fingerprint, in place was as fast or faster:
+/// docs/decisions/012-few-rows-read-the-weight-in-place.md).
 bool in_place_beats_packed_copy(const GemmProblem& p, int num_threads, bool frozen);
 
 /// Same with a pre-packed B (p.b, p.ldb, p.trans_b ignored; packed.k()/n() must match).

@@ -12,10 +12,10 @@
 #include <memory>
 #include <stdexcept>
 
-#include "matrix/jit/amx_kernel.h"
-#include "matrix/jit/cpu_features.h"
 #include "matrix/epilogue.h"
 #include "matrix/gemm_config.h"
+#include "matrix/jit/amx_kernel.h"
+#include "matrix/jit/cpu_features.h"
 #include "matrix/scratch.h"
 
 namespace inductor_cpp::matrix {
@@ -23,7 +23,8 @@ namespace {
 
 /// kKc: K per kernel call. 4096 (A strip 256 KiB, next to the 1 MiB B block in a 2 MiB L2)
 /// keeps BERT's K = 3072 in one block: no fp32 C round trip (2048 measured 0.94x oneDNN on
-/// 512 × 768 × 3072 against 1.04x; docs/codegen/matrix.md "bf16 on AMX").
+/// 512 × 768 × 3072 against 1.04x;
+/// docs/decisions/019-bf16-on-amx-only-frozen-and-up-to-256-rows.md).
 constexpr int64_t kTile = 32, kKc = 4096;
 
 int64_t round_up(int64_t x, int64_t to) {
@@ -253,8 +254,8 @@ void run_amx_block(const GemmBf16Problem& p, const uint16_t* prepacked, int64_t 
 
 void run_amx(const GemmBf16Problem& p_in, const uint16_t* prepacked, int num_threads) {
   // A bf16-only result over several K blocks needs an fp32 C to carry the sums between them.
-  // Overwritten by the first K block (zeroed only when it grows) and kept per calling thread (scratch.h), so that a layer
-  // called in a loop does not fault fresh pages in on every call.
+  // Overwritten by the first K block (zeroed only when it grows) and kept per calling thread
+  // (scratch.h), so that a layer called in a loop does not fault fresh pages in on every call.
   thread_local ScratchVector<float> c_sums;
   GemmBf16Problem with_c;
   const bool needs_c = p_in.c == nullptr && padded_k(p_in.k) > kKc;

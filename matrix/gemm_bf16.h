@@ -48,8 +48,8 @@ bool gemm_bf16_uses_amx();
 /// B pre-packed, against at::mm, per-round pairs: 128 rows 1.5-1.7x, 256 rows 1.04-1.14x,
 /// 512-1024 rows 0.94-1.08x while the host was busy; while it was quiet (oneDNN twice as
 /// fast) 32 rows 2.0-2.6x, 128 rows 1.1-1.3x, 256 rows 0.88-1.05x, 1024 rows 0.8-1.1x. The 16-
-/// thread H200 host: a frozen 256 × 768 × 3072 Linear 1.34x eager (docs/codegen/matrix.md
-/// "bf16 on AMX").
+/// thread H200 host: a frozen 256 × 768 × 3072 Linear 1.34x eager
+/// (docs/decisions/019-bf16-on-amx-only-frozen-and-up-to-256-rows.md).
 inline constexpr int64_t kBf16AmxMaxRows = 256;
 
 void gemm_bf16(const GemmBf16Problem& p, int num_threads);

@@ -12,7 +12,7 @@
 /// 224-row C block no longer stayed in L2 (mc 224 → 112: +3–5 % at 4096³, same at 1024³).
 /// Nc = 1024 columns per packed B block and thread column (2 MiB, shared by the threads, L2/L3).
 /// With many rows per thread the driver switches to the wide tile, 6 × 64 over two adjacent
-/// 32-column panels (pair_*; docs/codegen/matrix.md: +4–8 % on the BERT Linear shapes).
+/// 32-column panels (pair_*; docs/matrix/gemm.md: +4–8 % on the BERT Linear shapes).
 #pragma once
 
 #include <omp.h>
@@ -42,7 +42,7 @@ struct GemmBlocking {
   /// and on the H200 host at 2 threads (32 × 768²: 0.73 → 1.02x eager there); a 64 MB B
   /// (4096²) gained 1.1-1.3x on the dev Xeon but lost on the host at 2-16 threads (32 × 4096² at
   /// 16: 0.76 → 0.69x), where the streamed kernels read it from memory well under MKL's rate.
-  /// docs/codegen/matrix.md "Streamed plain B". Knob INDUCTOR_CPP_MATRIX_STREAM=
+  /// docs/decisions/014-streamed-plain-b-up-to-16-mib.md. Knob INDUCTOR_CPP_MATRIX_STREAM=
   /// "max_rows[,kc,prefetch,max_b_floats]" (max_rows 0: off).
   int64_t stream_max_rows = 64;
   int64_t stream_kc = 128;
@@ -61,8 +61,9 @@ struct GemmBlocking {
   /// thread has at least pair_min_rows rows, or M ≤ pair_mr (pair_min_rows 0: never).
   int64_t pair_min_rows = 64;
   int pair_mr = 6;
-  int64_t pair_mc = 120;   ///< Multiple of pair_mr.
-  int64_t pair_kc = 1024;  ///< 384 while A was packed; docs/codegen/matrix.md "Wide tile".
+  int64_t pair_mc = 120;  ///< Multiple of pair_mr.
+  int64_t pair_kc =
+      1024;  ///< 384 while A was packed; docs/decisions/008-gemm-blocking-and-wide-tile.md.
   /// choose_grid's slack for the GEMM's thread grid: grids within 6 % of the fewest tiles per
   /// thread that split M more win. H200 host, 16 threads, ratios to torch.mm: with 0 the wide
   /// tile's finer rows tipped 1024³ and 4096³ to a 1 × 16 grid (16 threads each packing all of
@@ -85,9 +86,10 @@ struct GemmBlocking {
   /// it packed. AMD Zen 1 (AVX2), 2 threads, in place against B packed beforehand: 8 × 768² 149
   /// against 234 µs, 16 × 768² 277 / 258, 32 × 768² 551 / 529, 64 × 768² 1102 / 999 (the packed
   /// kernels win from there); a Xeon (AVX-512), 2 threads: 32 × 768² 228 / 171, 32 × 4096²
-  /// 6.4 / 5.9 ms (docs/codegen/matrix.md "Few rows on AVX-512"). From swap_min_rows on, the
-  /// swapped product takes the problems it applies to first. Knob INDUCTOR_CPP_MATRIX_FEW_ROWS=n
-  /// (1: products of two or more rows all go to the tile kernels or the swapped product).
+  /// 6.4 / 5.9 ms (docs/decisions/012-few-rows-read-the-weight-in-place.md). From swap_min_rows on,
+  /// the swapped product takes the problems it applies to first. Knob
+  /// INDUCTOR_CPP_MATRIX_FEW_ROWS=n (1: products of two or more rows all go to the tile kernels or
+  /// the swapped product).
   int64_t few_rows = 32;
   /// Least A rows for the swapped product (gemm_swapped.h): dev Xeon, 2 threads, compiled
   /// Linear, swapped against the dot products: 32 × 4096² 6.0 against 7.7 ms, 32 × 768² 248

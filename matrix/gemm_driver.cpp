@@ -184,7 +184,7 @@ void compute_block(const Plan& plan, Phase phase, int64_t step, int tj, int64_t 
     }
     // A generated tile kernel runs once over the block's finished rows × panels, not per
     // micro-tile or per column strip: long rows read its other operands (a residual) in long
-    // runs, and its call overhead is paid once per block (scripts/debug/tile_epilogue_probe.py:
+    // runs, and its call overhead is paid once per block (`bench matrix --rows tile`:
     // per strip, z/2 + y² at 8192 x 1024 x 32 read 0.94x the separate kernel; per block 1.15x).
     if (epilogue_now) {
       const int64_t col0 = nc0 + p0 * nr, col1 = std::min(p.n, nc0 + p1 * nr);

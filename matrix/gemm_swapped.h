@@ -12,8 +12,8 @@
 /// per-thread scratch; a second pass transposes it into C through 16×16 register blocks,
 /// adding C's old values with `accumulate`, and applies the whole epilogue there (the ops see
 /// C's rows and columns, so a column bias stays a column bias). Dev Xeon, 2 threads, against a
-/// packed W plus a read of W: 64 × 4096² 10.3 against 14.8 ms (docs/codegen/matrix.md "Swapped
-/// few-row products").
+/// packed W plus a read of W: 64 × 4096² 10.3 against 14.8 ms
+/// (docs/decisions/013-swapped-few-row-products.md).
 #pragma once
 
 #include "matrix/gemm.h"

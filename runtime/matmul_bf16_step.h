@@ -17,7 +17,7 @@
 /// activation) runs ATen's mm / addmm instead: packing B for one use costs more than oneDNN's
 /// whole product on the shapes measured. So does a call of more than kBf16AmxMaxRows rows
 /// (gemm_bf16.h; with dynamic rows, where the plan could not tell): oneDNN is the faster there
-/// (docs/codegen/matrix.md "bf16 on AMX").
+/// (docs/decisions/019-bf16-on-amx-only-frozen-and-up-to-256-rows.md).
 #pragma once
 
 #include <ATen/core/ivalue.h>
@@ -26,9 +26,9 @@
 #include <string>
 #include <vector>
 
+#include "matrix/matrix.h"
 #include "runtime/bound_step.h"
 #include "runtime/matmul_step.h"
-#include "matrix/matrix.h"
 #include "runtime/plan.h"
 
 namespace inductor_cpp::runtime {

@@ -3,9 +3,9 @@
 ///
 /// * L1::no_allocate on loads that read their data exactly once in the kernel (sum(-1),
 ///   sum(0), mean ...): such data has no use for L1, and not allocating it there leaves L1
-///   to what is reused. H200, 16384 x 8192 float32, back to back (scripts/gpu_ln_probe.py,
-///   5 processes): sum(-1) 0.1181 -> 0.1175 ms, sum(0) 0.1255 -> 0.1250. A load is read once
-///   when its buffer is never stored by the kernel, every load of the buffer sits in the same
+///   to what is reused. H200, 16384 x 8192 float32, back to back (`python -m inductor_cpp.bench
+///   gpu_raw`, 5 processes): sum(-1) 0.1181 -> 0.1175 ms, sum(0) 0.1255 -> 0.1250. A load is read
+///   once when its buffer is never stored by the kernel, every load of the buffer sits in the same
 ///   innermost loop, nested in the kernel's top loop, and its index uses the variable of every
 ///   enclosing loop (each element visited once; a row read by several loops, softmax's general
 ///   version, or a bias read for every row, keeps L1).
@@ -39,7 +39,8 @@ void collect_sites(const std::vector<Stmt>& body, std::vector<const Stmt*>& loop
       for (const ir::Value& l : ir::loads_in(s.value)) {
         LoadSite site{l.node(), loops.empty() ? nullptr : loops.back(), loops.size() >= 2};
         for (const Stmt* loop : loops) {
-          site.visits_each_once = site.visits_each_once && ir::depends_on(l->index.at(0), loop->var);
+          site.visits_each_once =
+              site.visits_each_once && ir::depends_on(l->index.at(0), loop->var);
         }
         sites[l->name].push_back(site);
       }
@@ -113,13 +114,15 @@ llvm::Value* KernelEmitter::inline_ptx_load(llvm::Type* type, llvm::Value* addre
   // among the kernel's memory accesses; ptxas still schedules the SASS. No memory clobber:
   // both users read buffers no store of the kernel writes before the load (the persistent
   // row's loads precede its stores; read-once buffers are never stored).
-  llvm::InlineAsm* load = llvm::InlineAsm::get(llvm::FunctionType::get(result, operand_types, false),
-                                               text, constraints, /*hasSideEffects=*/true);
+  llvm::InlineAsm* load =
+      llvm::InlineAsm::get(llvm::FunctionType::get(result, operand_types, false), text, constraints,
+                           /*hasSideEffects=*/true);
   llvm::CallInst* call = b_.CreateCall(load, operands, "hinted");
   call->setDoesNotThrow();
   if (words == 1) return b_.CreateBitCast(call, type);
   llvm::Value* bits = llvm::UndefValue::get(llvm::FixedVectorType::get(i32, words));
-  for (int w = 0; w < words; ++w) bits = b_.CreateInsertElement(bits, b_.CreateExtractValue(call, w), w);
+  for (int w = 0; w < words; ++w)
+    bits = b_.CreateInsertElement(bits, b_.CreateExtractValue(call, w), w);
   return b_.CreateBitCast(bits, type);
 }
 

@@ -101,7 +101,8 @@ void KernelEmitter::persistent_row(const Stmt& top, int chunks) {
   persistent_chunks_ = chunks;
   if (target_.sm >= 80 && stores_in_loop(top.body)) {  // createpolicy: sm_80 and PTX ISA 7.4
     // H200, 16384 x 8192 layer_norm with weight and bias, back to back: 0.2643 -> 0.2546 ms
-    // (stock Inductor 0.2535); evict_first on these loads: 0.2777 (scripts/gpu_ln_probe.py).
+    // (stock Inductor 0.2535); evict_first on these loads: 0.2777 (`python -m inductor_cpp.bench
+    // gpu_raw`).
     llvm::Type* i64 = b_.getInt64Ty();
     llvm::InlineAsm* policy =
         llvm::InlineAsm::get(llvm::FunctionType::get(i64, false),

@@ -32,7 +32,8 @@ std::optional<std::vector<int64_t>> constants(const std::vector<Expr>& exprs) {
 
 /// The dims of size > 1 ordered by decreasing stride: the order in which a dense layout nests
 /// them (size-1 dims are always indexed 0).
-std::vector<size_t> memory_order(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+std::vector<size_t> memory_order(const std::vector<int64_t>& sizes,
+                                 const std::vector<int64_t>& strides) {
   std::vector<size_t> order;
   for (size_t d = 0; d < sizes.size(); ++d) {
     if (sizes[d] != 1) order.push_back(d);
@@ -59,15 +60,26 @@ void place_stores(std::vector<Stmt>& body, const Expr& offset, int& stores, bool
 
 /// True when `v` computes a transcendental function (exp, log, trigonometric, hyperbolic,
 /// erf, sigmoid, pow, ...): measured slower as a tile kernel than as a kernel of its own
-/// (docs/codegen/matrix.md "Tile epilogues").
+/// (docs/matrix/in_graphs.md "Tile epilogues").
 bool transcendental(const Value& v, std::set<const ValueNode*>& seen) {
   if (!seen.insert(v.node()).second) return false;
   if (v->kind == ValueKind::Unary) {
     switch (v->unary_op()) {
-      case UnaryOp::neg: case UnaryOp::abs: case UnaryOp::reciprocal: case UnaryOp::sqrt:
-      case UnaryOp::rsqrt: case UnaryOp::floor: case UnaryOp::ceil: case UnaryOp::round:
-      case UnaryOp::trunc: case UnaryOp::sign: case UnaryOp::signbit: case UnaryOp::logical_not:
-      case UnaryOp::bitwise_not: case UnaryOp::isnan: case UnaryOp::isinf:
+      case UnaryOp::neg:
+      case UnaryOp::abs:
+      case UnaryOp::reciprocal:
+      case UnaryOp::sqrt:
+      case UnaryOp::rsqrt:
+      case UnaryOp::floor:
+      case UnaryOp::ceil:
+      case UnaryOp::round:
+      case UnaryOp::trunc:
+      case UnaryOp::sign:
+      case UnaryOp::signbit:
+      case UnaryOp::logical_not:
+      case UnaryOp::bitwise_not:
+      case UnaryOp::isnan:
+      case UnaryOp::isinf:
         break;
       default:
         return true;
@@ -167,7 +179,8 @@ std::optional<TileEpilogue> tile_epilogue_kernel(const LoopProgram& program,
   place_stores(result.kernel.body, row0 * Expr(request.cols) + col0, stores, parallel);
   if (stores != 1 || parallel) return fail(why_not, "the tile kernel stores more than once");
   for (const std::string& s : result.kernel.symbols) {
-    if (!window.symbol_ranges.count(s) || !std::count(std::begin(kTileSymbols), std::end(kTileSymbols), s))
+    if (!window.symbol_ranges.count(s) ||
+        !std::count(std::begin(kTileSymbols), std::end(kTileSymbols), s))
       return fail(why_not, "the consumer has symbolic sizes");
   }
   result.kernel.symbols.assign(std::begin(kTileSymbols), std::end(kTileSymbols));
@@ -176,8 +189,10 @@ std::optional<TileEpilogue> tile_epilogue_kernel(const LoopProgram& program,
     reads_output = reads_output || (p.buffer == request.matrix_output && !p.written);
     writes_output = writes_output || (p.buffer == consumer.name && p.written);
   }
-  if (!reads_output || !writes_output) return fail(why_not, "the consumer does not read the matrix output");
-  if (!reads_only_where_written(result.kernel, request.matrix_output, consumer.name, window.symbol_ranges))
+  if (!reads_output || !writes_output)
+    return fail(why_not, "the consumer does not read the matrix output");
+  if (!reads_only_where_written(result.kernel, request.matrix_output, consumer.name,
+                                window.symbol_ranges))
     return fail(why_not, "the consumer reads the matrix output outside the element it writes");
   return result;
 }

@@ -6,8 +6,9 @@
 /// L1/L2: one pass over memory less, and one parallel region less.
 ///
 /// The tile kernel is the consumer's own compute over a symbolic window of the [rows, cols]
-/// output (a convolution's: [N·OH·OW, OC]): loop extents `tile_rows` × `tile_cols`, indices shifted by `tile_row0` / `tile_col0`
-/// (absolute position of the tile's first element). It keeps the ordinary kernel signature
+/// output (a convolution's: [N·OH·OW, OC]): loop extents `tile_rows` × `tile_cols`, indices shifted
+/// by `tile_row0` / `tile_col0` (absolute position of the tile's first element). It keeps the
+/// ordinary kernel signature
 ///   extern "C" int32_t name(char* const* bufs, const int64_t* symbols, int32_t num_threads)
 /// with symbols, in this order, {tile_row0, tile_rows, tile_col0, tile_cols}; bufs hold the
 /// whole buffers (the matrix output, read, and the consumer's output, written, are the same
@@ -17,7 +18,7 @@
 /// Conditions (anything else keeps the consumer a kernel of its own):
 ///   * no transcendental function (exp, log, sigmoid, tanh, erf, pow, trigonometric, ...): such
 ///     consumers are compute-bound and measured 0.91-0.97x as tile kernels (unexplained; the
-///     cheap ones gain 0-18 %), docs/codegen/matrix.md;
+///     cheap ones gain 0-18 %), docs/matrix/gemm.md;
 ///   * the step is a kernel of one pointwise compute (not a view), float32, whose buffer is
 ///     dense with offset 0 in some dimension order, `rows · cols` elements and a `cols`-sized
 ///     innermost dim (the matrix output itself, a row-major reshape of it such as Linear's
