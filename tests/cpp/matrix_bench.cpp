@@ -10,7 +10,6 @@
 #include <omp.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <xbyak/xbyak.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,40 +23,11 @@
 #include "matrix/jit/cpu_features.h"
 #include "matrix/conv.h"
 #include "matrix/gemm.h"
+#include "matrix/jit/fma_peak_loop.h"
 
 using namespace inductor_cpp::matrix;
 
 namespace {
-
-/// rdi = iterations; independent FMA chains: 24 zmm (AVX-512) or 12 ymm (AVX2 hosts).
-struct FmaPeakLoop : Xbyak::CodeGenerator {
-  const bool zmm = inductor_cpp::xbyak::cpu_features().avx512;
-  const int chains = zmm ? 24 : 12;
-  FmaPeakLoop() : CodeGenerator(4096, Xbyak::DontSetProtectRWE) {
-    using namespace Xbyak;
-    for (int i = 0; i < chains; ++i) {
-      if (zmm)
-        vxorps(Zmm(i), Zmm(i), Zmm(i));
-      else
-        vxorps(Ymm(i), Ymm(i), Ymm(i));
-    }
-    Label loop;
-    L(loop);
-    for (int i = 0; i < chains; ++i) {
-      if (zmm)
-        vfmadd231ps(Zmm(i), Zmm(30), Zmm(31));
-      else
-        vfmadd231ps(Ymm(i), Ymm(14), Ymm(15));
-    }
-    dec(rdi);
-    jnz(loop);
-    vzeroupper();
-    ret();
-    ready();
-    setProtectModeRE();
-  }
-  double flops_per_iteration() const { return double(chains) * (zmm ? 16 : 8) * 2; }
-};
 
 /// Median and minimum over reps runs after one warm-up, and the median process CPU time per run
 /// (on a shared machine wall time includes time the scheduler gave to others; CPU time / threads
@@ -126,8 +96,9 @@ FloatVector random_vector(size_t n) {
 }
 
 double fma_peak(int threads) {
-  static const FmaPeakLoop loop;
-  auto fn = loop.getCode<void (*)(int64_t)>();
+  const inductor_cpp::xbyak::FmaPeakLoop loop =
+      inductor_cpp::xbyak::fma_peak_loop(inductor_cpp::xbyak::cpu_features().avx512);
+  auto fn = loop.fn;
   const int64_t iters = 20'000'000;
   const double sec = time_runs(
                          [&] {
@@ -136,7 +107,7 @@ double fma_peak(int threads) {
                          },
                          5)
                          .best;
-  return double(iters) * loop.flops_per_iteration() * threads / sec / 1e9;
+  return double(iters) * loop.flops_per_iteration * threads / sec / 1e9;
 }
 
 int g_threads = 1;

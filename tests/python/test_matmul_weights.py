@@ -26,7 +26,7 @@ def test_packed_weight_is_reused_across_calls():
 
 def test_long_k_few_tiles_on_many_threads():
     # A few output tiles, a long K and more threads than tiles: the GEMM splits K over groups of
-    # the team (matrix/gemm_driver.cpp, split_k_parts), on the per-call B (first call)
+    # the team (matrix/gemm_split_k.cpp, split_k_parts), on the per-call B (first call)
     # and on the cached packed weight (later calls), with the bias + ReLU epilogue after the
     # reduction. More threads than this machine has cores is fine: OpenMP oversubscribes.
     torch.manual_seed(0)
