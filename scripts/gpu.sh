@@ -28,6 +28,8 @@
 #                                (PROBE="train --only resnet18 --profile 20 --threads 16": the
 #                                words after `python -m inductor_cpp.bench`; output in probe.txt,
 #                                its JSON results copied to $OUT)
+#   bash scripts/gpu.sh compare  `bench suite --device cuda` (COMPARE) on the tree carried in
+#                                build/base_src and on this one: before / after a change
 #   bash scripts/gpu.sh all      all of the above (longer than one call allows: prefer stages)
 #
 # Every stage builds first (incremental: seconds when the machine still holds build/gpu).
@@ -320,6 +322,30 @@ stage_probe() {
   # its results (bench/results/, the bench's default) come back with $OUT
   find "$ROOT/bench/results" -name "*.json" -newer "$marker" -exec cp {} "$OUT/" \; 2>/dev/null
   tail -60 "$OUT/probe.txt"
+}
+
+# Before / after: `bench SUBCOMMAND` (COMPARE, default: the suite on CUDA without stock
+# Inductor) on the tree of another commit carried in build/base_src (`git archive REV | tar -x
+# -C build/base_src` on the development machine), then on this tree, one run each, in fresh
+# processes with empty caches. Results: $OUT/compare_before.json, compare_after.json,
+# compare.txt.
+stage_compare() {
+  local base=$ROOT/build/base_src
+  [ -f "$base/scripts/gpu.sh" ] || { log "compare: no tree in build/base_src"; return 1; }
+  mkdir -p "$base/build" && ln -sfn "$CARRY" "$base/build/carry"
+  OUT=$BUILD.base_out bash "$base/scripts/gpu.sh" build >/dev/null 2>&1 ||
+    { log "compare: the base tree did not build"; return 1; }
+  local args=${COMPARE:-suite --device cuda --no-stock}
+  for side in before after; do
+    local root=$ROOT
+    [ "$side" = before ] && root=$base
+    log "compare: $side ($args)"
+    # shellcheck disable=SC2086  # COMPARE is a subcommand and its arguments
+    (cd "$root" && ROOT=$root setup_carry && export INDUCTOR_CPP_CACHE_DIR=$BUILD.compare_cache_$side &&
+       rm -rf "$INDUCTOR_CPP_CACHE_DIR" && timeout "${COMPARE_SECONDS:-280}" "$PY" -m inductor_cpp.bench \
+       $args --json "$OUT/compare_$side.json" >>"$OUT/compare.txt" 2>&1)
+  done
+  tail -80 "$OUT/compare.txt"
 }
 
 main() {
