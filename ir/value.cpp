@@ -170,27 +170,6 @@ std::string describe(const Value& v) {
   return std::string(value_kind_name(v->kind)) + " of type " + dtype_name(v->dtype);
 }
 
-/// Unary math that needs a floating operand (lowering casts integers first, as torch does).
-bool unary_needs_floating(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::neg:
-    case UnaryOp::abs:
-    case UnaryOp::floor:
-    case UnaryOp::ceil:
-    case UnaryOp::round:
-    case UnaryOp::trunc:
-    case UnaryOp::sign:
-    case UnaryOp::signbit:
-    case UnaryOp::logical_not:
-    case UnaryOp::bitwise_not:
-    case UnaryOp::isnan:
-    case UnaryOp::isinf:
-      return false;
-    default:
-      return true;
-  }
-}
-
 bool binary_needs_floating(BinaryOp op) {
   switch (op) {
     case BinaryOp::div:
@@ -229,6 +208,26 @@ bool binary_rejects_bool(BinaryOp op) {
 }
 
 }  // namespace
+
+bool unary_needs_floating(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::neg:
+    case UnaryOp::abs:
+    case UnaryOp::floor:
+    case UnaryOp::ceil:
+    case UnaryOp::round:
+    case UnaryOp::trunc:
+    case UnaryOp::sign:
+    case UnaryOp::signbit:
+    case UnaryOp::logical_not:
+    case UnaryOp::bitwise_not:
+    case UnaryOp::isnan:
+    case UnaryOp::isinf:
+      return false;
+    default:
+      return true;
+  }
+}
 
 Value load(const std::string& buffer, DType dtype, std::vector<Expr> index, Expr mask,
            std::vector<Value> indirect, std::vector<Expr> bounds) {

@@ -75,6 +75,9 @@ const char* binary_op_name(BinaryOp op);
 std::optional<UnaryOp> unary_op_from_name(const std::string& name);
 std::optional<BinaryOp> binary_op_from_name(const std::string& name);
 bool unary_yields_bool(UnaryOp op);
+/// Unary math that needs a floating operand (lowering casts integers first, as torch does);
+/// false for neg, abs, rounding, sign, logical / bitwise not, isnan and isinf.
+bool unary_needs_floating(UnaryOp op);
 bool binary_yields_bool(BinaryOp op);
 
 struct ValueNode;

@@ -28,7 +28,7 @@
   X(MatrixKernels, "INDUCTOR_CPP_MATRIX_KERNELS", Bool, "1", true, Compiler, "matrix_kernels",    \
     "0: float32 CPU mm/addmm/bmm and channels-last conv2d stay ATen calls (MKL/oneDNN) with "     \
     "generated kernels around them; 1: they run on our xbyak GEMM / convolution kernels with "    \
-    "the following activation/residual chain fused (docs/matrix/gemm.md, "                     \
+    "the following activation/residual chain fused (docs/matrix/gemm.md, "                        \
     "`python -m inductor_cpp.bench matrix`)")                                                     \
   X(Freezing, "INDUCTOR_CPP_FREEZING", Bool, "0", true, Compiler, "freezing",                     \
     "1: treat parameters as constants, as stock Inductor's freezing does: a matrix step reuses "  \
@@ -39,7 +39,7 @@
     "matrix_tile_epilogues",                                                                      \
     "with matrix_kernels, 0: a pointwise kernel after an mm/addmm/conv2d that the fused "         \
     "activation/residual chain cannot express stays a kernel of its own; 1: the GEMM runs it on " \
-    "each output tile it finishes (docs/matrix/in_graphs.md)")                                      \
+    "each output tile it finishes (docs/matrix/in_graphs.md)")                                    \
   X(LayoutOpt, "INDUCTOR_CPP_LAYOUT_OPT", Bool, "1", true, Compiler, "layout_optimization",       \
     "0: keep convolution graphs in the layouts they come in; 1: inference graphs with 2-D "       \
     "convolutions run channels-last (layout_opt.py)")                                             \
@@ -80,7 +80,7 @@
     "size cap of the cache in bytes, least recently used entries evicted first (a value that "    \
     "is not a decimal integer is ignored)")                                                       \
   X(CacheLockTimeoutMs, "INDUCTOR_CPP_CACHE_LOCK_TIMEOUT_MS", Count, "120000", false, Cache, "",  \
-    "how long a compile waits for another process building the same graph before it builds too") \
+    "how long a compile waits for another process building the same graph before it builds too")  \
   /* logging */                                                                                   \
   X(Logs, "INDUCTOR_CPP_LOGS", Text, "", false, Logging, "",                                      \
     "log artifacts on stderr: names (cache,fallbacks,perf,graph,fusion,schedule,output_code,ir), " \
@@ -92,7 +92,7 @@
   X(MatrixIsa, "INDUCTOR_CPP_MATRIX_ISA", Text, "", false, MatrixTuning, "",                      \
     "avx2: the AVX2 kernels (and the packers' scalar path) on an AVX-512 host; ctest runs the "   \
     "GEMM and convolution suites a second time with it")                                          \
-  X(MatrixBlocking, "INDUCTOR_CPP_MATRIX_BLOCKING", Text, "", false, MatrixTuning, "",             \
+  X(MatrixBlocking, "INDUCTOR_CPP_MATRIX_BLOCKING", Text, "", false, MatrixTuning, "",            \
     "\"mr,nr,kc,mc,nc[,plain_kc,pack_b_min_row_tiles]\": the float32 GEMM blocking")              \
   X(MatrixGridTm, "INDUCTOR_CPP_MATRIX_GRID_TM", Count, "", false, MatrixTuning, "",              \
     "tm > 0: a tm x (threads / tm) thread grid wherever tm divides the team")                     \

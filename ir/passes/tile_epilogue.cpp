@@ -64,26 +64,11 @@ void place_stores(std::vector<Stmt>& body, const Expr& offset, int& stores, bool
 bool transcendental(const Value& v, std::set<const ValueNode*>& seen) {
   if (!seen.insert(v.node()).second) return false;
   if (v->kind == ValueKind::Unary) {
-    switch (v->unary_op()) {
-      case UnaryOp::neg:
-      case UnaryOp::abs:
-      case UnaryOp::reciprocal:
-      case UnaryOp::sqrt:
-      case UnaryOp::rsqrt:
-      case UnaryOp::floor:
-      case UnaryOp::ceil:
-      case UnaryOp::round:
-      case UnaryOp::trunc:
-      case UnaryOp::sign:
-      case UnaryOp::signbit:
-      case UnaryOp::logical_not:
-      case UnaryOp::bitwise_not:
-      case UnaryOp::isnan:
-      case UnaryOp::isinf:
-        break;
-      default:
-        return true;
-    }
+    // Cheap: what needs no floating operand (sign, rounding, tests) and the square roots.
+    const UnaryOp op = v->unary_op();
+    if (unary_needs_floating(op) && op != UnaryOp::reciprocal && op != UnaryOp::sqrt &&
+        op != UnaryOp::rsqrt)
+      return true;
   }
   if (v->kind == ValueKind::Binary &&
       (v->binary_op() == BinaryOp::pow || v->binary_op() == BinaryOp::atan2 ||
