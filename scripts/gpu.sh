@@ -191,7 +191,7 @@ stage_cputest() {
 stage_ctest() {
   setup_carry
   local dir=$ROOT/build/gpu_ctest start=$SECONDS
-  local targets=${CTEST_TARGETS:-matrix_gemm_test matrix_conv_test matrix_conv_backward_test matrix_gemm_bf16_test xbyak_microkernel_test emit_cpp_test amx_check}
+  local targets=${CTEST_TARGETS:-matrix_gemm_test matrix_conv_test matrix_conv_backward_test matrix_gemm_bf16_test matrix_attention_test matrix_attention_backward_test xbyak_microkernel_test emit_cpp_test amx_check}
   if [ ! -f "$dir/build.ninja" ]; then
     cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$CXX" \
       -DCMAKE_C_COMPILER="$CC" -DINDUCTOR_CPP_PYTHON=OFF -DINDUCTOR_CPP_NVPTX=OFF \

@@ -31,7 +31,11 @@ test_graphs.__test__ = False  # a helper, not a test
 
 @pytest.fixture(autouse=True)
 def fresh_state(tmp_path, monkeypatch):
-    """A private cache root per test; Dynamo's caches and our counters reset."""
+    """A private cache root per test; Dynamo's caches and our counters reset. What a test may
+    change for the whole process (the environment, torch's thread count: the bench CLI run
+    in-process sets both) is put back after it."""
+    environment = dict(os.environ)
+    threads = torch.get_num_threads()
     monkeypatch.setenv("INDUCTOR_CPP_CACHE_DIR", str(tmp_path / "cache"))
     torch._dynamo.reset()
     gc.collect()  # compiled graphs of earlier tests may sit in reference cycles
@@ -41,6 +45,9 @@ def fresh_state(tmp_path, monkeypatch):
     _graphs_at_start.update(id(g) for g in inductor_cpp.live_graphs())
     yield
     torch._dynamo.reset()
+    torch.set_num_threads(threads)
+    os.environ.clear()
+    os.environ.update(environment)
 
 
 def compile_cpp(fn, **kwargs):
