@@ -1,7 +1,8 @@
 /// \file gemm.cpp
 /// \brief The public fp32 GEMM entry points: B argument checks, pack_b_f32, one-row problems
 /// (gemv.h), and bmm; the driver itself (split-K for long-K problems whose output tiles do not
-/// share out evenly included) is gemm_driver.cpp.
+/// share out evenly included) is gemm_driver.cpp, with its plan in gemm_plan.cpp and split-K in
+/// gemm_split_k.cpp.
 #include "matrix/gemm.h"
 
 #include <xmmintrin.h>
