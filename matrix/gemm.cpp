@@ -18,8 +18,8 @@
 
 namespace inductor_cpp::matrix {
 
-PackedB pack_b_f32(const float* b, int64_t k, int64_t n, int64_t ldb, bool trans_b,
-                   int num_threads, const PackedStorage& storage) {
+PackedB pack_b_f32(const float* b, int64_t k, int64_t n, int64_t ldb, bool trans_b, int num_threads,
+                   const PackedStorage& storage) {
   if (k < 0 || n < 0 || !b) throw std::invalid_argument("pack_b_f32: bad arguments");
   const int nr = gemm_blocking().nr;
   PackedB packed(k, n, nr, storage);
