@@ -216,7 +216,7 @@ Expr make_expr(ExprKind kind, Expr lhs, Expr rhs) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Builders: constant folding and identities only; everything range-aware is in simplify.cpp.
+// Builders: constant folding and identities only; everything range-aware is in simplify*.cpp.
 
 Expr operator+(const Expr& a, const Expr& b) {
   if (a.is_const() && b.is_const()) return Expr(wrap_add(a.value(), b.value()));

@@ -1,7 +1,8 @@
 /// \file gemm.cpp
 /// \brief The public fp32 GEMM entry points: B argument checks, pack_b_f32, one-row problems
 /// (gemv.h), and bmm; the driver itself (split-K for long-K problems whose output tiles do not
-/// share out evenly included) is gemm_driver.cpp.
+/// share out evenly included) is gemm_driver.cpp, with its plan in gemm_plan.cpp and split-K in
+/// gemm_split_k.cpp.
 #include "matrix/gemm.h"
 
 #include <xmmintrin.h>
@@ -17,8 +18,8 @@
 
 namespace inductor_cpp::matrix {
 
-PackedB pack_b_f32(const float* b, int64_t k, int64_t n, int64_t ldb, bool trans_b,
-                   int num_threads, const PackedStorage& storage) {
+PackedB pack_b_f32(const float* b, int64_t k, int64_t n, int64_t ldb, bool trans_b, int num_threads,
+                   const PackedStorage& storage) {
   if (k < 0 || n < 0 || !b) throw std::invalid_argument("pack_b_f32: bad arguments");
   const int nr = gemm_blocking().nr;
   PackedB packed(k, n, nr, storage);

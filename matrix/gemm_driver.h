@@ -34,7 +34,7 @@ bool gemm_plan_reads_b_in_place(const GemmProblem& p, int num_threads);
 
 /// How many K ranges run_gemm_f32 splits p into on num_threads threads (1: none): long-K
 /// problems whose output tiles do not share out evenly over the team, unless a part would pack
-/// B per call for its whole group (for tests and diagnostics; gemm_driver.cpp
+/// B per call for its whole group (for tests and diagnostics; gemm_split_k.cpp
 /// "split_k_parts").
 int gemm_split_k_parts(const GemmProblem& p, const PackedB* packed, int num_threads);
 
