@@ -46,7 +46,7 @@ ensure_venv() {
 }
 
 sources_hash() {
-  (cd "$ROOT" && { find CMakeLists.txt pyproject.toml ir inductor runtime kernels_cache codegen matrix \
+  (cd "$ROOT" && { find CMakeLists.txt pyproject.toml ir inductor runtime kernels_cache codegen matrix knobs \
       python -type f -not -path '*/__pycache__/*' 2>/dev/null || true; } | LC_ALL=C sort |
     xargs sha256sum | sha256sum | cut -c1-16)
 }
