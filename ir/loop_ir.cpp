@@ -79,7 +79,8 @@ std::string reduce_var(size_t k) {
 }
 
 bool ExternCall::operator==(const ExternCall& o) const {
-  return graph_node == o.graph_node && inputs == o.inputs && outputs == o.outputs && view == o.view;
+  return graph_node == o.graph_node && inputs == o.inputs && outputs == o.outputs && view == o.view &&
+         library == o.library;
 }
 
 bool KernelGroup::operator==(const KernelGroup& o) const {

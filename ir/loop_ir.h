@@ -11,7 +11,7 @@
 ///     expression per dimension (logical indexing; layouts apply at scheduling);
 ///   * steps, in execution order: kernels (a group of computes run as one loop nest; before
 ///     fusion each group holds one compute) and extern calls (graph nodes that run as ATen
-///     calls, reading and writing whole buffers).
+///     calls or as library calls, library_call.h, reading and writing whole buffers).
 /// Computes listed in no kernel step are inlined into their readers (vertical fusion) and
 /// never hold memory. Views are computes flagged `view`: readers index through them; if an
 /// extern or the graph output needs one materialized, an extern step (the ATen view op on the
@@ -28,6 +28,7 @@
 
 #include "ir/dtype.h"
 #include "ir/index_expr.h"
+#include "ir/library_call.h"
 #include "ir/simplify.h"
 #include "ir/value.h"
 
@@ -96,6 +97,9 @@ struct ExternCall {
   std::vector<std::string> inputs;   ///< buffers it reads (must be materialized before it)
   std::vector<std::string> outputs;  ///< buffers it writes ("" for an unused output)
   bool view = false;                 ///< an ATen view op (free; aliases its input)
+  /// Set when lowering chose a library kernel for the node (library_call.h): `inputs` then
+  /// holds every buffer the call reads (operands, epilogue and tile loads).
+  std::optional<LibraryCall> library;
   bool operator==(const ExternCall& o) const;
 };
 
