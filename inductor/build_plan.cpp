@@ -11,10 +11,7 @@
 #include "inductor/build_plan_gpu.h"
 #include "inductor/graph_json.h"
 #include "inductor/lower/lower_graph.h"
-#include "inductor/plan_attention.h"
-#include "inductor/plan_conv.h"
-#include "inductor/plan_conv_backward.h"
-#include "inductor/plan_matmul.h"
+#include "inductor/plan_library.h"
 #include "ir/ir_text.h"
 #include "ir/passes/input_writeback.h"
 #include "matrix/matrix.h"
@@ -270,27 +267,27 @@ PlanBuild build_aten_plan(const ir::Graph& g, const std::string& reason) {
   return out;
 }
 
-PlanBuild build_plan(const ir::Graph& input_graph, const CodegenSettings& settings) {
-  if (!settings.enabled) return build_aten_plan(input_graph, "code generation disabled");
-  const std::string device = non_cpu_device(input_graph);
+PlanBuild build_plan(const ir::Graph& g, const CodegenSettings& settings) {
+  if (!settings.enabled) return build_aten_plan(g, "code generation disabled");
+  const std::string device = non_cpu_device(g);
   const bool gpu = !device.empty() && is_gpu_device(device);  // GPU: build_plan_gpu.h
   if (!device.empty() && !gpu) {
-    return build_aten_plan(input_graph, "no code generation for device " + device + " yet");
+    return build_aten_plan(g, "no code generation for device " + device + " yet");
   }
-  // Convolutions on our kernel pack their weights from the source, not a per-call layout copy.
-  const std::optional<ir::Graph> rewritten =
-      settings.matrix_kernels && !gpu ? read_conv_weights_in_place(input_graph) : std::nullopt;
-  const ir::Graph& g = rewritten ? *rewritten : input_graph;
   PlanBuild out;
   LoweredGraph lowered;
   ir::PipelineResult result;
   try {
     const auto lowering_start = std::chrono::steady_clock::now();
-    lowered = lower_graph(g);
+    LoweringOptions lowering;
+    lowering.library_calls = settings.matrix_kernels && !gpu;
+    lowering.bf16_on_amx = lowering.library_calls && settings.frozen_weights && matrix::gemm_bf16_uses_amx();
+    lowered = lower_graph(g, lowering);
     out.lowering_ms = milliseconds_since(lowering_start);
+    ir::PipelineOptions pipeline = settings.pipeline;
+    pipeline.absorb.tile_epilogues = settings.tile_epilogues;
     result = ir::run_pipeline(lowered.program,
-                              gpu ? gpu_pipeline_options(apply_gpu_tuning(settings.gpu_tuning, settings.pipeline))
-                                  : settings.pipeline);
+                              gpu ? gpu_pipeline_options(apply_gpu_tuning(settings.gpu_tuning, pipeline)) : pipeline);
   } catch (const std::exception& e) {
     PlanBuild fallback = build_aten_plan(g, std::string("code generation failed: ") + e.what());
     fallback.codegen_error = e.what();
@@ -317,36 +314,18 @@ PlanBuild build_plan(const ir::Graph& input_graph, const CodegenSettings& settin
     nodes_done.insert(node);
   }
   std::vector<ir::Kernel> kernels;
-  std::set<size_t> absorbed;  // kernel steps a matrix step's epilogue does (plan_epilogue.h)
-  std::map<int32_t, std::string> matrix_why_not;  // convolutions left to ATen, and why
   const auto slot_of_buffer = [&slots](const std::string& name) { return slots.slot_of_buffer(name); };
   for (size_t i = 0; i < result.scheduled.steps.size(); ++i) {
     const ir::ScheduledStep& s = result.scheduled.steps[i];
-    if (copies_done.count(i) || absorbed.count(i)) continue;
-    if (s.kind == ir::ScheduledStep::Kind::Extern && !gpu && settings.matrix_kernels) {
-      std::string why_not;
-      auto m = match_matmul(g, result.scheduled, i, into_inputs, slot_of_buffer,
-                            settings.tile_epilogues ? &result.fused : nullptr,
-                            settings.frozen_weights && matrix::gemm_bf16_uses_amx());
-      if (!m)
-        m = match_conv(g, result.scheduled, i, into_inputs, slot_of_buffer, why_not,
-                       settings.tile_epilogues ? &result.fused : nullptr);
-      if (!m && why_not.empty())
-        m = match_conv_backward(g, result.scheduled, i, slot_of_buffer, why_not);
-      if (!m && why_not.empty())
-        m = match_attention(g, result.scheduled, i, slot_of_buffer, used, why_not);
-      if (!m && why_not.empty())
-        m = match_attention_backward(g, result.scheduled, i, slot_of_buffer, why_not);
-      if (m) {
-        if (m->absorbed_step) absorbed.insert(*m->absorbed_step);
-        for (const auto& [value, buffer] : m->aliases) slots.alias(value, slots.slot_of_buffer(buffer));
-        if (m->tile_kernel) kernels.push_back(std::move(*m->tile_kernel));
-        const std::vector<int32_t>& computed = m->step.library()->nodes;
-        nodes_done.insert(computed.begin(), computed.end());
-        out.plan.steps.push_back(std::move(m->step));
-        continue;
-      }
-      if (!why_not.empty()) matrix_why_not[s.call.graph_node] = why_not;
+    if (copies_done.count(i)) continue;
+    if (s.kind == ir::ScheduledStep::Kind::Extern && s.call.library) {
+      LibraryStep library = library_step(s, result.scheduled, result.fused, slot_of_buffer,
+                                         "tile" + std::to_string(kernels.size()));
+      if (library.tile_kernel) kernels.push_back(std::move(*library.tile_kernel));
+      const std::vector<int32_t>& computed = library.step.library()->nodes;
+      nodes_done.insert(computed.begin(), computed.end());
+      out.plan.steps.push_back(std::move(library.step));
+      continue;
     }
     if (s.kind == ir::ScheduledStep::Kind::Extern) {
       out.plan.steps.push_back(aten_step(g, static_cast<size_t>(s.call.graph_node), slots, used));
@@ -358,8 +337,6 @@ PlanBuild build_plan(const ir::Graph& input_graph, const CodegenSettings& settin
   }
   for (LoweringDecision d : lowered.decisions) {
     if (nodes_done.count(d.node)) d = {d.node, true, ""};  // generated: no reason
-    if (auto why = matrix_why_not.find(d.node); !d.generated && why != matrix_why_not.end())
-      d.reason += (d.reason.empty() ? "" : "; ") + why->second;
     out.decisions.push_back({d.node, d.generated, d.reason});
     ++(d.generated ? out.plan.ops_generated : out.plan.ops_fallback);
   }

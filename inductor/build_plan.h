@@ -31,15 +31,16 @@ struct NodeDecision {
 struct CodegenSettings {
   bool enabled = true;
   ir::PipelineOptions pipeline;
-  /// Float32 CPU mm/addmm/bmm on our xbyak GEMM (plan_matmul.h) instead of ATen's; the option
-  /// "matrix_kernels" (off by default: without pre-packed weights it is slower than MKL).
+  /// CPU matrix ops (mm, addmm, bmm, convolution and its backward, flash attention and its
+  /// backward) as library calls on our kernels (inductor/lower/library_calls.h) instead of
+  /// ATen's; the option "matrix_kernels".
   bool matrix_kernels = false;
-  /// With matrix_kernels: a pointwise kernel after an mm / addmm that the epilogue ops cannot
-  /// express runs per output tile inside the GEMM (plan_tile_epilogue.h); the option
+  /// With matrix_kernels: a pointwise kernel after an mm / addmm / conv2d that the epilogue ops
+  /// cannot express runs per output tile inside the call (ir/passes/absorb_epilogues.h); the option
   /// "matrix_tile_epilogues" (default on).
   bool tile_epilogues = true;
   /// With matrix_kernels: the option "freezing" (weights are constants). Then, on a CPU with
-  /// usable AMX, bf16 mm / addmm run on our AMX GEMM with B kept packed (plan_matmul.h).
+  /// usable AMX, bf16 mm / addmm run on our AMX GEMM with B kept packed.
   bool frozen_weights = false;
   /// GPU graphs: the option "gpu_tuning" (schedule limits, emitter switches).
   GpuTuning gpu_tuning;

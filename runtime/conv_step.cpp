@@ -17,17 +17,6 @@ namespace inductor_cpp::runtime {
 
 namespace {
 
-/// A float32 CPU vector of `channels` elements from `slot` (contiguous), or an undefined
-/// tensor for slot -1.
-at::Tensor channel_vector(const std::vector<c10::IValue>& slots, int32_t slot, int64_t channels,
-                          const std::string& label) {
-  if (slot < 0) return {};
-  at::Tensor t = checked_f32(slots[slot], label, "batch norm parameter");
-  TORCH_CHECK(t.numel() == channels, "inductor_cpp: ", label, ": batch norm parameter of ",
-              t.numel(), " elements, expected ", channels);
-  return t.reshape({channels}).contiguous();
-}
-
 }  // namespace
 
 /// Dense NHWC strides of an [N, C, H, W] tensor.
@@ -63,26 +52,6 @@ matrix::Conv2dParams conv_params(const at::Tensor& x, const at::Tensor& w,
   return q;
 }
 
-std::vector<float> batch_norm_scale_shift(const std::vector<c10::IValue>& slots,
-                                          const MatmulEpilogue& e, int64_t channels,
-                                          const std::string& label) {
-  const at::Tensor mean = channel_vector(slots, e.params.at(0), channels, label),
-                   var = channel_vector(slots, e.params.at(1), channels, label),
-                   weight = channel_vector(slots, e.params.at(2), channels, label),
-                   bias = channel_vector(slots, e.params.at(3), channels, label);
-  const float *m = mean.data_ptr<float>(), *v = var.data_ptr<float>();
-  const float* w = weight.defined() ? weight.data_ptr<float>() : nullptr;
-  const float* b = bias.defined() ? bias.data_ptr<float>() : nullptr;
-  std::vector<float> out(static_cast<size_t>(2 * channels));
-  for (int64_t c = 0; c < channels; ++c) {
-    // In double, each result rounded once to float: see the header.
-    const double scale = (w ? double(w[c]) : 1.0) / std::sqrt(double(v[c]) + double(e.a));
-    out[c] = static_cast<float>(scale);
-    out[channels + c] = static_cast<float>((b ? double(b[c]) : 0.0) - double(m[c]) * scale);
-  }
-  return out;
-}
-
 bool is_dense_nhwc(at::IntArrayRef sizes, at::IntArrayRef strides) {
   if (sizes.size() != 4 || strides.size() != 4) return false;
   int64_t expected = 1;
@@ -110,9 +79,6 @@ ConvStep::ConvStep(Conv2dCall call, std::vector<matrix::EpilogueKind> kinds, std
   for (size_t i = 0; i < call_.epilogue.size(); ++i) {
     const MatmulEpilogue& e = call_.epilogue[i];
     if (e.kind == "bias_row") throw std::runtime_error("conv2d epilogue: no per-pixel bias");
-    if (e.kind == "batch_norm" &&
-        (e.params.size() != 4 || e.params[0] < 0 || e.params[1] < 0 || e.slot >= 0))
-      throw std::runtime_error("conv2d epilogue: batch_norm needs mean, var, weight, bias slots");
   }
 }
 
@@ -134,22 +100,11 @@ void ConvStep::run(RunContext& ctx) const {
 
   at::Tensor y = empty_strided_pooled(out_sizes, m.out.strides, x.options());
   std::vector<at::Tensor> keep;  // epilogue operands, alive through the call
-  // Per-channel scale and shift of each batch_norm op (computed per call: the parameters may
-  // change between calls). Reserved up front: the ops point into it.
-  std::vector<std::vector<float>> affine;
-  affine.reserve(m.epilogue.size());
   TileKernelCall tile;  // a "kernel" op's binding
   for (size_t i = 0; i < m.epilogue.size(); ++i) {
     const MatmulEpilogue& e = m.epilogue[i];
     if (kinds_[i] == matrix::EpilogueKind::Tile) {
       q.epilogue.push_back(tile.bind(tile_fn_, e, m.out.slot, y, slots, label));
-      continue;
-    }
-    if (e.kind == "batch_norm") {
-      affine.push_back(batch_norm_scale_shift(slots, e, q.oc, label));
-      const float* data = affine.back().data();
-      q.epilogue.push_back({matrix::EpilogueKind::ScaleCol, data});
-      q.epilogue.push_back({matrix::EpilogueKind::BiasCol, data + q.oc});
       continue;
     }
     matrix::EpilogueOp op;

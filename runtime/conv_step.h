@@ -44,19 +44,6 @@ at::Tensor checked_f32(const c10::IValue& v, const std::string& label, const cha
 /// ([OC, C, KH, KW]) and `geometry`; denormals flushed when the calling thread flushes them.
 matrix::Conv2dParams conv_params(const at::Tensor& x, const at::Tensor& w, const ConvGeometry& geometry);
 
-/// The per-channel scale and shift of an eval batch norm epilogue op ("batch_norm", plan.h):
-/// out[0, C) = s = weight / sqrt(var + eps), out[C, 2C) = t = bias - mean·s (weight 1 and bias
-/// 0 when absent), so y = x·s + t, which the kernels compute as one FMA (ScaleCol then
-/// BiasCol, matrix/gemm.h). Computed in double and rounded once to float: s and t are
-/// the float values nearest to the exact ones. Eager computes them in float (alpha = invstd ·
-/// weight, beta = fma(-mean, alpha, bias), y = fma(x, alpha, beta), measured) with an inverse
-/// square root that rounds like torch.rsqrt, not like 1/sqrt, so no plain float recipe
-/// reproduces it bit for bit; ours and eager's s, t differ by an ulp or two at most. Read on
-/// every call, never cached: running statistics and affine parameters may change.
-std::vector<float> batch_norm_scale_shift(const std::vector<c10::IValue>& slots,
-                                          const MatmulEpilogue& e, int64_t channels,
-                                          const std::string& label);
-
 /// A bound conv2d step. Thread-safe (the packed-weight cache has its own mutex).
 class ConvStep final : public BoundStep {
  public:

@@ -143,7 +143,7 @@ void GemmStep::run(RunContext& ctx) const {
         }
         op.ld = rows == 1 ? cols : t.stride(rank - 2);
       } else {
-        const int64_t length = e.kind == "bias_col" ? cols : rows;
+        const int64_t length = e.kind == "bias_row" ? rows : cols;
         TORCH_CHECK(t.numel() == length, "inductor_cpp: ", label, ": bias of ", t.numel(), " elements, expected ",
                     length);
         t = t.reshape({length}).contiguous();

@@ -23,8 +23,7 @@ matrix::EpilogueKind epilogue_kind(const std::string& kind) {
       {"gelu_tanh", matrix::EpilogueKind::GeluTanh},  {"silu", matrix::EpilogueKind::Silu},
       {"clamp", matrix::EpilogueKind::Clamp},         {"mul", matrix::EpilogueKind::MulResidual},
       {"sigmoid", matrix::EpilogueKind::Sigmoid},     {"tanh", matrix::EpilogueKind::Tanh},
-      // conv2d only; ConvStep expands it into ScaleCol + BiasCol (runtime/conv_step.h)
-      {"batch_norm", matrix::EpilogueKind::ScaleCol},
+      {"scale_col", matrix::EpilogueKind::ScaleCol},
       // mm / addmm / conv2d, last: a generated tile kernel (ir/passes/tile_epilogue.h)
       {"kernel", matrix::EpilogueKind::Tile}};
   for (const auto& [name, k] : kinds) {
@@ -51,10 +50,10 @@ CheckedEpilogue check_epilogue(const std::vector<MatmulEpilogue>& epilogue, cons
       out.tile_fn = library->kernel(e.kernel);
       continue;
     }
-    const bool needs_data = e.kind == "bias_col" || e.kind == "bias_row" || e.kind == "residual" || e.kind == "mul";
+    const bool needs_data = e.kind == "bias_col" || e.kind == "bias_row" || e.kind == "residual" ||
+                            e.kind == "mul" || e.kind == "scale_col";
     if (needs_data != (e.slot >= 0)) throw std::runtime_error("matmul epilogue '" + e.kind + "': bad data slot");
-    if ((e.kind == "batch_norm") != !e.params.empty() || (e.kind == "batch_norm" && op != "conv2d"))
-      throw std::runtime_error("matmul epilogue '" + e.kind + "': batch_norm params on conv2d only");
+    if (!e.params.empty()) throw std::runtime_error("matmul epilogue '" + e.kind + "': unexpected params");
   }
   return out;
 }

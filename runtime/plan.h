@@ -90,9 +90,8 @@ struct KernelLaunch {
 /// One operation applied to each output element of a GemmCall or Conv2dCall, in list order
 /// (matrix/gemm.h EpilogueKind): "bias_col" (data[j]), "bias_row" (data[i]),
 /// "residual" (+ data[i][j]), "mul" (· data[i][j]), "scale" (a), "relu", "gelu", "gelu_tanh",
-/// "silu", "sigmoid", "tanh", "clamp" (a, b),
-/// and, on conv2d only, "batch_norm": eval batch norm per output channel j,
-/// (x - mean[j]) / sqrt(var[j] + a) · weight[j] + bias[j], from `params` (runtime/conv_step.h).
+/// "scale_col" (· data[j]: with a following "bias_col", an eval batch norm folded per
+/// column, ir/passes/column_affine.h), "silu", "sigmoid", "tanh", "clamp" (a, b).
 /// "kernel" (mm / addmm / conv2d, always the last op): the generated tile kernel `kernel`
 /// (ir/passes/tile_epilogue.h), called on each finished output block; `params` are the slots of
 /// its parameters in order (the step's output slot stands for both the matrix output it reads
@@ -102,7 +101,6 @@ struct MatmulEpilogue {
   std::string kind;
   int32_t slot = -1;  ///< bias / residual data; -1 for the others
   float a = 0, b = 0;
-  /// "batch_norm": slots of running mean, running var, weight, bias (-1: no weight / bias);
   /// "kernel": the kernel's arguments. JSON key "params", absent when empty.
   std::vector<int32_t> params = {};
   std::string kernel = {};                    ///< "kernel": its name (JSON key "kernel")

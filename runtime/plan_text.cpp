@@ -83,10 +83,8 @@ std::string epilogue_text(const std::vector<MatmulEpilogue>& epilogue) {
     if (e.kind == "clamp") line += "(" + shortest_float(e.a) + ", " + shortest_float(e.b) + ")";
     if (!e.kernel.empty()) {
       line += " " + e.kernel + "(" + slots_text(e.params) + ")";
-    } else if (!e.params.empty()) {  // batch_norm(%s2, %s3, None, %s5)
-      std::string params;
-      for (int32_t p : e.params) params += (params.empty() ? "" : ", ") + (p >= 0 ? "%s" + std::to_string(p) : "None");
-      line += "(" + params + ")";
+    } else if (!e.params.empty()) {
+      line += "(" + slots_text(e.params) + ")";
     }
   }
   return line;

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "inductor/lower/elementwise.h"
+#include "ir/activation_formulas.h"
 
 namespace inductor_cpp::inductor::lowering {
 namespace {
@@ -53,14 +54,6 @@ ir::Value relu6_of_x_plus_3(const ir::Value& x) {
 
 ir::Value sigmoid_of(const ir::Value& x) {
   return div(c(1, x), add(c(1, x), un(UnaryOp::exp, un(UnaryOp::neg, x))));
-}
-
-ir::Value gelu(const ir::Value& x, bool tanh_approx) {
-  if (!tanh_approx)
-    return mul(mul(x, c(0.5, x)), add(c(1, x), un(UnaryOp::erf, mul(x, c(kSqrt1_2, x)))));
-  const ir::Value cube = mul(mul(x, x), x);
-  const ir::Value inner = mul(c(kSqrt2 * k2_SqrtPi * 0.5, x), add(x, mul(c(kGeluKappa, x), cube)));
-  return mul(mul(c(0.5, x), x), add(c(1, x), un(UnaryOp::tanh, inner)));
 }
 
 ir::Value gelu_backward(const ir::Value& grad, const ir::Value& x, bool tanh_approx) {
@@ -131,13 +124,13 @@ void register_activation_ops(OpTable& table) {
   });
   table.add("aten::silu", "self", [](NodeLowering& n) {
     lower_activation(n, "silu", true, [](const ir::Value& x, const NodeLowering&) {
-      return div(x, add(c(1, x), un(UnaryOp::exp, un(UnaryOp::neg, x))));
+      return ir::silu_formula(x);
     });
   });
   table.add("aten::gelu", "self approximate", [](NodeLowering& n) {
     const bool tanh_approx = tanh_approximation(n);
     lower_activation(n, "gelu", true, [tanh_approx](const ir::Value& x, const NodeLowering&) {
-      return gelu(x, tanh_approx);
+      return ir::gelu_formula(x, tanh_approx);
     });
   });
   table.add("aten::elu", "self alpha scale input_scale", [](NodeLowering& n) {

@@ -43,6 +43,8 @@ PipelineResult run_pipeline(const LoopProgram& lowered, const PipelineOptions& o
   p = run_pass("inline_producers", [&](const LoopProgram& x) { return inline_producers(x, options.inlining); },
                p, options, records);
   p = run_pass("eliminate_dead_code", eliminate_dead_code, p, options, records);
+  p = run_pass("absorb_epilogues", [&](const LoopProgram& x) { return absorb_epilogues(x, options.absorb); }, p,
+               options, records);
   const SplitOptions split = split_options_for(options);
   p = run_pass("split_reductions", [&](const LoopProgram& x) { return split_reductions(x, split); }, p,
                options, records);

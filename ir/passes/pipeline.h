@@ -4,6 +4,7 @@
 ///   lowered LoopProgram
 ///     -> eliminate_dead_code -> eliminate_common_subexpressions
 ///     -> inline_producers          (vertical fusion, views as index rewrites)
+///     -> absorb_epilogues          (library calls take over the pointwise work on their result)
 ///     -> split_reductions          (two-stage long reductions with few outputs)
 ///     -> fuse_kernels              (epilogue / sibling / horizontal grouping)
 ///     -> eliminate_dead_code
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "ir/loop_ir.h"
+#include "ir/passes/absorb_epilogues.h"
 #include "ir/passes/fuse_horizontal.h"
 #include "ir/passes/inline_producers.h"
 #include "ir/passes/plan_memory.h"
@@ -29,6 +31,7 @@ namespace inductor_cpp::ir {
 
 struct PipelineOptions {
   InlineOptions inlining;
+  AbsorbOptions absorb;
   SplitOptions split;
   ScheduleOptions schedule;
   bool fuse_horizontal = true;  ///< CPU schedules only (fuse_horizontal.h)

@@ -29,7 +29,7 @@ std::vector<LibraryCall> one_of_each() {
   LibraryCall conv = LibraryCall::of("conv2d");
   Conv2dCall& cv = conv.as<Conv2dCall>();
   cv.input = 0, cv.weight = 1, cv.geometry = {{2, 2}, {1, 1}, {1, 1}}, cv.out = alloc(4, {1, 8, 4, 4});
-  cv.epilogue = {{"batch_norm", -1, 1e-5f, 0, {5, 6, -1, 7}}, {"relu", -1, 0, 0}};
+  cv.epilogue = {{"scale_col", 5, 0, 0}, {"bias_col", 6, 0, 0}, {"relu", -1, 0, 0}};
   out.push_back(conv);
   LibraryCall conv_bwd = LibraryCall::of("conv2d_backward");
   Conv2dBackwardCall& cb = conv_bwd.as<Conv2dBackwardCall>();
@@ -98,8 +98,8 @@ TEST(PlanJson, LibraryCallsNameTheirSlots) {
   EXPECT_EQ(calls[1].reads(), std::vector<int32_t>({0, 1, 2}));
   ASSERT_EQ(calls[1].writes().size(), 1u);
   EXPECT_EQ(calls[1].writes()[0]->slot, 3);
-  // conv2d with a batch norm: input, weight, mean, var, bias (no weight).
-  EXPECT_EQ(calls[3].reads(), std::vector<int32_t>({0, 1, 5, 6, 7}));
+  // conv2d with a batch norm folded to a scale and a shift: input, weight, scale, shift.
+  EXPECT_EQ(calls[3].reads(), std::vector<int32_t>({0, 1, 5, 6}));
   // conv2d_backward without the bias gradient writes two tensors.
   EXPECT_EQ(calls[4].writes().size(), 2u);
   // attention without a mask, backward: q, k, v, grad out, out, logsumexp.
@@ -112,7 +112,7 @@ TEST(PlanText, LibraryCallsReadAsCalls) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("%s4 = matrix::conv2d(%s0, %s1, stride=[2,2], padding=[1,1], dilation=[1,1]) -> "
-                      "batch_norm(%s5, %s6, None, %s7) -> relu"),
+                      "scale_col(%s5) -> bias_col(%s6) -> relu"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("%s3, %s4, _ = matrix::conv2d_backward(%s0, %s1, %s2"), std::string::npos) << text;
