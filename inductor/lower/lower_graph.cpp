@@ -1,12 +1,14 @@
 /// \file
 /// The lowering driver: buffers for every tensor value, then each node in order either
-/// lowered through the op table (its computes and kernel steps committed together) or turned
-/// into an extern step, with a decision recorded for every node.
+/// made a library call (library_calls.h, when enabled), lowered through the op table (its
+/// computes and kernel steps committed together) or turned into an extern step, with a
+/// decision recorded for every node.
 #include "inductor/lower/lower_graph.h"
 
 #include <limits>
 #include <stdexcept>
 
+#include "inductor/lower/library_calls.h"
 #include "inductor/lower/lowering_internal.h"
 
 namespace inductor_cpp::inductor {
@@ -121,6 +123,25 @@ void add_extern(ir::LoopProgram& program, const ir::Node& node, int32_t index) {
   program.steps.push_back(std::move(step));
 }
 
+/// Adds the extern step of node `index` as a library call when our kernels run it; false
+/// otherwise, with `why_not` saying why for a matrix op they do not run.
+bool try_library_call(const ir::Graph& graph, int32_t index, const LoweringOptions& options,
+                      ir::LoopProgram& program, std::string& why_not) {
+  std::optional<ir::ExternCall> call =
+      library_calls::library_call_for(graph, index, options, why_not);
+  if (!call) return false;
+  const ir::Node& node = graph.nodes[index];
+  for (size_t k = 0; k < call->outputs.size(); ++k)
+    if (!call->outputs[k].empty())
+      program.buffers.push_back(buffer_from_meta(call->outputs[k], *node.outputs[k],
+                                                 ir::BufferOrigin::Extern, -1));
+  ir::Step step;
+  step.kind = ir::Step::Kind::Extern;
+  step.call = std::move(*call);
+  program.steps.push_back(std::move(step));
+  return true;
+}
+
 /// Why a node's outputs cannot be generated at all, or "" when they can.
 std::string output_problem(const ir::Node& node) {
   if (node.outputs.empty()) return "no tensor outputs";
@@ -198,7 +219,7 @@ std::string buffer_name_of(const ir::Arg& tensor_ref) {
   }
 }
 
-LoweredGraph lower_graph(const ir::Graph& graph) {
+LoweredGraph lower_graph(const ir::Graph& graph, const LoweringOptions& options) {
   LoweredGraph result;
   ir::LoopProgram& program = result.program;
   for (size_t k = 0; k < graph.inputs.size(); ++k)
@@ -214,9 +235,18 @@ LoweredGraph lower_graph(const ir::Graph& graph) {
     const int32_t index = static_cast<int32_t>(n);
     LoweringDecision decision;
     decision.node = index;
+    std::string why_not;  // a matrix op our kernels do not run, and why
+    if (options.library_calls && try_library_call(graph, index, options, program, why_not)) {
+      decision.generated = true;
+      result.decisions.push_back(std::move(decision));
+      continue;
+    }
     decision.reason = try_lower(program, graph, index);
     decision.generated = decision.reason.empty();
-    if (!decision.generated) add_extern(program, graph.nodes[n], index);
+    if (!decision.generated) {
+      add_extern(program, graph.nodes[n], index);
+      if (!why_not.empty()) decision.reason += (decision.reason.empty() ? "" : "; ") + why_not;
+    }
     result.decisions.push_back(std::move(decision));
   }
   for (const ir::Arg& out : graph.outputs) {

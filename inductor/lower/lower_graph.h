@@ -5,7 +5,8 @@
 /// torch's type promotion made explicit, views as index rewrites); every other node becomes
 /// an extern step that runs the ATen op, so every graph stays correct. A node also falls back
 /// when its lowering declines it (an unsupported dtype, device, symbolic size, ...), with the
-/// reason recorded.
+/// reason recorded. With LoweringOptions::library_calls, matrix ops our kernels run become
+/// library calls first (library_calls.h).
 #pragma once
 
 #include <string>
@@ -32,6 +33,11 @@ struct LoweredGraph {
 /// output and "%<n>.<k>" for its k-th (k >= 1).
 std::string buffer_name_of(const ir::Arg& tensor_ref);
 
-LoweredGraph lower_graph(const ir::Graph& graph);
+struct LoweringOptions {
+  bool library_calls = false;  ///< matrix ops on our library kernels (the "matrix_kernels" option)
+  bool bf16_on_amx = false;    ///< bf16 mm/addmm too (frozen weights on a CPU with usable AMX)
+};
+
+LoweredGraph lower_graph(const ir::Graph& graph, const LoweringOptions& options = {});
 
 }  // namespace inductor_cpp::inductor

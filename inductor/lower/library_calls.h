@@ -1,0 +1,62 @@
+/// \file
+/// Lowering matrix ops to library calls (ir/library_call.h): mm / addmm / bmm, 2-D
+/// convolutions and their backward, and CPU flash attention and its backward, when their
+/// operands suit our kernels (matrix/matrix.h); the node then becomes an extern step carrying
+/// the call instead of an ATen call. Private to inductor/lower/.
+///
+/// Why here: lowering is the one place that reads ATen op names and argument conventions, so
+/// the passes after it (epilogue absorption, scheduling) see only library calls with their
+/// operands, attributes and epilogue, and never have to match ATen nodes again. The checks are
+/// those the plan-level matchers made (inductor/plan_matmul.cpp, plan_conv.cpp,
+/// plan_conv_backward.cpp, plan_attention.cpp); a node that fails one keeps its ATen extern,
+/// and the "matrix kernels: ..." reason goes into its lowering decision.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "inductor/lower/lower_graph.h"
+#include "ir/aten_graph.h"
+#include "ir/library_call.h"
+#include "ir/loop_ir.h"
+
+namespace inductor_cpp::inductor::library_calls {
+
+/// The extern step for graph node `index` as a library call (graph_node, outputs named like
+/// the node's buffers with "" for outputs not computed, inputs = every buffer the call reads,
+/// library), or nothing. A matrix op our kernels do not run sets `why_not`
+/// ("matrix kernels: ..."); it stays empty for every other op.
+std::optional<ir::ExternCall> library_call_for(const ir::Graph& g, int32_t index,
+                                               const LoweringOptions& options,
+                                               std::string& why_not);
+
+// ---- the op families (one file each), used by library_call_for ----
+
+/// A library call for a node, and which of the node's outputs it computes.
+struct LibraryCallMatch {
+  ir::LibraryCall call;
+  std::vector<bool> computed;  ///< one per node output
+};
+
+/// Each returns nothing with `why_not` empty when node `n` is not its op, and nothing with
+/// `why_not` set when it is but our kernels do not run it.
+std::optional<LibraryCallMatch> matmul_call(const ir::Graph& g, int32_t n, bool bf16_on_amx,
+                                            std::string& why_not);  // library_calls.cpp
+std::optional<LibraryCallMatch> conv2d_call(const ir::Graph& g, int32_t n,
+                                            std::string& why_not);  // library_conv.cpp
+std::optional<LibraryCallMatch> conv2d_backward_call(const ir::Graph& g, int32_t n,
+                                                     std::string& why_not);  // library_conv.cpp
+std::optional<LibraryCallMatch> attention_call(const ir::Graph& g, int32_t n,
+                                               std::string& why_not);  // library_attention.cpp
+std::optional<LibraryCallMatch> attention_backward_call(const ir::Graph& g, int32_t n,
+                                                        std::string& why_not);
+
+/// Declines: sets why_not to "matrix kernels: " + why.
+std::nullopt_t no_library_call(std::string& why_not, const std::string& why);
+
+/// The buffer name of a tensor argument (lower_graph.h's buffer_name_of), "" for none.
+std::string operand_name(const ir::Arg& a);
+
+}  // namespace inductor_cpp::inductor::library_calls
