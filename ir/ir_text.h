@@ -28,6 +28,17 @@
 /// Buffers print in definition order, computes in the order of their buffers, then steps,
 /// outputs and symbols.
 ///
+/// An extern step carrying a library call (library_call.h) ends with its clause, on the same
+/// line: `library <op>(<operands>)` (`_` for an absent one), then, each only when not the
+/// default and in this order:
+///   {alpha=0.5, padding_h=1}     attributes, by name; integral values print as integers,
+///                                others as the shortest text that reads back exactly
+///   epilogue=<value>             over i0, i1, ... with `local(acc, <dtype>)`, the result
+///   tile=%8 from %5              the tile compute and the buffer it reads the result from
+///   absorbs [6, 7]               the graph nodes the epilogue and tile took over
+/// e.g. `extern node 4 (%in0, %w, %b) -> (%4) library addmm(%in0, %w) {alpha=2}
+///       epilogue=add(local(acc, float32), load(%b, [i1]))` (one line).
+///
 /// Kernels: the form documented in ir/kernel_ir.h, plus `let t0 = <value>`, accumulation with
 /// a position `acc0 += <value> at <expr>` (argmax/argmin), `parallel` (chunk 0) and a
 /// ` symbols(s0, s1)` clause after the parameter list.
@@ -51,6 +62,10 @@ using BufferTypes = std::map<std::string, DType>;
 std::string to_string(const Value& v, const BufferTypes& known);
 /// Reads a value; a load without a written type takes it from `known` (error if absent).
 Value parse_value(const std::string& text, const BufferTypes& known = {});
+
+/// A library call's clause, `library <op>(...) ...` as above (no leading space); loads of
+/// buffers in `known` print without their type. Shared by the program and schedule texts.
+std::string library_text(const LibraryCall& call, const BufferTypes& known);
 
 std::string program_to_text(const LoopProgram& program);
 LoopProgram parse_program(const std::string& text);

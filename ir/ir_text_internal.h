@@ -68,6 +68,16 @@ class Cursor {
   int line_;
 };
 
+/// Names separated by ", ", "" printed as `_` (extern inputs and outputs, library operands).
+std::string names_text(const std::vector<std::string>& names);
+/// Names separated by ',' up to `close` (not consumed), or to the end when close is '\0';
+/// `_` reads as "".
+std::vector<std::string> parse_names(Cursor& c, char close);
+
+/// Reads a library clause after its `library ` keyword (library_text's form, ir_text.h), up to
+/// the end of what it recognizes; the caller checks what follows.
+LibraryCall parse_library_at(Cursor& c, const BufferTypes& known);
+
 /// Reads one value at the cursor (not the rest of the text).
 Value parse_value_at(Cursor& c, const BufferTypes& known);
 

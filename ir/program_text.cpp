@@ -9,23 +9,36 @@
 #include "ir/ir_text_internal.h"
 
 namespace inductor_cpp::ir {
-namespace {
 
-using text::Cursor;
+namespace text {
 
-// "" (an unused output, a None graph output) prints as `_`.
-std::string name_or_blank(const std::string& n) {
-  return n.empty() ? "_" : n;
-}
-
+// "" (an unused output, a None graph output, an absent operand) prints as `_`.
 std::string names_text(const std::vector<std::string>& names) {
   std::string out;
   for (size_t k = 0; k < names.size(); ++k) {
     if (k > 0) out += ", ";
-    out += name_or_blank(names[k]);
+    out += names[k].empty() ? "_" : names[k];
   }
   return out;
 }
+
+std::vector<std::string> parse_names(Cursor& c, char close) {
+  std::vector<std::string> names;
+  if (c.peek() == close) return names;
+  do {
+    const std::string n = c.name("a buffer name");
+    names.push_back(n == "_" ? "" : n);
+  } while (c.consume(","));
+  return names;
+}
+
+}  // namespace text
+
+namespace {
+
+using text::Cursor;
+using text::names_text;
+using text::parse_names;
 
 std::string offset_text(const Expr& offset) {
   const bool bare = offset.is_var() || (offset.is_const() && offset.value() >= 0);
@@ -54,31 +67,19 @@ std::string compute_line(const Compute& c, const BufferTypes& types) {
   return line + " = " + to_string(c.body, types);
 }
 
-std::string step_line(const Step& s) {
+std::string step_line(const Step& s, const BufferTypes& types) {
   if (s.kind == Step::Kind::Kernel) {
     return s.kernel.computes.empty() ? "kernel" : "kernel " + names_text(s.kernel.computes);
   }
   const ExternCall& call = s.call;
-  return std::string("extern ") + (call.view ? "view " : "") + "node " +
-         std::to_string(call.graph_node) + " (" + names_text(call.inputs) + ") -> (" +
-         names_text(call.outputs) + ")";
+  std::string line = std::string("extern ") + (call.view ? "view " : "") + "node " +
+                     std::to_string(call.graph_node) + " (" + names_text(call.inputs) + ") -> (" +
+                     names_text(call.outputs) + ")";
+  if (call.library) line += " " + library_text(*call.library, types);
+  return line;
 }
 
 // ---- Parsing ------------------------------------------------------------------------------
-
-std::string blank_or_name(const std::string& n) {
-  return n == "_" ? "" : n;
-}
-
-/// Names separated by ',' up to `close` (not consumed), or to the end when close is '\0'.
-std::vector<std::string> parse_names(Cursor& c, char close) {
-  std::vector<std::string> names;
-  if (c.peek() == close) return names;
-  do {
-    names.push_back(blank_or_name(c.name("a buffer name")));
-  } while (c.consume(","));
-  return names;
-}
 
 BufferOrigin parse_origin(Cursor& c) {
   const std::string word = c.name("a buffer origin");
@@ -148,7 +149,7 @@ Compute parse_compute(Cursor& c, const BufferTypes& types) {
   return comp;
 }
 
-Step parse_extern(Cursor& c) {
+Step parse_extern(Cursor& c, const BufferTypes& types) {
   Step s;
   s.kind = Step::Kind::Extern;
   s.call.view = c.consume("view ");
@@ -161,6 +162,7 @@ Step parse_extern(Cursor& c) {
   c.expect("(");
   s.call.outputs = parse_names(c, ')');
   c.expect(")");
+  if (c.consume("library ")) s.call.library = text::parse_library_at(c, types);
   c.expect_end();
   return s;
 }
@@ -225,7 +227,7 @@ std::string program_to_text(const LoopProgram& program) {
   for (const auto& [name, c] : program.computes) {
     if (!printed.count(name)) out += "  " + compute_line(c, types) + "\n";
   }
-  for (const Step& s : program.steps) out += "  " + step_line(s) + "\n";
+  for (const Step& s : program.steps) out += "  " + step_line(s, types) + "\n";
   if (!program.outputs.empty()) out += "  output " + names_text(program.outputs) + "\n";
   for (const auto& [name, range] : program.symbol_ranges) {
     out += "  symbol " + name + " in [" + std::to_string(range.lo) + ", " +
@@ -262,7 +264,7 @@ LoopProgram parse_program(const std::string& text) {
       c.expect_end();
       program.steps.push_back(std::move(s));
     } else if (keyword == "extern") {
-      program.steps.push_back(parse_extern(c));
+      program.steps.push_back(parse_extern(c, types));
     } else if (keyword == "output") {
       if (!program.outputs.empty()) c.fail("a second output line");
       program.outputs = parse_names(c, '\0');

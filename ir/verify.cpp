@@ -286,13 +286,17 @@ class StepChecker {
       auto compute = p_.computes.find(out);
       const bool view = compute == p_.computes.end() || compute->second.view;
       const bool materializes_view = call.view && b->origin == BufferOrigin::Computed && view;
-      if (b->origin != BufferOrigin::Extern && !materializes_view) {
+      // A library call running a tile compute stores that compute's (computed) buffer.
+      const bool stores_tile =
+          call.library && call.library->tile_compute == out && b->origin == BufferOrigin::Computed;
+      if (b->origin != BufferOrigin::Extern && !materializes_view && !stores_tile) {
         fail(where, "writes " + out + ", a " + buffer_origin_name(b->origin) +
                         " buffer (externs write extern buffers; extern view steps materialize "
-                        "views)");
+                        "views; library calls their tile compute's)");
       }
       if (!defined_.insert(out).second) fail(where, "writes " + out + ", already written before");
     }
+    verify_detail::check_library_call(p_, call, where);
   }
 
   const LoopProgram& p_;

@@ -19,6 +19,13 @@
 ///     steps (or earlier in the same kernel group), and computes inlined into them; a kernel
 ///     group holds known, non-view computes, each stored by one step only; extern steps write
 ///     `extern` buffers, and extern view steps also views' `computed` buffers, each once;
+///   * an extern step's library call (library_call.h) has its op's operand and output counts;
+///     its operands and every buffer its epilogue loads are among the step's inputs; its
+///     epilogue (only mm, addmm, bmm, conv2d have one) reads no local but `acc` of a floating
+///     type, and loads known buffers with their dtype, one index per dimension, over i<k> for
+///     the dims of the first output (of the tile input, with a tile) and symbols; its tile
+///     compute is a pointwise compute no kernel step stores (the step may write its buffer),
+///     and its tile input a known buffer;
 ///   * outputs are defined buffers (or "" for None) and symbol ranges are non-empty.
 ///   Extern inputs and outputs may also be views not materialized yet (as lowering leaves
 ///   them, before inline_producers adds their extern view steps), if their sources hold data.

@@ -1,6 +1,6 @@
 /// \file
-/// Private to the verifiers (verify.cpp, verify_kernel.cpp): failing with a located message,
-/// walking a value DAG, checking which variables index expressions use.
+/// Private to the verifiers (verify.cpp, verify_kernel.cpp, verify_library.cpp): failing with a
+/// located message, walking a value DAG, checking which variables index expressions use.
 #pragma once
 
 #include <functional>
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ir/index_expr.h"
+#include "ir/loop_ir.h"
 #include "ir/value.h"
 
 namespace inductor_cpp::ir::verify_detail {
@@ -26,6 +27,9 @@ void check_vars(const Expr& e, const std::set<std::string>& allowed, const std::
 /// mask, and one bound per indirect value.
 void check_load_exprs(const ValueNode& load, const std::set<std::string>& allowed,
                       const std::string& where);
+
+/// The library call an extern step carries, if any (rules in verify.h); `where` names the step.
+void check_library_call(const LoopProgram& p, const ExternCall& call, const std::string& where);
 
 /// "%ind<k>": the placeholder for a load's k-th indirect value.
 std::string indirect_var(size_t k);

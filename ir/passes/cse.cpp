@@ -56,9 +56,16 @@ LoopProgram eliminate_common_subexpressions(const LoopProgram& program) {
   std::map<std::string, std::string> renamed;
   std::map<std::string, Compute> computes;
   const std::vector<std::string> order = definition_order(program);
+  const std::set<std::string> tiles = tile_computes(program);
   for (const std::string& name : order) {
     Compute c = program.computes.at(name);
     c.body = rename_loads(c.body, renamed);  // definitions come before uses in this order
+    if (tiles.count(name)) {
+      // A library call names it: it can neither go nor stand in for another compute, which
+      // would make readers of that one read the library call's output.
+      computes.emplace(name, std::move(c));
+      continue;
+    }
     const Definition def{c.ranges, c.reduce_ranges, c.reduce_op, c.body, c.view};
     auto [it, inserted] = first.emplace(def, name);
     const bool same_type = !inserted && program.computes.at(it->second).dtype() == c.dtype();
@@ -77,6 +84,7 @@ LoopProgram eliminate_common_subexpressions(const LoopProgram& program) {
       for (std::string& in : s.call.inputs) {
         if (renamed.count(in)) in = renamed.at(in);
       }
+      if (s.call.library) s.call.library = ir::renamed(*s.call.library, renamed);
       continue;
     }
     std::vector<std::string> kept;

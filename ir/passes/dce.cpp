@@ -15,6 +15,9 @@ std::set<std::string> live_computes(const LoopProgram& p) {
   std::set<std::string> live;
   std::vector<std::string> pending;
   for (const std::string& b : buffers_needed_in_memory(p)) pending.push_back(b);
+  // A tile compute runs inside its library call, not in a kernel step: the call keeps it,
+  // and through it what it reads (followed below like any live compute's reads).
+  for (const std::string& t : tile_computes(p)) pending.push_back(t);
   while (!pending.empty()) {
     const std::string name = pending.back();
     pending.pop_back();

@@ -23,6 +23,15 @@ std::set<std::string> buffers_needed_in_memory(const LoopProgram& p) {
   return needed;
 }
 
+std::set<std::string> tile_computes(const LoopProgram& p) {
+  std::set<std::string> tiles;
+  for (const Step& s : p.steps) {
+    if (s.kind != Step::Kind::Extern || !s.call.library) continue;
+    if (!s.call.library->tile_compute.empty()) tiles.insert(s.call.library->tile_compute);
+  }
+  return tiles;
+}
+
 LoopProgram with_computes(const LoopProgram& p, std::map<std::string, Compute> computes) {
   LoopProgram out = p;
   out.computes = std::move(computes);

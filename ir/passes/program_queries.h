@@ -18,6 +18,10 @@ std::map<std::string, std::set<std::string>> compute_readers(const LoopProgram& 
 /// Buffers some extern step reads or the graph returns: these must exist in memory.
 std::set<std::string> buffers_needed_in_memory(const LoopProgram& p);
 
+/// Computes that library calls run per output tile (LibraryCall::tile_compute): in no kernel
+/// step, yet live, and named by the call so they keep their name.
+std::set<std::string> tile_computes(const LoopProgram& p);
+
 /// A program with `computes` replaced and the rest copied.
 LoopProgram with_computes(const LoopProgram& p, std::map<std::string, Compute> computes);
 

@@ -8,6 +8,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "ir/ir_text.h"
 #include "ir/passes/fuse_kernels.h"
 #include "ir/passes/program_queries.h"
 #include "ir/passes/schedule_internal.h"
@@ -367,6 +368,8 @@ ScheduledProgram schedule(const LoopProgram& program, const ScheduleOptions& opt
 namespace inductor_cpp::ir {
 
 std::string scheduled_to_text(const ScheduledProgram& program) {
+  BufferTypes types;  // library epilogues print their loads without types, as programs do
+  for (const Buffer& b : program.buffers) types.emplace(b.name, b.dtype);
   std::string out;
   for (const ScheduledStep& s : program.steps) {
     if (s.kind == ScheduledStep::Kind::Kernel) {
@@ -380,7 +383,9 @@ std::string scheduled_to_text(const ScheduledProgram& program) {
     for (size_t k = 0; k < s.call.outputs.size(); ++k) {
       out += (k ? ", " : "") + (s.call.outputs[k].empty() ? std::string("_") : s.call.outputs[k]);
     }
-    out += ")\n";
+    out += ")";
+    if (s.call.library) out += " " + library_text(*s.call.library, types);
+    out += "\n";
   }
   return out;
 }

@@ -232,6 +232,72 @@ TEST(VerifyProgramTest, BodiesHoldNoLocalsAndAreNotNull) {
   expect_rejected(p, {"compute %1", "has no body"});
 }
 
+// ---- Library calls ------------------------------------------------------------------------
+
+/// kGoodComputes, a weight %w [16, 8], the mm's result %5 [8, 8] and `extern` (an mm step),
+/// after %2 is stored.
+LoopProgram library_program(const std::string& extern_line, const std::string& more = "") {
+  return program(std::string(kGoodComputes) +
+                 "  buffer %w: float32[16, 8]{8, 1} input 2 cpu\n"
+                 "  buffer %5: float32[8, 8]{8, 1} extern cpu\n"
+                 "  kernel %2, %3\n" +
+                 extern_line + "\n" + more);
+}
+
+TEST(VerifyLibraryCallTest, WellFormedCallsPass) {
+  EXPECT_NO_THROW(
+      verify(library_program("  extern node 5 (%in0, %w) -> (%5) library mm(%in0, %w)")));
+  EXPECT_NO_THROW(verify(
+      library_program("  extern node 5 (%in0, %w, %2) -> (%5) library mm(%in0, %w) {alpha=2} "
+                      "epilogue=mul(local(acc, float32), load(%2, [i0])) absorbs [6]")));
+  // A tile compute: kept out of kernel steps, the call writes its (computed) buffer.
+  EXPECT_NO_THROW(verify(
+      library_program("  extern node 5 (%in0, %w) -> (%6) library mm(%in0, %w) tile=%6 from %5",
+                      "  buffer %6: float32[8, 8]{8, 1} computed cpu\n"
+                      "  compute %6 pointwise[8, 8] = abs(load(%5, [i0, i1]))\n"
+                      "  output %6\n")));
+}
+
+TEST(VerifyLibraryCallTest, EpilogueRules) {
+  expect_rejected(library_program("  extern node 5 (%in0, %w) -> (%5) library mm(%in0, %w) "
+                                  "epilogue=add(local(acc, float32), load(%2, [i0]))"),
+                  {"extern node 5", "epilogue load of %2", "not among the step's inputs"});
+  expect_rejected(library_program("  extern node 5 (%in0, %w, %2) -> (%5) library mm(%in0, %w) "
+                                  "epilogue=add(local(acc, float32), load(%2, [i2]))"),
+                  {"extern node 5", "load of %2", "uses i2"});
+  expect_rejected(library_program("  extern node 5 (%in0, %w, %2) -> (%5) library mm(%in0, %w) "
+                                  "epilogue=add(local(acc, float32), load(%2, [i0, i1]))"),
+                  {"extern node 5", "2 indices", "rank 1"});
+  expect_rejected(library_program("  extern node 5 (%in0, %w) -> (%5) library mm(%in0, %w) "
+                                  "epilogue=local(t0, float32)"),
+                  {"extern node 5", "local(t0, float32)"});
+  expect_rejected(library_program("  extern node 5 (%in0, %w) -> (%5) library mm(%in0, %w) "
+                                  "epilogue=local(acc, int64)"),
+                  {"extern node 5", "local(acc, int64)"});
+}
+
+TEST(VerifyLibraryCallTest, OperandAndTileRules) {
+  expect_rejected(library_program("  extern node 5 (%in0) -> (%5) library mm(%in0, %w)"),
+                  {"extern node 5", "library operand %w is not among the step's inputs"});
+  expect_rejected(library_program("  extern node 5 (%in0, %w) -> (%5) library mm(%in0)"),
+                  {"library mm has 1 operands but takes 2"});
+  expect_rejected(library_program("  extern node 5 (%in0, %w) -> (%5) library mm(%in0, %w) "
+                                  "tile=%9 from %5"),
+                  {"tile compute %9 is not a compute"});
+  expect_rejected(library_program("  extern node 5 (%in0, %w) -> (%5) library mm(%in0, %w) "
+                                  "tile=%2 from %5"),
+                  {"tile compute %2 is a reduction"});
+  expect_rejected(library_program("  extern node 5 (%in0, %w) -> (%5) library mm(%in0, %w) "
+                                  "tile=%6 from %5",
+                                  "  buffer %6: float32[8, 8]{8, 1} computed cpu\n"
+                                  "  compute %6 pointwise[8, 8] = abs(load(%5, [i0, i1]))\n"
+                                  "  kernel %6\n"),
+                  {"extern node 5", "tile compute %6 is also stored by step 2"});
+  expect_rejected(library_program("  extern node 5 (%in0, %w) -> (%5) library mm(%in0, %w) "
+                                  "tile=%1 from %nope"),
+                  {"tile input %nope is not a buffer"});
+}
+
 // ---- Kernels ------------------------------------------------------------------------------
 
 /// A kernel with params %in0 float32 in, %idx int64 in, %out float32 out, symbol s0.
