@@ -250,10 +250,11 @@ class Absorber {
 
   /// The call at step `s` takes over kernel step `k` (computing `consumer`).
   void commit(size_t s, size_t k, const Compute& consumer, const FoldedEpilogue& folded) {
-    const std::string name = consumer.name;
-    commit_epilogue(s, consumer, folded);
+    const Compute taken = consumer;  // erased below
+    p_.steps.erase(p_.steps.begin() + static_cast<std::ptrdiff_t>(k));  // k > s: s stays
+    commit_epilogue(s, taken, folded);
+    const std::string& name = taken.name;
     p_.computes.erase(name);
-    p_.steps.erase(p_.steps.begin() + static_cast<std::ptrdiff_t>(k));
     for (Buffer& b : p_.buffers)
       if (b.name == name) b.origin = BufferOrigin::Extern;
   }
@@ -321,9 +322,7 @@ class Absorber {
     for (const std::string& b : buffers_read(consumer.body))
       if (b != out_name && std::find(call.inputs.begin(), call.inputs.end(), b) == call.inputs.end())
         call.inputs.push_back(b);
-    p_.steps.erase(p_.steps.begin() + static_cast<std::ptrdiff_t>(k));
-    for (Buffer& b : p_.buffers)
-      if (b.name == consumer.name) b.origin = BufferOrigin::Extern;
+    p_.steps.erase(p_.steps.begin() + static_cast<std::ptrdiff_t>(k));  // the compute stays: the tile's
     return true;
   }
 
