@@ -81,7 +81,8 @@ LoadRole role_of(const Value& v, const EpilogueShape& shape,
   const Buffer* b = buffer_of(v->name);
   if (!b || b->dtype != DType::Float32 || b->sizes.size() != v->index.size()) return LoadRole::Other;
   bool aligned = b->sizes == shape.sizes;
-  for (size_t k = 0; aligned && k < v->index.size(); ++k) aligned = v->index[k] == Expr::var(range_var(k));
+  for (size_t k = 0; aligned && k < v->index.size(); ++k)  // a size-1 dim's index simplifies to 0
+    aligned = v->index[k] == Expr::var(range_var(k)) || (v->index[k] == Expr(0) && shape.sizes[k] == Expr(1));
   if (aligned) return LoadRole::Aligned;
   if (is_vector_along(v->index, *b, shape, shape.column_dim)) return LoadRole::Column;
   if (shape.row_dim && is_vector_along(v->index, *b, shape, *shape.row_dim)) return LoadRole::Row;

@@ -92,6 +92,19 @@ Value in_consumer_coordinates(const Value& epilogue, const std::vector<Expr>& in
   return map_indices(epilogue, [&to](const Expr& e) { return substitute(e, to); });
 }
 
+/// Whether call `op` can store its result in `written` (whose elements sit where its own output
+/// `out`'s do): a GEMM writes dense row-major tensors, a convolution channels-last ones of its
+/// output's sizes.
+bool layout_fits(LibraryOp op, const Buffer& out, const Buffer& written) {
+  if (op == LibraryOp::conv2d) return written.sizes == out.sizes && written.strides == out.strides;
+  Expr expected(1);
+  for (size_t d = written.sizes.size(); d-- > 0;) {
+    if (written.sizes[d] != Expr(1) && simplify(written.strides[d]) != simplify(expected)) return false;
+    expected = expected * written.sizes[d];
+  }
+  return written.offset == Expr(0);
+}
+
 bool static_sizes(const Buffer& b) {
   return std::all_of(b.sizes.begin(), b.sizes.end(), [](const Expr& e) { return e.is_const(); }) &&
          std::all_of(b.strides.begin(), b.strides.end(), [](const Expr& e) { return e.is_const(); });
@@ -181,28 +194,23 @@ class Absorber {
     if (consumer.is_reduction() || consumer.view || consumer.dtype() != DType::Float32) return false;
     const auto index = single_index(consumer.body, out_name);
     if (!index || index->size() != out.sizes.size() || !reads_in_place(p_, consumer, out, *index)) return false;
-    for (const std::string& b : buffers_read(consumer.body))
-      if (b != out_name && !ready_before(p_, b, s)) return false;
+    bool all_ready = true;
+    for (const std::string& b : buffers_read(consumer.body)) all_ready = all_ready && (b == out_name || ready_before(p_, b, s));
 
     const Value before = call.epilogue ? call.epilogue : epilogue_accumulator(DType::Float32);
     const Value moved = in_consumer_coordinates(before, *index);
+    if (!all_ready) {
+      split(s, consumer, moved);  // the consumer stays: the chain ends
+      return false;
+    }
     const Value composed = replace_loads(consumer.body, [&](const Value& l) { return l->name == out_name ? moved : Value(); });
     const Buffer& written = p_.buffer(consumer.name);
     const EpilogueShape shape = epilogue_shape(call, written);
-    const auto lookup = [this, &folded_buffers = pending_](const std::string& name) -> const Buffer* {
-      for (const Buffer& b : folded_buffers)
-        if (b.name == name) return &b;
-      return p_.find_buffer(name);
-    };
-    pending_.clear();
-    FoldedEpilogue folded = fold_column_affine(composed, shape, lookup, consumer.name, written.device);
-    pending_ = folded.buffers;
-    if (select_epilogue_ops(folded.epilogue, shape, lookup)) {
-      commit(s, *k, consumer, folded);
+    if (!layout_fits(call.op, out, written)) return false;
+    if (const auto folded = selectable(composed, shape, consumer.name, written.device)) {
+      commit(s, *k, consumer, *folded);
       return true;
     }
-    pending_.clear();
-    if (split(s, consumer, moved)) return false;  // the consumer stays: the chain ends
     if (options_.tile_epilogues) tile(s, *k, consumer);  // a tile ends the chain
     return false;
   }
@@ -223,16 +231,8 @@ class Absorber {
     const Value composed = replace_loads(part, [&](const Value& l) { return l->name == out_name ? moved : Value(); });
     const Buffer& written = p_.buffer(consumer.name);
     const EpilogueShape shape = epilogue_shape(*call.library, written);
-    const auto lookup = [this](const std::string& name) -> const Buffer* {
-      for (const Buffer& b : pending_)
-        if (b.name == name) return &b;
-      return p_.find_buffer(name);
-    };
-    FoldedEpilogue folded = fold_column_affine(composed, shape, lookup, out_name + "_part", written.device);
-    pending_ = folded.buffers;
-    const bool selectable = select_epilogue_ops(folded.epilogue, shape, lookup).has_value();
-    pending_.clear();
-    if (!selectable) return false;
+    const auto folded = selectable(composed, shape, out_name + "_part", written.device);
+    if (!folded) return false;
     Buffer part_buffer = written;
     part_buffer.name = out_name + "_part";
     part_buffer.origin = BufferOrigin::Extern;
@@ -244,8 +244,28 @@ class Absorber {
     // The call's side, as an absorption into a buffer of its own.
     Compute stand_in;
     stand_in.name = part_buffer.name;
-    commit_epilogue(s, stand_in, folded);
+    commit_epilogue(s, stand_in, *folded);
     return true;
+  }
+
+  /// `epilogue` as it is when the library's operations express it, else with its per-column
+  /// runs folded when they then do (folding first would reorder what selection recognises as
+  /// a whole, GELU's x·½ for one), else nothing.
+  std::optional<FoldedEpilogue> selectable(const Value& epilogue, const EpilogueShape& shape, const std::string& prefix,
+                                           const std::string& device) {
+    const auto buffer_of = [this](const std::string& name) -> const Buffer* {
+      for (const Buffer& b : pending_)
+        if (b.name == name) return &b;
+      return p_.find_buffer(name);
+    };
+    pending_.clear();
+    if (select_epilogue_ops(epilogue, shape, buffer_of)) return FoldedEpilogue{epilogue, {}, {}};
+    FoldedEpilogue folded = fold_column_affine(epilogue, shape, buffer_of, prefix, device);
+    pending_ = folded.buffers;
+    const bool ok = select_epilogue_ops(folded.epilogue, shape, buffer_of).has_value();
+    pending_.clear();
+    if (!ok) return std::nullopt;
+    return folded;
   }
 
   /// The call at step `s` takes over kernel step `k` (computing `consumer`).

@@ -439,16 +439,18 @@ def test_batch_norm_output_read_twice_is_not_absorbed():
     assert "scale_col" not in step and graph.counters()["kernels"] >= 1, graph.plan_text
 
 
-def test_batch_norm_of_a_sum_is_not_absorbed():
-    """bn(conv(x) + r): the batch norm's input is not the convolution's output; the add is
-    absorbed, the batch norm stays a kernel."""
+def test_batch_norm_of_a_sum_is_absorbed_after_the_residual():
+    """bn(conv(x) + r): the add is the residual op, the batch norm the per-channel scale and
+    shift after it (ir/passes/column_affine.h)."""
     x, w, r = channels_last(1, 8, 9, 9), torch.randn(16, 8, 3, 3), channels_last(1, 16, 9, 9)
     bn = batch_norm_fn(random_batch_norm(16))
     fn = lambda x, w, r: bn(F.conv2d(x, w, padding=1) + r)
     with torch.no_grad():
         check_against_references(compile_cpp(fn)(x, w, r), fn, x, w, r)
     graph = the_graph()
-    assert "scale_col" not in graph.plan_text, graph.plan_text
+    (step,) = conv_steps(graph.plan_text)
+    assert re.search(r"-> residual\(%s\d+\) -> scale_col\(%s\d+\) -> bias_col\(%s\d+\)", step), step
+    assert graph.counters()["kernels"] == 1, graph.plan_text  # the scale and shift
 
 
 def resnet_basic_block(c_in, c_out, stride):
