@@ -20,7 +20,7 @@ struct CompileOptions {
   /// "freezing": True — parameters are constants (stock Inductor's freezing contract): packed
   /// weight copies are trusted by version counter, with no per-call content check. True also
   /// enters `codegen` (and so the cache key): bf16 mm / addmm are planned on the AMX GEMM only
-  /// then (plan_matmul.h).
+  /// then (inductor/lower/library_calls.cpp).
   bool freezing = false;
   /// Options that change what is generated; exactly these enter the cache key.
   nlohmann::json codegen = nlohmann::json::object();

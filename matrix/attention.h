@@ -43,7 +43,7 @@ inline constexpr int64_t kMaxHeadDim = 512;
 
 /// Up to this many keys (one key block) ours is faster than ATen's flash attention on the CPU,
 /// forward (1.1-1.8x) and backward (1.1-1.9x); with more the two are level (0.9-1.06x), so
-/// compiled graphs leave longer sequences to ATen's kernel (inductor/plan_attention.cpp, and
+/// compiled graphs leave longer sequences to ATen's kernel (inductor/lower/library_attention.cpp, and
 /// per call in runtime/attention_step.cpp when the length is symbolic).
 inline constexpr int64_t kMaxFasterKeys = 512;
 

@@ -1,7 +1,7 @@
 /// \file
 /// Running a bfloat16 "mm" / "addmm" library call (runtime/plan.h GemmCall) on the AMX GEMM
 /// (matrix/gemm_bf16.h): the plan routes a 2-D bf16 matmul here only with the
-/// "freezing" option on a CPU whose AMX tiles are usable (inductor/plan_matmul.h). There our
+/// "freezing" option on a CPU whose AMX tiles are usable (inductor/lower/library_calls.cpp). There our
 /// kernels on a B kept packed beat ATen's (oneDNN's) bf16 GEMM; with the per-call content
 /// check of the packed copy that non-frozen weights need, they do not (one more pass over
 /// every weight per call, at memory speed, where AMX makes the product itself short).

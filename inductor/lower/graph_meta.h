@@ -2,10 +2,6 @@
 /// Static metadata of ATen graph values and literal arguments, as the library-call lowering
 /// (library_calls.h) checks them: sizes and strides when they are all static, dense row-major
 /// and channels-last layouts, literal numbers and int pairs.
-///
-/// These duplicate the helpers of inductor/plan_epilogue.h (in their own namespace, so both
-/// libraries can be linked together) while the plan-level matchers still exist; they become
-/// the only copy when those go.
 #pragma once
 
 #include <array>

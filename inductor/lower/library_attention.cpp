@@ -1,6 +1,5 @@
 /// \file
-/// Library calls for CPU flash attention and its backward (library_calls.h): the checks of
-/// inductor/plan_attention.cpp's match_attention and match_attention_backward. Float32
+/// Library calls for CPU flash attention and its backward (library_calls.h). Float32
 /// [batch, heads, length, dim] tensors, no dropout, a positive literal scale, an optional
 /// float32 or bool mask broadcastable to the scores (not with is_causal), and at most
 /// matrix::kMaxFasterKeys keys; symbolic sizes are taken too (the runtime checks per call).

@@ -1,6 +1,6 @@
 /// \file
 /// Library calls for matrix ops (library_calls.h): the dispatcher over the op families, and
-/// mm / addmm / bmm on our GEMMs (the checks of inductor/plan_matmul.cpp's match_matmul).
+/// mm / addmm / bmm on our GEMMs.
 #include "inductor/lower/library_calls.h"
 
 #include "inductor/lower/graph_meta.h"

@@ -6,10 +6,9 @@
 ///
 /// Why here: lowering is the one place that reads ATen op names and argument conventions, so
 /// the passes after it (epilogue absorption, scheduling) see only library calls with their
-/// operands, attributes and epilogue, and never have to match ATen nodes again. The checks are
-/// those the plan-level matchers made (inductor/plan_matmul.cpp, plan_conv.cpp,
-/// plan_conv_backward.cpp, plan_attention.cpp); a node that fails one keeps its ATen extern,
-/// and the "matrix kernels: ..." reason goes into its lowering decision.
+/// operands, attributes and epilogue, and never have to match ATen nodes again. A node that
+/// fails a check keeps its ATen extern, and the "matrix kernels: ..." reason goes into its
+/// lowering decision (docs/matrix/in_graphs.md, decision 027).
 #pragma once
 
 #include <cstdint>

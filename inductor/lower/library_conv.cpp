@@ -1,7 +1,7 @@
 /// \file
-/// Library calls for 2-D convolutions and their backward (library_calls.h): the checks of
-/// inductor/plan_conv.cpp's match_conv and plan_conv_backward.cpp's match_conv_backward, and
-/// the weight read past its layout copy (plan_conv.cpp's read_conv_weights_in_place).
+/// Library calls for 2-D convolutions and their backward (library_calls.h), and the weight read
+/// past its layout copy: a `clone` of an input or constant that the graph never writes (the
+/// copy's compute then has no reader and dead-code elimination drops it).
 #include <array>
 #include <set>
 #include <utility>

@@ -37,7 +37,7 @@ KEEP_AS_ATEN: dict[object, str] = {
     aten.threshold_backward: "lowered directly",
     aten.addmm: "extern matmul: BLAS call with the bias folded in",
     aten._scaled_dot_product_flash_attention_for_cpu: "fused attention: our matrix attention "
-    "step in inference graphs (inductor/plan_attention.h), ATen's kernel elsewhere; torch 2.11's "
+    "step in inference graphs (inductor/lower/library_attention.cpp), ATen's kernel elsewhere; torch 2.11's "
     "decomposition of it gives wrong input-projection gradients in training (seen on a 2-layer "
     "transformer encoder: off by up to 0.27 where eager matches a numerical gradient)",
     aten.linspace: "the decomposition rounds differently from ATen for integer dtypes (off by one)",
