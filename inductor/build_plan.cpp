@@ -318,6 +318,10 @@ PlanBuild build_plan(const ir::Graph& g, const CodegenSettings& settings) {
   for (size_t i = 0; i < result.scheduled.steps.size(); ++i) {
     const ir::ScheduledStep& s = result.scheduled.steps[i];
     if (copies_done.count(i)) continue;
+    if (s.kind == ir::ScheduledStep::Kind::Extern && s.call.alias) {  // no op: the value is its input
+      slots.alias(s.call.outputs.at(0), slots.slot_of_buffer(s.call.inputs.at(0)));
+      continue;
+    }
     if (s.kind == ir::ScheduledStep::Kind::Extern && s.call.library) {
       LibraryStep library = library_step(s, result.scheduled, result.fused, slot_of_buffer,
                                          "tile" + std::to_string(kernels.size()));

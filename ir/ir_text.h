@@ -22,6 +22,7 @@
 ///     kernel %2, %3
 ///     extern node 4 (%3) -> (%5, _)                           `_`: an unused ("") name
 ///     extern view node 6 (%2) -> (%6)
+///     extern view alias node 7 (%6) -> (%7)                   no op: %7 is %6 (loop_ir.h)
 ///     output %3, %5
 ///     symbol s0 in [2, 9223372036854775807]
 ///   }

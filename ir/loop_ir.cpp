@@ -80,7 +80,7 @@ std::string reduce_var(size_t k) {
 
 bool ExternCall::operator==(const ExternCall& o) const {
   return graph_node == o.graph_node && inputs == o.inputs && outputs == o.outputs && view == o.view &&
-         library == o.library;
+         alias == o.alias && library == o.library;
 }
 
 bool KernelGroup::operator==(const KernelGroup& o) const {

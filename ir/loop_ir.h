@@ -97,6 +97,10 @@ struct ExternCall {
   std::vector<std::string> inputs;   ///< buffers it reads (must be materialized before it)
   std::vector<std::string> outputs;  ///< buffers it writes ("" for an unused output)
   bool view = false;                 ///< an ATen view op (free; aliases its input)
+  /// With `view`: no op runs at all, the output *is* the one input (a node whose work a
+  /// library call's epilogue took over, its value the buffer that call wrote; lowering's
+  /// library_activation.cpp). Text: `extern view alias node ...`.
+  bool alias = false;
   /// Set when lowering chose a library kernel for the node (library_call.h): `inputs` then
   /// holds every buffer the call reads (operands, epilogue and tile loads).
   std::optional<LibraryCall> library;

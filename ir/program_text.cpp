@@ -72,7 +72,7 @@ std::string step_line(const Step& s, const BufferTypes& types) {
     return s.kernel.computes.empty() ? "kernel" : "kernel " + names_text(s.kernel.computes);
   }
   const ExternCall& call = s.call;
-  std::string line = std::string("extern ") + (call.view ? "view " : "") + "node " +
+  std::string line = std::string("extern ") + (call.view ? "view " : "") + (call.alias ? "alias " : "") + "node " +
                      std::to_string(call.graph_node) + " (" + names_text(call.inputs) + ") -> (" +
                      names_text(call.outputs) + ")";
   if (call.library) line += " " + library_text(*call.library, types);
@@ -153,6 +153,7 @@ Step parse_extern(Cursor& c, const BufferTypes& types) {
   Step s;
   s.kind = Step::Kind::Extern;
   s.call.view = c.consume("view ");
+  s.call.alias = s.call.view && c.consume("alias ");
   c.expect("node");
   s.call.graph_node = static_cast<int32_t>(c.integer());
   c.expect("(");

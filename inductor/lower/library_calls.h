@@ -52,6 +52,19 @@ std::optional<LibraryCallMatch> attention_call(const ir::Graph& g, int32_t n,
 std::optional<LibraryCallMatch> attention_backward_call(const ir::Graph& g, int32_t n,
                                                         std::string& why_not);
 
+/// A node whose work a library call's epilogue took over at lowering: its value is the buffer
+/// `value_of` (the call's output, or the view of it the node read).
+struct TakenNode {
+  int32_t node = -1;
+  std::string value_of;
+};
+
+/// For library call `call` of node `n`, a float32 mm / addmm of symbolic row count: the
+/// data-free activation (relu, gelu, gelu-tanh, silu, sigmoid, tanh, hardtanh, a literal
+/// scale) that alone reads its output, directly or through one view, taken into call.epilogue;
+/// nothing otherwise (library_activation.cpp).
+std::optional<TakenNode> take_activation(const ir::Graph& g, int32_t n, ir::LibraryCall& call);
+
 /// Declines: sets why_not to "matrix kernels: " + why.
 std::nullopt_t no_library_call(std::string& why_not, const std::string& why);
 

@@ -6,6 +6,7 @@
 #include "inductor/lower/lower_graph.h"
 
 #include <limits>
+#include <map>
 #include <stdexcept>
 
 #include "inductor/lower/library_calls.h"
@@ -126,10 +127,15 @@ void add_extern(ir::LoopProgram& program, const ir::Node& node, int32_t index) {
 /// Adds the extern step of node `index` as a library call when our kernels run it; false
 /// otherwise, with `why_not` saying why for a matrix op they do not run.
 bool try_library_call(const ir::Graph& graph, int32_t index, const LoweringOptions& options,
-                      ir::LoopProgram& program, std::string& why_not) {
+                      ir::LoopProgram& program, std::string& why_not,
+                      std::map<int32_t, std::string>& taken) {
   std::optional<ir::ExternCall> call =
       library_calls::library_call_for(graph, index, options, why_not);
   if (!call) return false;
+  if (auto node = library_calls::take_activation(graph, index, *call->library)) {
+    taken[node->node] = node->value_of;
+    call->inputs = call->library->reads();
+  }
   const ir::Node& node = graph.nodes[index];
   for (size_t k = 0; k < call->outputs.size(); ++k)
     if (!call->outputs[k].empty())
@@ -140,6 +146,22 @@ bool try_library_call(const ir::Graph& graph, int32_t index, const LoweringOptio
   step.call = std::move(*call);
   program.steps.push_back(std::move(step));
   return true;
+}
+
+/// Node `index`'s value as the buffer `value_of`: a view step that runs nothing (loop_ir.h
+/// ExternCall::alias), for a node whose work a library call took over.
+void add_alias(ir::LoopProgram& program, const ir::Node& node, int32_t index, const std::string& value_of) {
+  ir::ExternCall call;
+  call.graph_node = index;
+  call.inputs = {value_of};
+  call.outputs = {output_name(index, 0)};
+  call.view = true;
+  call.alias = true;
+  program.buffers.push_back(buffer_from_meta(call.outputs[0], *node.outputs[0], ir::BufferOrigin::Extern, -1));
+  ir::Step step;
+  step.kind = ir::Step::Kind::Extern;
+  step.call = std::move(call);
+  program.steps.push_back(std::move(step));
 }
 
 /// Why a node's outputs cannot be generated at all, or "" when they can.
@@ -231,12 +253,19 @@ LoweredGraph lower_graph(const ir::Graph& graph, const LoweringOptions& options)
     program.buffers.push_back(buffer_from_meta(buffer_name_of(ir::Arg::constant(k)),
                                                graph.constants[k], ir::BufferOrigin::Constant,
                                                static_cast<int64_t>(k)));
+  std::map<int32_t, std::string> taken;  // nodes a library call took over, and their values
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const int32_t index = static_cast<int32_t>(n);
     LoweringDecision decision;
     decision.node = index;
     std::string why_not;  // a matrix op our kernels do not run, and why
-    if (options.library_calls && try_library_call(graph, index, options, program, why_not)) {
+    if (auto alias = taken.find(index); alias != taken.end()) {
+      add_alias(program, graph.nodes[n], index, alias->second);
+      decision.generated = true;
+      result.decisions.push_back(std::move(decision));
+      continue;
+    }
+    if (options.library_calls && try_library_call(graph, index, options, program, why_not, taken)) {
       decision.generated = true;
       result.decisions.push_back(std::move(decision));
       continue;

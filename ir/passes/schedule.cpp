@@ -376,7 +376,7 @@ std::string scheduled_to_text(const ScheduledProgram& program) {
       out += kernel_to_text(s.kernel);
       continue;
     }
-    out += std::string("extern ") + (s.call.view ? "view " : "") + "node " +
+    out += std::string("extern ") + (s.call.view ? "view " : "") + (s.call.alias ? "alias " : "") + "node " +
            std::to_string(s.call.graph_node) + " (";
     for (size_t k = 0; k < s.call.inputs.size(); ++k) out += (k ? ", " : "") + s.call.inputs[k];
     out += ") -> (";

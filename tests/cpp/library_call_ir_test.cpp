@@ -88,6 +88,26 @@ TEST(LibraryCallTextTest, NoOptionalClausesAndAbsentOperands) {
   EXPECT_FALSE(parse_program("program {\n  extern node 1 (%a) -> (%b)\n}\n").steps[0].call.library);
 }
 
+// A node a library call took over (a symbolic plan's activation): its value is the buffer it
+// read, no op runs (loop_ir.h ExternCall::alias).
+TEST(LibraryCallTextTest, AliasStepsRoundTrip) {
+  const std::string text =
+      "program {\n"
+      "  buffer %in0: float32[s0, 16]{16, 1} input 0 cpu\n"
+      "  buffer %in1: float32[16, 32]{32, 1} input 1 cpu\n"
+      "  buffer %1: float32[s0, 32]{32, 1} extern cpu\n"
+      "  buffer %2: float32[s0, 32]{32, 1} extern cpu\n"
+      "  extern node 1 (%in0, %in1) -> (%1) library mm(%in0, %in1) epilogue=tanh(local(acc, float32)) absorbs [2]\n"
+      "  extern view alias node 2 (%1) -> (%2)\n"
+      "  output %2\n"
+      "  symbol s0 in [2, 9223372036854775807]\n"
+      "}\n";
+  expect_program_round_trip(text);
+  const LoopProgram p = parse_program(text);
+  EXPECT_NO_THROW(verify(p));
+  EXPECT_TRUE(p.steps[1].call.view && p.steps[1].call.alias);
+}
+
 TEST(LibraryCallTextTest, BuiltCallPrintsAndParses) {
   LibraryCall call;
   call.op = LibraryOp::conv2d;

@@ -182,9 +182,6 @@ class LinearThen(torch.nn.Module):
     (torch.relu, 1, "relu"),  # [M, 32]: read straight from the addmm
     (F.silu, 2, "silu"),
 ])
-@pytest.mark.xfail(strict=True, reason="regression of issue 39's library-call lowering: in a symbolic "
-                   "plan the activation after a dynamic-rows addmm is an ATen call that absorb_epilogues "
-                   "(which takes generated computes only) cannot take over; until then it runs as ATen")
 def test_symbolic_plan_absorbs_the_activation_after_a_linear(activation, batch_dims, absorbed):
     """Past the static copies, a Linear with dynamic rows runs on our GEMM; the activation after
     it (through the [B·S, N] -> [B, S, N] view) is its epilogue instead of an ATen call."""
