@@ -51,6 +51,11 @@ bool mentions(const Value& v, std::unordered_map<const ValueNode*, bool>& memo) 
   return found;
 }
 
+/// The element types of library epilogues: float32, and bfloat16 (the AMX GEMM's bias ops).
+bool library_dtype(DType t) {
+  return t == DType::Float32 || t == DType::BFloat16;
+}
+
 /// How a load in an epilogue relates to the output.
 enum class LoadRole { Other, Aligned, Column, Row };
 
@@ -76,10 +81,10 @@ bool is_vector_along(const std::vector<Expr>& index, const Buffer& b, const Epil
 
 LoadRole role_of(const Value& v, const EpilogueShape& shape,
                  const std::function<const Buffer*(const std::string&)>& buffer_of) {
-  if (v->kind != ValueKind::Load || v->dtype != DType::Float32 || v->mask != Expr(1) || !v->operands.empty())
+  if (v->kind != ValueKind::Load || !library_dtype(v->dtype) || v->mask != Expr(1) || !v->operands.empty())
     return LoadRole::Other;
   const Buffer* b = buffer_of(v->name);
-  if (!b || b->dtype != DType::Float32 || b->sizes.size() != v->index.size()) return LoadRole::Other;
+  if (!b || b->dtype != v->dtype || b->sizes.size() != v->index.size()) return LoadRole::Other;
   bool aligned = b->sizes == shape.sizes;
   for (size_t k = 0; aligned && k < v->index.size(); ++k)  // a size-1 dim's index simplifies to 0
     aligned = v->index[k] == Expr::var(range_var(k)) || (v->index[k] == Expr(0) && shape.sizes[k] == Expr(1));
@@ -190,7 +195,7 @@ std::optional<std::vector<EpilogueOp>> select_epilogue_ops(
   Selector selector(shape, buffer_of);
   Value v = epilogue;
   while (!(v->kind == ValueKind::Local && v->name == kEpilogueAccumulator)) {
-    if (v->dtype != DType::Float32) return fail(why_not, "a " + std::string(dtype_name(v->dtype)) + " epilogue");
+    if (!library_dtype(v->dtype)) return fail(why_not, "a " + std::string(dtype_name(v->dtype)) + " epilogue");
     const auto level = selector.level(v);
     if (!level) return fail(why_not, "no library epilogue operation for " + to_string(v));
     outer_first.push_back(level->op);

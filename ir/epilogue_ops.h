@@ -13,7 +13,8 @@
 ///   x · c                                 scale         a constant
 ///   x · load(s, [.., j, ..])              scale_col     a vector along the column dim
 ///   x · load(r, [i0, .., ik])             mul           a tensor of the output's sizes (a gate)
-/// (either operand order for + and ·). Loads are float32, unmasked and direct. The column dim
+/// (either operand order for + and ·). Loads are unmasked and direct, of the epilogue's type:
+/// float32, or bfloat16 (the AMX GEMM takes its bias ops). The column dim
 /// is the last for mm / addmm / bmm and 1 (channels) for conv2d.
 #pragma once
 

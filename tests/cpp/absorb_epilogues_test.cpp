@@ -151,6 +151,14 @@ TEST(EpilogueOps, SelectionReadsTheExpressionFromTheAccumulatorOut) {
   const auto ops = select_epilogue_ops(clamped, shape, buffer_of);
   ASSERT_TRUE(ops);
   EXPECT_EQ(epilogue_ops_text(*ops), "bias_col(%b) -> scale(0.500000) -> clamp(0.000000, 6.000000)");
+  // bfloat16 (the AMX GEMM): the bias ops too.
+  Buffer bf16_bias = bias;
+  bf16_bias.dtype = DType::BFloat16;
+  const auto bf16_ops = select_epilogue_ops(
+      binary(BinaryOp::add, epilogue_accumulator(DType::BFloat16), load("%b", DType::BFloat16, {Expr::var("i1")})),
+      shape, [&](const std::string&) -> const Buffer* { return &bf16_bias; });
+  ASSERT_TRUE(bf16_ops);
+  EXPECT_EQ(epilogue_ops_text(*bf16_ops), "bias_col(%b)");
   std::string why;
   EXPECT_FALSE(select_epilogue_ops(unary(UnaryOp::exp, acc), shape, buffer_of, &why));
   EXPECT_NE(why.find("no library epilogue operation for exp("), std::string::npos) << why;
