@@ -15,7 +15,7 @@ import inductor_cpp
 from conftest import assert_same, collect_logs, compile_cpp
 
 PASSES = ["eliminate_dead_code", "eliminate_common_subexpressions", "inline_producers",
-          "eliminate_dead_code", "split_reductions", "fuse_kernels", "eliminate_dead_code",
+          "eliminate_dead_code", "absorb_epilogues", "split_reductions", "fuse_kernels", "eliminate_dead_code",
           "schedule", "fuse_horizontal", "plan_memory"]
 
 
