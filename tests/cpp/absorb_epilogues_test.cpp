@@ -118,6 +118,33 @@ TEST(AbsorbEpilogues, SecondReaderOrLateOperandKeepsTheKernel) {
   EXPECT_EQ(absorbed(late), late);
 }
 
+// relu(conv_b(x) + conv_a(x) · 2), the consumer of two calls: the earlier one takes the part
+// that depends on its result alone (· 2) into a buffer of its own, the later one the rest.
+TEST(AbsorbEpilogues, TwoCallsSplitTheirConsumer) {
+  const std::string in = program(R"(  buffer %in0: float32[8, 16]{16, 1} input 0 cpu
+  buffer %in1: float32[16, 32]{32, 1} input 1 cpu
+  buffer %in2: float32[16, 32]{32, 1} input 2 cpu
+  buffer %1: float32[8, 32]{32, 1} extern cpu
+  buffer %2: float32[8, 32]{32, 1} extern cpu
+  buffer %3: float32[8, 32]{32, 1} computed cpu
+  compute %3 (node 3) pointwise[8, 32] = maximum(add(load(%2, [i0, i1]), mul(load(%1, [i0, i1]), 2.0:float32)), 0.0:float32)
+  extern node 1 (%in0, %in1) -> (%1) library mm(%in0, %in1)
+  extern node 2 (%in0, %in2) -> (%2) library mm(%in0, %in2)
+  kernel %3
+  output %3
+)");
+  const std::string out = absorbed(in);
+  EXPECT_NE(out.find("extern node 1 (%in0, %in1) -> (%1_part) library mm(%in0, %in1) epilogue=mul(local(acc, float32), "
+                     "2.0:float32)\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("extern node 2 (%in0, %in2, %1_part) -> (%3) library mm(%in0, %in2) epilogue=maximum(add(local(acc, "
+                     "float32), load(%1_part, [i0, i1])), 0.0:float32) absorbs [3]"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("kernel %3"), std::string::npos) << out;
+}
+
 // x·x + x is no sequence of the library's operations: with tiles on, the consumer runs per
 // output tile inside the call; with them off, it stays a kernel.
 TEST(AbsorbEpilogues, OtherPointwiseWorkBecomesATile) {
