@@ -172,19 +172,16 @@ std::vector<int64_t> static_ints(const std::vector<ir::Expr>& exprs) {
   return out;
 }
 
-/// Graph mutations `aten::copy_(input, value)` the pipeline may turn into the kernel computing
-/// `value` storing straight into the input (ir/passes/input_writeback.h).
-std::vector<ir::InputWriteback> writeback_candidates(const ir::Graph& g, const ir::ScheduledProgram& program) {
+/// Graph mutations `copy_(input, value)` (lowering's LoweredGraph::input_copies) the pipeline
+/// may turn into the kernel computing `value` storing straight into the input
+/// (ir/passes/input_writeback.h).
+std::vector<ir::InputWriteback> writeback_candidates(const LoweredGraph& lowered, const ir::ScheduledProgram& program) {
   std::vector<ir::InputWriteback> out;
   for (size_t s = 0; s < program.steps.size(); ++s) {
     const ir::ScheduledStep& step = program.steps[s];
-    if (step.kind != ir::ScheduledStep::Kind::Extern || step.call.graph_node < 0) continue;
-    const ir::Node& node = g.nodes[static_cast<size_t>(step.call.graph_node)];
-    if (node.op != "aten::copy_" || node.args.size() < 2 || node.args[0].kind != Arg::Kind::Input ||
-        node.args[1].kind != Arg::Kind::Value) {
-      continue;
-    }
-    out.push_back({s, buffer_name_of(node.args[1]), "%in" + std::to_string(node.args[0].index)});
+    if (step.kind != ir::ScheduledStep::Kind::Extern) continue;
+    auto copy = lowered.input_copies.find(step.call.graph_node);
+    if (copy != lowered.input_copies.end()) out.push_back({s, copy->second.value, copy->second.input});
   }
   return out;
 }
@@ -304,7 +301,7 @@ PlanBuild build_plan(const ir::Graph& g, const CodegenSettings& settings) {
   std::set<size_t> copies_done;       // their copy steps, now done by the kernel
   std::set<int32_t> nodes_done;
   for (const ir::InputWriteback& w :
-       ir::plan_input_writebacks(result.scheduled, result.memory, writeback_candidates(g, result.scheduled))) {
+       ir::plan_input_writebacks(result.scheduled, result.memory, writeback_candidates(lowered, result.scheduled))) {
     const int32_t input_slot = slots.slot_of_buffer(w.input);
     const int32_t node = result.scheduled.steps[w.copy_step].call.graph_node;
     slots.alias(w.value, input_slot);

@@ -7,6 +7,7 @@
 
 #include <limits>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "inductor/lower/library_calls.h"
@@ -164,6 +165,14 @@ void add_alias(ir::LoopProgram& program, const ir::Node& node, int32_t index, co
   program.steps.push_back(std::move(step));
 }
 
+/// `copy_(input, value)` of a node's value into a graph input, or nothing.
+std::optional<InputCopy> input_copy(const ir::Node& node) {
+  if (node.op != "aten::copy_" || node.args.size() < 2 || node.args[0].kind != ir::Arg::Kind::Input ||
+      node.args[1].kind != ir::Arg::Kind::Value)
+    return std::nullopt;
+  return InputCopy{buffer_name_of(node.args[1]), buffer_name_of(node.args[0])};
+}
+
 /// Why a node's outputs cannot be generated at all, or "" when they can.
 std::string output_problem(const ir::Node& node) {
   if (node.outputs.empty()) return "no tensor outputs";
@@ -274,6 +283,7 @@ LoweredGraph lower_graph(const ir::Graph& graph, const LoweringOptions& options)
     decision.generated = decision.reason.empty();
     if (!decision.generated) {
       add_extern(program, graph.nodes[n], index);
+      if (auto copy = input_copy(graph.nodes[n])) result.input_copies[index] = *copy;
       if (!why_not.empty()) decision.reason += (decision.reason.empty() ? "" : "; ") + why_not;
     }
     result.decisions.push_back(std::move(decision));

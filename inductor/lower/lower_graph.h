@@ -9,6 +9,7 @@
 /// library calls first (library_calls.h).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,18 @@ struct LoweringDecision {
   std::string reason;  ///< why it falls back, when it does
 };
 
+/// A graph mutation `copy_(input, value)`: the buffers it copies between.
+struct InputCopy {
+  std::string value;  ///< the value copied (a node's output buffer)
+  std::string input;  ///< the graph input written ("%in<k>")
+};
+
 struct LoweredGraph {
   ir::LoopProgram program;
   std::vector<LoweringDecision> decisions;  ///< one per graph node, in node order
+  /// Extern steps that copy a value into a graph input, by graph node: the kernel computing the
+  /// value may store it there directly (ir/passes/input_writeback.h).
+  std::map<int32_t, InputCopy> input_copies;
 };
 
 /// Buffer names: "%in<k>" for input k, "%c<k>" for constant k, "%<n>" for node n's first
