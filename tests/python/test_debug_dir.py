@@ -46,8 +46,8 @@ def test_dump_has_every_artifact(tmp_path):
     ir = sorted(os.listdir(os.path.join(d, "ir")))
     assert ir == ["00-lowered.txt"] + [f"{i:02d}-{p}.txt" for i, p in enumerate(PASSES, start=1)]
     assert "program {" in read(d, "ir/00-lowered.txt")
-    assert "kernel %2.max, %5.sum, %6" in read(d, "ir/06-fuse_kernels.txt")
-    assert "kernel kernel0(" in read(d, "ir/08-schedule.txt")
+    assert "kernel %2.max, %5.sum, %6" in read(d, "ir/07-fuse_kernels.txt")
+    assert "kernel kernel0(" in read(d, "ir/09-schedule.txt")
     assert "kernel kernel0(" in read(d, "schedule.txt")
     assert "kernel0 computes 7 node(s)" in read(d, "fusion.txt")
     assert 'extern "C" int32_t kernel0(' in read(d, "kernels.cpp")
