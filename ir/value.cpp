@@ -414,6 +414,18 @@ Value replace_loads_memo(const Value& v, const std::function<Value(const Value&)
   return result;
 }
 
+Value replace_value_memo(const Value& v, const Value& from, const Value& to, Memo& memo) {
+  if (v == from) return to;
+  auto hit = memo.find(v.node());
+  if (hit != memo.end()) return hit->second;
+  std::vector<Value> operands;
+  operands.reserve(v->operands.size());
+  for (const Value& o : v->operands) operands.push_back(replace_value_memo(o, from, to, memo));
+  Value result = with_parts(v, std::move(operands), v->index, v->mask);
+  memo.emplace(v.node(), result);
+  return result;
+}
+
 /// Post-order walk over distinct nodes: operands before their users, first operand first.
 void visit_post_order(const Value& v, std::unordered_set<const ValueNode*>& seen,
                       const std::function<void(const Value&)>& visit) {
@@ -434,6 +446,15 @@ Value replace_loads(const Value& v, const std::function<Value(const Value& load)
   if (!v) return v;
   Memo memo;
   return replace_loads_memo(v, f, memo);
+}
+
+Value replace_value(const Value& v, const Value& from, const Value& to) {
+  if (!v || !from) return v;
+  if (to && to->dtype != from->dtype)
+    throw std::invalid_argument(std::string("replace_value: a ") + dtype_name(from->dtype) + " value replaced by a " +
+                                dtype_name(to->dtype) + " one");
+  Memo memo;
+  return replace_value_memo(v, from, to, memo);
 }
 
 std::vector<Value> loads_in(const Value& v) {

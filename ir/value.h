@@ -143,6 +143,8 @@ Value map_indices(const Value& v, const std::function<Expr(const Expr&)>& f);
 /// Replaces loads: f returns a replacement or a null Value to keep the load. Bottom-up, each
 /// distinct node visited once.
 Value replace_loads(const Value& v, const std::function<Value(const Value& load)>& f);
+/// `v` with every occurrence of the node `from` replaced by `to` (of the same type).
+Value replace_value(const Value& v, const Value& from, const Value& to);
 /// Every Load node reachable from v (each once), in a deterministic order.
 std::vector<Value> loads_in(const Value& v);
 /// Names of buffers v reads.

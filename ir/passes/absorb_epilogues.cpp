@@ -120,47 +120,18 @@ bool row_major(const Buffer& b) {
 }
 
 /// The distinct largest subtrees of `v` that read `out` and otherwise only buffers ready before
-/// step `s` (by node).
-void collect_parts(const Value& v, const std::string& out, size_t s, std::set<const ValueNode*>& parts,
-                   const LoopProgram& p) {
+/// step `s`.
+void collect_parts(const Value& v, const std::string& out, size_t s, std::vector<Value>& parts, const LoopProgram& p) {
   const std::set<std::string> reads = buffers_read(v);
   if (!reads.count(out)) return;
   bool ready = true;
   for (const std::string& b : reads) ready = ready && (b == out || ready_before(p, b, s));
   if (ready) {
-    parts.insert(v.node());
+    if (std::find(parts.begin(), parts.end(), v) == parts.end()) parts.push_back(v);
     return;
   }
   if (v->kind == ValueKind::Load) return;
   for (const Value& o : v->operands) collect_parts(o, out, s, parts, p);
-}
-
-/// The node of `v`'s DAG that is `target`.
-Value find_node(const Value& v, const ValueNode* target) {
-  if (v.node() == target) return v;
-  for (const Value& o : v->operands)
-    if (Value found = find_node(o, target)) return found;
-  return Value();
-}
-
-/// `v` with every occurrence of `from` replaced by `to`.
-Value replace_node(const Value& v, const Value& from, const Value& to) {
-  if (v == from) return to;
-  if (v->kind == ValueKind::Load || v->operands.empty()) return v;
-  std::vector<Value> ops;
-  for (const Value& o : v->operands) ops.push_back(replace_node(o, from, to));
-  switch (v->kind) {
-    case ValueKind::Unary:
-      return unary(v->unary_op(), ops[0]);
-    case ValueKind::Binary:
-      return binary(v->binary_op(), ops[0], ops[1]);
-    case ValueKind::Where:
-      return where(ops[0], ops[1], ops[2]);
-    case ValueKind::Cast:
-      return cast(ops[0], v->dtype);
-    default:
-      return v;
-  }
 }
 
 class Absorber {
@@ -223,10 +194,10 @@ class Absorber {
   bool split(size_t s, const Compute& consumer, const Value& moved) {
     ExternCall& call = p_.steps[s].call;
     const std::string out_name = call.outputs[0];
-    std::set<const ValueNode*> parts;
+    std::vector<Value> parts;
     collect_parts(consumer.body, out_name, s, parts, p_);
     if (parts.size() != 1) return false;
-    const Value part = find_node(consumer.body, *parts.begin());
+    const Value part = parts.front();
     if (part->kind == ValueKind::Load) return false;  // nothing to take over
     const Value composed = replace_loads(part, [&](const Value& l) { return l->name == out_name ? moved : Value(); });
     const Buffer& written = p_.buffer(consumer.name);
@@ -240,7 +211,7 @@ class Absorber {
     std::vector<Expr> own;
     for (size_t d = 0; d < consumer.ranges.size(); ++d) own.push_back(Expr::var(range_var(d)));
     Compute& rewritten = p_.computes.at(consumer.name);
-    rewritten.body = replace_node(rewritten.body, part, load(part_buffer.name, DType::Float32, own));
+    rewritten.body = replace_value(rewritten.body, part, load(part_buffer.name, DType::Float32, own));
     // The call's side, as an absorption into a buffer of its own.
     Compute stand_in;
     stand_in.name = part_buffer.name;

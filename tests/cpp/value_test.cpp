@@ -187,5 +187,16 @@ TEST(ValueTest, NodeCountCountsDistinctNodes) {
   EXPECT_EQ(node_count(Value()), 0);
 }
 
+// A subtree used twice is replaced at both uses; a value without it comes back as it was.
+TEST(ValueTest, ReplaceValueSwapsEverySharedUse) {
+  const Value x = load("%a", DType::Float32, {Expr::var("i0")});
+  const Value part = binary(BinaryOp::mul, x, constant_float(2, DType::Float32));
+  const Value body = binary(BinaryOp::add, part, unary(UnaryOp::exp, part));
+  const Value t = load("%t", DType::Float32, {Expr::var("i0")});
+  EXPECT_EQ(replace_value(body, part, t), binary(BinaryOp::add, t, unary(UnaryOp::exp, t)));
+  EXPECT_EQ(replace_value(x, part, t), x);
+  EXPECT_THROW(replace_value(body, part, constant_int(1, DType::Int64)), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace inductor_cpp::ir
