@@ -277,7 +277,8 @@ PlanBuild build_plan(const ir::Graph& g, const CodegenSettings& settings) {
   try {
     const auto lowering_start = std::chrono::steady_clock::now();
     LoweringOptions lowering;
-    lowering.library_calls = settings.matrix_kernels && !gpu;
+    lowering.library_calls = settings.matrix_kernels;
+    lowering.gpu = gpu;
     lowering.bf16_on_amx = lowering.library_calls && settings.frozen_weights && matrix::gemm_bf16_uses_amx();
     lowered = lower_graph(g, lowering);
     out.lowering_ms = milliseconds_since(lowering_start);

@@ -45,7 +45,8 @@ runtime::ConvGeometry geometry_of(const ir::LibraryCall& call) {
   };
   return runtime::ConvGeometry{{get("stride_h", 1), get("stride_w", 1)},
                                {get("padding_h", 0), get("padding_w", 0)},
-                               {get("dilation_h", 1), get("dilation_w", 1)}};
+                               {get("dilation_h", 1), get("dilation_w", 1)},
+                               get("groups", 1)};
 }
 
 runtime::AttentionOperands attention_operands(const ir::LibraryCall& call, size_t first, const Slots& slot) {
@@ -72,7 +73,9 @@ std::vector<runtime::MatmulEpilogue> epilogue_of(const ir::ScheduledStep& s, con
   };
   std::string why_not;
   const auto ops = ir::select_epilogue_ops(call.epilogue, ir::epilogue_shape(call, domain), buffer_of, &why_not);
-  if (!ops) throw std::runtime_error("library call of node " + std::to_string(s.call.graph_node) + ": " + why_not);
+  const bool gpu = domain.device != "cpu";
+  if (!ops || (gpu && !ir::gpu_epilogue_fits(call.op, *ops, &why_not)))
+    throw std::runtime_error("library call of node " + std::to_string(s.call.graph_node) + ": " + why_not);
   std::vector<runtime::MatmulEpilogue> epilogue;
   for (const ir::EpilogueOp& op : *ops) {
     epilogue.push_back({ir::epilogue_op_kind_name(op.kind), op.buffer.empty() ? -1 : slot(op.buffer),

@@ -51,9 +51,10 @@ bool mentions(const Value& v, std::unordered_map<const ValueNode*, bool>& memo) 
   return found;
 }
 
-/// The element types of library epilogues: float32, and bfloat16 (the AMX GEMM's bias ops).
+/// The element types of library epilogues: float32, bfloat16 (the AMX GEMM's bias ops) and
+/// float16 (a GPU addmm's bias).
 bool library_dtype(DType t) {
-  return t == DType::Float32 || t == DType::BFloat16;
+  return t == DType::Float32 || t == DType::BFloat16 || t == DType::Float16;
 }
 
 /// How a load in an epilogue relates to the output.
@@ -202,6 +203,30 @@ std::optional<std::vector<EpilogueOp>> select_epilogue_ops(
     v = level->inner;
   }
   return std::vector<EpilogueOp>(outer_first.rbegin(), outer_first.rend());
+}
+
+bool gpu_epilogue_fits(LibraryOp op, const std::vector<EpilogueOp>& ops, std::string* why_not) {
+  const auto no = [why_not](const std::string& why) {
+    if (why_not) *why_not = why;
+    return false;
+  };
+  const auto kind_at = [&ops](size_t k) { return k < ops.size() ? std::optional(ops[k].kind) : std::nullopt; };
+  using K = EpilogueOpKind;
+  size_t k = 0;
+  if (op == LibraryOp::conv2d) {
+    if (kind_at(k) == K::bias_col) ++k;
+  } else if (op == LibraryOp::mm || op == LibraryOp::addmm || op == LibraryOp::bmm) {
+    if (kind_at(k) == K::scale) ++k;  // alpha
+    const auto c = kind_at(k);
+    const bool has_c = c == K::bias_col || c == K::residual || (c == K::bias_row && op != LibraryOp::bmm);
+    if (has_c) ++k;  // cuBLAS's C, beta 1
+    const auto act = kind_at(k);
+    if (has_c && op != LibraryOp::bmm && (act == K::relu || act == K::gelu_tanh)) ++k;  // cuBLASLt's
+  } else if (!ops.empty()) {
+    return no(std::string("a GPU ") + library_op_name(op) + " takes no epilogue");
+  }
+  if (k == ops.size()) return true;
+  return no(std::string("the GPU's ") + library_op_name(op) + " does not apply " + epilogue_ops_text(ops));
 }
 
 std::string epilogue_ops_text(const std::vector<EpilogueOp>& ops) {

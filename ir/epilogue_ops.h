@@ -14,7 +14,8 @@
 ///   x · load(s, [.., j, ..])              scale_col     a vector along the column dim
 ///   x · load(r, [i0, .., ik])             mul           a tensor of the output's sizes (a gate)
 /// (either operand order for + and ·). Loads are unmasked and direct, of the epilogue's type:
-/// float32, or bfloat16 (the AMX GEMM takes its bias ops). The column dim
+/// float32, or bfloat16 (the AMX GEMM takes its bias ops), or float16 (a GPU addmm's bias).
+/// The column dim
 /// is the last for mm / addmm / bmm and 1 (channels) for conv2d.
 #pragma once
 
@@ -65,6 +66,15 @@ bool mentions_accumulator(const Value& v);
 std::optional<std::vector<EpilogueOp>> select_epilogue_ops(
     const Value& epilogue, const EpilogueShape& shape,
     const std::function<const Buffer*(const std::string&)>& buffer_of, std::string* why_not = nullptr);
+
+/// Whether a GPU library call applies `ops` (innermost first) itself, through ATen
+/// (runtime/gpu_library_step.h); false with the reason in `why_not` (when given) otherwise:
+///   mm / addmm / bmm  [scale] [bias_col | bias_row | residual] [relu | gelu_tanh]
+/// the scale folded into alpha, the vector or tensor as cuBLAS's C (beta 1), the activation as
+/// cuBLASLt's epilogue (2-D, and only after a C: ATen's _addmm_activation; bmm has no
+/// bias_row and no activation);
+///   conv2d  [bias_col]  (cuDNN's bias).
+bool gpu_epilogue_fits(LibraryOp op, const std::vector<EpilogueOp>& ops, std::string* why_not = nullptr);
 
 /// A text form for logs and tests: "bias_col(%c2) -> batch... -> clamp(0, 6)".
 std::string epilogue_ops_text(const std::vector<EpilogueOp>& ops);

@@ -70,7 +70,8 @@ struct LibraryCall {
   LibraryOp op = LibraryOp::mm;
   std::vector<std::string> operands;
   /// Literal attributes by name: alpha (mm, addmm, bmm); stride_h, stride_w, padding_h,
-  /// padding_w, dilation_h, dilation_w (convolutions); scale, causal (attention).
+  /// padding_w, dilation_h, dilation_w, groups (convolutions; groups > 1 on the GPU only);
+  /// scale, causal (attention).
   std::map<std::string, double> attrs;
   /// Null: the result is stored as computed. See the file comment.
   Value epilogue;

@@ -9,6 +9,7 @@
 #include "runtime/conv_backward_step.h"
 #include "runtime/conv_step.h"
 #include "runtime/gemm_step.h"
+#include "runtime/gpu_library_step.h"
 #include "runtime/matmul_bf16_step.h"
 
 namespace inductor_cpp::runtime {
@@ -71,6 +72,7 @@ std::string geometry_text(const ConvGeometry& g) {
   };
   std::string text = " stride " + pair(g.stride) + " pad " + pair(g.padding);
   if (g.dilation[0] != 1 || g.dilation[1] != 1) text += " dilation " + pair(g.dilation);
+  if (g.groups != 1) text += " groups " + std::to_string(g.groups);
   return text;
 }
 
@@ -90,23 +92,29 @@ struct ShapeText {
   std::string operator()(const AttentionBackwardCall& c) const { return " " + sizes_text(c.grad_query); }
 };
 
-/// The launcher of each argument type.
+bool on_gpu(const BufferAlloc& a) { return a.slot >= 0 && a.device != "cpu"; }
+
+/// The launcher of each argument type (GPU calls: gpu_library_step.h).
 struct Binder {
   const LibraryCall& call;
   const LibraryBindContext& ctx;
   std::string label;
 
   std::unique_ptr<BoundStep> operator()(const GemmCall& args) const {
+    if (args.out.device != "cpu") return bind_gpu_gemm(call.op, args, label);
     const CheckedEpilogue epilogue = check_epilogue(args.epilogue, call.op, ctx.library);
     if (args.out.dtype == "bfloat16" && args.out.device == "cpu")
       return std::make_unique<MatmulBf16Step>(call.op, args, label, ctx.frozen_weights);
     return std::make_unique<GemmStep>(call.op, args, epilogue.kinds, label, epilogue.tile_fn, ctx.frozen_weights);
   }
   std::unique_ptr<BoundStep> operator()(const Conv2dCall& args) const {
+    if (args.out.device != "cpu") return bind_gpu_conv(args, label);
     const CheckedEpilogue epilogue = check_epilogue(args.epilogue, call.op, ctx.library);
     return std::make_unique<ConvStep>(args, epilogue.kinds, label, epilogue.tile_fn, ctx.frozen_weights);
   }
   std::unique_ptr<BoundStep> operator()(const Conv2dBackwardCall& args) const {
+    if (on_gpu(args.grad_input) || on_gpu(args.grad_weight) || on_gpu(args.grad_bias))
+      return bind_gpu_conv_backward(args, label);
     return std::make_unique<ConvBackwardStep>(args, label);
   }
   std::unique_ptr<BoundStep> operator()(const AttentionCall& args) const {

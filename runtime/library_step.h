@@ -2,7 +2,7 @@
 /// Binding a library call (runtime/plan.h LibraryCall) to its launcher: the one place that
 /// maps each argument type of INDUCTOR_CPP_LIBRARY_OPS to the bound step that runs it
 /// (GemmStep or MatmulBf16Step for GemmCall, ConvStep, ConvBackwardStep, AttentionStep,
-/// AttentionBackwardStep). The mapping is a std::visit over the argument variant, so an op
+/// AttentionBackwardStep; for outputs on a GPU, gpu_library_step.h's steps). The mapping is a std::visit over the argument variant, so an op
 /// added to the list without a launcher does not compile.
 #pragma once
 

@@ -112,6 +112,7 @@ struct ConvGeometry {
   std::array<int64_t, 2> stride = {1, 1};
   std::array<int64_t, 2> padding = {0, 0};
   std::array<int64_t, 2> dilation = {1, 1};
+  int64_t groups = 1;  ///< > 1 on the GPU only (JSON "groups", absent when 1)
 };
 
 /// GemmCall::out.sizes[0] of an mm / addmm whose row count is symbolic (dynamic shapes):

@@ -99,12 +99,14 @@ std::vector<MatmulEpilogue> epilogue_from_json(const json& j) {
 }
 
 json to_json(const ConvGeometry& g) {
-  return json{{"stride", g.stride}, {"padding", g.padding}, {"dilation", g.dilation}};
+  json j{{"stride", g.stride}, {"padding", g.padding}, {"dilation", g.dilation}};
+  if (g.groups != 1) j["groups"] = g.groups;
+  return j;
 }
 
 ConvGeometry geometry_from_json(const json& j) {
   return ConvGeometry{j.at("stride").get<std::array<int64_t, 2>>(), j.at("padding").get<std::array<int64_t, 2>>(),
-                      j.at("dilation").get<std::array<int64_t, 2>>()};
+                      j.at("dilation").get<std::array<int64_t, 2>>(), j.value("groups", int64_t{1})};
 }
 
 json to_json(const AttentionOperands& in) {

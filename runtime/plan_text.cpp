@@ -66,7 +66,7 @@ std::string pair_text(const std::array<int64_t, 2>& v) {
 
 std::string geometry_text(const ConvGeometry& g) {
   return ", stride=" + pair_text(g.stride) + ", padding=" + pair_text(g.padding) +
-         ", dilation=" + pair_text(g.dilation);
+         ", dilation=" + pair_text(g.dilation) + (g.groups != 1 ? ", groups=" + std::to_string(g.groups) : "");
 }
 
 std::string attention_text(const AttentionOperands& in) {

@@ -5,7 +5,8 @@
 #
 #   bash scripts/gpu.sh build    CMake + Ninja build of the extension against the machine's
 #                                Python 3.12 / torch 2.11.0+cu130, with the carried LLVM 16 headers
-#   bash scripts/gpu.sh test     tests/python/test_gpu.py (pytest from carried wheels)
+#   bash scripts/gpu.sh test     tests/python/test_gpu.py and test_gpu_library.py (pytest from carried
+#                                wheels; GPU_TESTS: other files and options)
 #   bash scripts/gpu.sh opinfo   OpInfo sweep on CUDA: float32, float16, bfloat16
 #   bash scripts/gpu.sh bench    GPU micro benchmark: eager vs stock Inductor vs inductor_cpp
 #   bash scripts/gpu.sh matrix   CPU matrix-kernel benchmark on the host's CPU (issue 7):
@@ -137,9 +138,10 @@ stage_build() {
 
 stage_test() {
   setup_carry
-  log "test_gpu.py"
+  log "${GPU_TESTS:-test_gpu.py test_gpu_library.py}"
+  # shellcheck disable=SC2086  # GPU_TESTS is a list of files and pytest options
   (cd "$ROOT/tests/python" && timeout "${TEST_SECONDS:-420}" "$PY" -m pytest -q -p no:cacheprovider \
-    -p no:logging --tb=short -rfE test_gpu.py >"$OUT/test_gpu.txt" 2>&1)
+    -p no:logging --tb=short -rfE ${GPU_TESTS:-test_gpu.py test_gpu_library.py} >"$OUT/test_gpu.txt" 2>&1)
   local rc=$?
   tail -40 "$OUT/test_gpu.txt"
   return $rc

@@ -42,52 +42,6 @@ ir::Expr var(int k) {
   return ir::Expr::var("i" + std::to_string(k));
 }
 
-/// The call for mm / addmm / bmm node `n` before anything is absorbed: operands, alpha, and
-/// addmm's bias as `acc + bias` broadcast to the output [rows, cols] (`[cols]` / `[1, cols]`;
-/// with static `rows` also `[rows, 1]` and `[rows, cols]`). Nothing (why_not set) when addmm's
-/// beta is not the literal 1, its alpha not a literal, or its bias none of those.
-std::optional<LibraryCallMatch> start_call(const ir::Graph& g, int32_t n, ir::LibraryOp op,
-                                           const Arg& a, const Arg& b,
-                                           std::optional<int64_t> rows, int64_t cols,
-                                           const std::string& dtype, std::string& why_not) {
-  const ir::Node& node = g.nodes.at(static_cast<size_t>(n));
-  LibraryCallMatch match;
-  match.call.op = op;
-  match.call.operands = {operand_name(a), operand_name(b)};
-  match.computed = {true};
-  if (op != ir::LibraryOp::addmm) return match;
-  const auto beta = number_or(node, 3, "beta", 1), alpha = number_or(node, 4, "alpha", 1);
-  if (!beta || *beta != 1) return no_library_call(why_not, "addmm with beta != 1");
-  if (!alpha) return no_library_call(why_not, "addmm's alpha is not a literal");
-  // The bf16 GEMM has no alpha: addmm with alpha != 1 stays ATen there.
-  if (dtype != "float32" && *alpha != 1)
-    return no_library_call(why_not, "bfloat16 addmm with alpha != 1 (our bf16 GEMM has no alpha)");
-  if (*alpha != 1) match.call.attrs["alpha"] = *alpha;
-  const Arg& bias = node.args[0];
-  const auto bias_meta = meta_of(g, bias);
-  if (!is_tensor_ref(bias) || !bias_meta || bias_meta->dtype != dtype || bias_meta->device != "cpu")
-    return no_library_call(why_not, "addmm's bias is not a " + dtype +
-                                        " CPU tensor of static shape");
-  const std::vector<int64_t>& bs = bias_meta->sizes;
-  std::vector<ir::Expr> index;
-  if (bs == std::vector<int64_t>{cols}) {
-    index = {var(1)};
-  } else if (bs == std::vector<int64_t>{1, cols}) {
-    index = {ir::Expr(0), var(1)};
-  } else if (rows && bs == std::vector<int64_t>{*rows, 1}) {
-    index = {var(0), ir::Expr(0)};
-  } else if (rows && bs == std::vector<int64_t>{*rows, cols}) {
-    index = {var(0), var(1)};
-  } else {
-    return no_library_call(why_not, rows ? "addmm's bias is not [N], [1, N], [M, 1] or [M, N]"
-                                         : "addmm's bias is not [N] or [1, N] (symbolic rows)");
-  }
-  const ir::DType dt = *ir::dtype_from_name(dtype);
-  match.call.epilogue = ir::binary(ir::BinaryOp::add, ir::epilogue_accumulator(dt),
-                                   ir::load(operand_name(bias), dt, std::move(index)));
-  return match;
-}
-
 /// An mm / addmm whose row count is symbolic (Dynamo's dynamic batch: A [M, K], a weight
 /// B [K, N], the output [M, N] with K and N static, row-major). addmm's bias must be a [N] /
 /// [1, N] vector.
@@ -113,8 +67,8 @@ std::optional<LibraryCallMatch> dynamic_rows_call(const ir::Graph& g, int32_t n,
     return no_library_call(why_not,
                            "symbolic rows with K or N not static, or an output that is not "
                            "row-major");
-  return start_call(g, n, addmm ? ir::LibraryOp::addmm : ir::LibraryOp::mm, a, b, std::nullopt,
-                    cols, dtype, why_not);
+  return gemm_call_start(g, n, addmm ? ir::LibraryOp::addmm : ir::LibraryOp::mm, a, b, std::nullopt,
+                         cols, dtype, "cpu", why_not);
 }
 
 }  // namespace
@@ -126,6 +80,48 @@ std::nullopt_t no_library_call(std::string& why_not, const std::string& why) {
 
 std::string operand_name(const Arg& a) {
   return is_tensor_ref(a) ? buffer_name_of(a) : "";
+}
+
+std::optional<LibraryCallMatch> gemm_call_start(const ir::Graph& g, int32_t n, ir::LibraryOp op,
+                                                const Arg& a, const Arg& b, std::optional<int64_t> rows,
+                                                int64_t cols, const std::string& dtype,
+                                                const std::string& device, std::string& why_not) {
+  const ir::Node& node = g.nodes.at(static_cast<size_t>(n));
+  LibraryCallMatch match;
+  match.call.op = op;
+  match.call.operands = {operand_name(a), operand_name(b)};
+  match.computed = {true};
+  if (op != ir::LibraryOp::addmm) return match;
+  const auto beta = number_or(node, 3, "beta", 1), alpha = number_or(node, 4, "alpha", 1);
+  if (!beta || *beta != 1) return no_library_call(why_not, "addmm with beta != 1");
+  if (!alpha) return no_library_call(why_not, "addmm's alpha is not a literal");
+  // The bf16 GEMM has no alpha: addmm with alpha != 1 stays ATen there.
+  if (dtype != "float32" && *alpha != 1)
+    return no_library_call(why_not, "bfloat16 addmm with alpha != 1 (our bf16 GEMM has no alpha)");
+  if (*alpha != 1) match.call.attrs["alpha"] = *alpha;
+  const Arg& bias = node.args[0];
+  const auto bias_meta = meta_of(g, bias);
+  if (!is_tensor_ref(bias) || !bias_meta || bias_meta->dtype != dtype || bias_meta->device != device)
+    return no_library_call(why_not, "addmm's bias is not a " + dtype + " tensor on " + device +
+                                        " of static shape");
+  const std::vector<int64_t>& bs = bias_meta->sizes;
+  std::vector<ir::Expr> index;
+  if (bs == std::vector<int64_t>{cols}) {
+    index = {var(1)};
+  } else if (bs == std::vector<int64_t>{1, cols}) {
+    index = {ir::Expr(0), var(1)};
+  } else if (rows && bs == std::vector<int64_t>{*rows, 1}) {
+    index = {var(0), ir::Expr(0)};
+  } else if (rows && bs == std::vector<int64_t>{*rows, cols}) {
+    index = {var(0), var(1)};
+  } else {
+    return no_library_call(why_not, rows ? "addmm's bias is not [N], [1, N], [M, 1] or [M, N]"
+                                         : "addmm's bias is not [N] or [1, N] (symbolic rows)");
+  }
+  const ir::DType dt = *ir::dtype_from_name(dtype);
+  match.call.epilogue = ir::binary(ir::BinaryOp::add, ir::epilogue_accumulator(dt),
+                                   ir::load(operand_name(bias), dt, std::move(index)));
+  return match;
 }
 
 std::optional<LibraryCallMatch> matmul_call(const ir::Graph& g, int32_t n, bool bf16_on_amx,
@@ -160,7 +156,7 @@ std::optional<LibraryCallMatch> matmul_call(const ir::Graph& g, int32_t n, bool 
     return no_library_call(why_not, "shapes do not match");
   const ir::LibraryOp library_op =
       bmm ? ir::LibraryOp::bmm : addmm ? ir::LibraryOp::addmm : ir::LibraryOp::mm;
-  auto match = start_call(g, n, library_op, a, b, m, cols, dtype, why_not);
+  auto match = gemm_call_start(g, n, library_op, a, b, m, cols, dtype, "cpu", why_not);
   if (!match) return std::nullopt;
   if (dtype != "float32" && m > matrix::kBf16AmxMaxRows)  // ATen's GEMM is the faster there
     return no_library_call(why_not, "bfloat16 with more than " +
@@ -173,11 +169,16 @@ std::optional<ir::ExternCall> library_call_for(const ir::Graph& g, int32_t index
                                                const LoweringOptions& options,
                                                std::string& why_not) {
   why_not.clear();
-  std::optional<LibraryCallMatch> match = matmul_call(g, index, options.bf16_on_amx, why_not);
-  if (!match && why_not.empty()) match = conv2d_call(g, index, why_not);
-  if (!match && why_not.empty()) match = conv2d_backward_call(g, index, why_not);
-  if (!match && why_not.empty()) match = attention_call(g, index, why_not);
-  if (!match && why_not.empty()) match = attention_backward_call(g, index, why_not);
+  std::optional<LibraryCallMatch> match;
+  if (options.gpu) {  // a CUDA graph: cuBLAS(Lt) and cuDNN through ATen
+    match = gpu_library_call(g, index, why_not);
+  } else {  // our CPU kernels
+    match = matmul_call(g, index, options.bf16_on_amx, why_not);
+    if (!match && why_not.empty()) match = conv2d_call(g, index, why_not);
+    if (!match && why_not.empty()) match = conv2d_backward_call(g, index, why_not);
+    if (!match && why_not.empty()) match = attention_call(g, index, why_not);
+    if (!match && why_not.empty()) match = attention_backward_call(g, index, why_not);
+  }
   if (!match) return std::nullopt;
   const ir::Node& node = g.nodes.at(static_cast<size_t>(index));
   ir::ExternCall call;

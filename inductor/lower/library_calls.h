@@ -1,8 +1,9 @@
 /// \file
 /// Lowering matrix ops to library calls (ir/library_call.h): mm / addmm / bmm, 2-D
 /// convolutions and their backward, and CPU flash attention and its backward, when their
-/// operands suit our kernels (matrix/matrix.h); the node then becomes an extern step carrying
-/// the call instead of an ATen call. Private to inductor/lower/.
+/// operands suit our kernels (matrix/matrix.h), or, in a CUDA graph, cuBLAS(Lt) and cuDNN;
+/// the node then becomes an extern step carrying the call instead of an ATen call. Private to
+/// inductor/lower/.
 ///
 /// Why here: lowering is the one place that reads ATen op names and argument conventions, so
 /// the passes after it (epilogue absorption, scheduling) see only library calls with their
@@ -51,6 +52,22 @@ std::optional<LibraryCallMatch> attention_call(const ir::Graph& g, int32_t n,
                                                std::string& why_not);  // library_attention.cpp
 std::optional<LibraryCallMatch> attention_backward_call(const ir::Graph& g, int32_t n,
                                                         std::string& why_not);
+
+/// CUDA graphs (LoweringOptions::gpu): mm / addmm / bmm and 2-D convolutions and their
+/// backward on a GPU, run by cuBLAS(Lt) / cuDNN through ATen (runtime/gpu_library_step.h), for
+/// float32, float16 and bfloat16 tensors of static shapes (library_gpu.cpp).
+std::optional<LibraryCallMatch> gpu_library_call(const ir::Graph& g, int32_t n, std::string& why_not);
+
+/// The call for mm / addmm / bmm node `n` (operands `a`, `b`, of `dtype` on `device`) before
+/// anything is absorbed: operands, alpha, and addmm's bias as `acc + bias` broadcast to the
+/// output [rows, cols] (`[cols]` / `[1, cols]`; with static `rows` also `[rows, 1]` and
+/// `[rows, cols]`). Nothing (why_not set) when addmm's beta is not the literal 1, its alpha
+/// not a literal, or its bias none of those (library_calls.cpp).
+std::optional<LibraryCallMatch> gemm_call_start(const ir::Graph& g, int32_t n, ir::LibraryOp op,
+                                                const ir::Arg& a, const ir::Arg& b,
+                                                std::optional<int64_t> rows, int64_t cols,
+                                                const std::string& dtype, const std::string& device,
+                                                std::string& why_not);
 
 /// A node whose work a library call's epilogue took over at lowering: its value is the buffer
 /// `value_of` (the call's output, or the view of it the node read).

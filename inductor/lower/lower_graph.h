@@ -46,6 +46,9 @@ std::string buffer_name_of(const ir::Arg& tensor_ref);
 struct LoweringOptions {
   bool library_calls = false;  ///< matrix ops on our library kernels (the "matrix_kernels" option)
   bool bf16_on_amx = false;    ///< bf16 mm/addmm too (frozen weights on a CPU with usable AMX)
+  /// A CUDA graph: library calls for the GPU's matrix ops (library_calls.h gpu_library_call)
+  /// instead of those on our CPU kernels.
+  bool gpu = false;
 };
 
 LoweredGraph lower_graph(const ir::Graph& graph, const LoweringOptions& options = {});

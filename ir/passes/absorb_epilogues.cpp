@@ -105,6 +105,10 @@ bool layout_fits(LibraryOp op, const Buffer& out, const Buffer& written) {
   return written.offset == Expr(0);
 }
 
+bool on_gpu(const std::string& device) {
+  return device == "cuda" || device.rfind("cuda:", 0) == 0;
+}
+
 bool static_sizes(const Buffer& b) {
   return std::all_of(b.sizes.begin(), b.sizes.end(), [](const Expr& e) { return e.is_const(); }) &&
          std::all_of(b.strides.begin(), b.strides.end(), [](const Expr& e) { return e.is_const(); });
@@ -178,11 +182,11 @@ class Absorber {
     const Buffer& written = p_.buffer(consumer.name);
     const EpilogueShape shape = epilogue_shape(call, written);
     if (!layout_fits(call.op, out, written)) return false;
-    if (const auto folded = selectable(composed, shape, consumer.name, written.device)) {
+    if (const auto folded = selectable(call.op, composed, shape, consumer.name, written.device)) {
       commit(s, *k, consumer, *folded);
       return true;
     }
-    if (options_.tile_epilogues) tile(s, *k, consumer);  // a tile ends the chain
+    if (options_.tile_epilogues && !on_gpu(written.device)) tile(s, *k, consumer);  // a tile ends the chain
     return false;
   }
 
@@ -202,7 +206,7 @@ class Absorber {
     const Value composed = replace_loads(part, [&](const Value& l) { return l->name == out_name ? moved : Value(); });
     const Buffer& written = p_.buffer(consumer.name);
     const EpilogueShape shape = epilogue_shape(*call.library, written);
-    const auto folded = selectable(composed, shape, out_name + "_part", written.device);
+    const auto folded = selectable(call.library->op, composed, shape, out_name + "_part", written.device);
     if (!folded) return false;
     Buffer part_buffer = written;
     part_buffer.name = out_name + "_part";
@@ -221,15 +225,21 @@ class Absorber {
 
   /// `epilogue` as it is when the library's operations express it, else with its per-column
   /// runs folded when they then do (folding first would reorder what selection recognises as
-  /// a whole, GELU's x·½ for one), else nothing.
-  std::optional<FoldedEpilogue> selectable(const Value& epilogue, const EpilogueShape& shape, const std::string& prefix,
-                                           const std::string& device) {
+  /// a whole, GELU's x·½ for one), else nothing. On a GPU, only what its libraries apply
+  /// (gpu_epilogue_fits), unfolded: a folded scale_col is not among those.
+  std::optional<FoldedEpilogue> selectable(LibraryOp op, const Value& epilogue, const EpilogueShape& shape,
+                                           const std::string& prefix, const std::string& device) {
     const auto buffer_of = [this](const std::string& name) -> const Buffer* {
       for (const Buffer& b : pending_)
         if (b.name == name) return &b;
       return p_.find_buffer(name);
     };
     pending_.clear();
+    if (on_gpu(device)) {
+      const auto ops = select_epilogue_ops(epilogue, shape, buffer_of);
+      if (!ops || !gpu_epilogue_fits(op, *ops)) return std::nullopt;
+      return FoldedEpilogue{epilogue, {}, {}};
+    }
     if (select_epilogue_ops(epilogue, shape, buffer_of)) return FoldedEpilogue{epilogue, {}, {}};
     FoldedEpilogue folded = fold_column_affine(epilogue, shape, buffer_of, prefix, device);
     pending_ = folded.buffers;

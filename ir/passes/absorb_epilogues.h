@@ -23,6 +23,10 @@
 /// parameters may change between calls) and the epilogue reads that vector (scale_col,
 /// bias_col).
 ///
+/// On a GPU (the output buffer's device), only what cuBLAS(Lt) and cuDNN apply themselves
+/// (ir/epilogue_ops.h gpu_epilogue_fits: a bias or residual, then relu or tanh-GELU), with
+/// no folding and no tile: everything else is a generated kernel as before.
+///
 /// Tile epilogues: a consumer that is not such a sequence (and has no transcendental math, and
 /// the call is a 2-D mm / addmm or a conv2d with static sizes) may still run inside the call,
 /// on each finished output tile (ir/passes/tile_epilogue.h): the call keeps its epilogue, names
