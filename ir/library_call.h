@@ -1,6 +1,7 @@
 /// \file
-/// Library calls: the loop-level IR's node for work done by a library kernel (our GEMM,
-/// convolution and attention kernels, matrix/) rather than by generated loops.
+/// Library calls: the loop-level IR's node for work done by a library kernel (on the CPU our
+/// GEMM, convolution and attention kernels, matrix/; on the GPU cuBLAS(Lt) and cuDNN through
+/// ATen, runtime/gpu_library_step.h) rather than by generated loops.
 ///
 /// Lowering chooses one for a matrix op (mm, addmm, bmm, convolution, its backward, flash
 /// attention and its backward) when the op's operands suit the library (inductor/lower/

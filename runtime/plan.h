@@ -124,6 +124,8 @@ inline constexpr int64_t kRowsOfA = -1;
 /// "mm" / "addmm" (2-D) and "bmm" (3-D, batched): out = epilogue(alpha · a · b) on our GEMM
 /// (matrix/gemm.h), the operands' strides read at run time (plain, transposed, or made
 /// contiguous). float32, or a bfloat16 mm / addmm on the AMX GEMM (runtime/matmul_bf16_step.h).
+/// An output on a GPU: cuBLAS(Lt) through ATen (runtime/gpu_library_step.h), float16 and
+/// bfloat16 too.
 struct GemmCall {
   int32_t a = -1, b = -1;
   BufferAlloc out;  ///< row-major (or the dense tensor an absorbed reshape gives it)
@@ -133,7 +135,8 @@ struct GemmCall {
 
 /// "conv2d": out = epilogue(convolution(input, weight)) (matrix/conv.h, runtime/conv_step.h),
 /// input [N, C, H, W] and out [N, OC, OH, OW] both channels-last (NHWC in memory), weight
-/// [OC, C, KH, KW] (groups 1); the conv's bias is the first epilogue op ("bias_col").
+/// [OC, C, KH, KW] (groups 1); the conv's bias is the first epilogue op ("bias_col"). On a
+/// GPU (cuDNN through ATen): any layout and groups.
 struct Conv2dCall {
   int32_t input = -1, weight = -1;
   ConvGeometry geometry;
