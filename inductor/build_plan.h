@@ -57,9 +57,10 @@ struct PlanBuild {
   std::vector<KernelInfo> kernels;  ///< per generated kernel, in plan order
   double lowering_ms = 0;           ///< ATen graph -> loop IR
   double emit_ms = 0;               ///< scheduled kernels -> C++ source (or PTX)
-  // GPU graphs (build_plan_gpu.h): the module as LLVM IR and PTX, and the sm it targets.
+  // GPU graphs (build_plan_gpu.h): the module as LLVM IR (its parts one after another) and
+  // PTX (one per part, plan.kernel_parts of them), and the sm it targets.
   std::string gpu_llvm_ir;
-  std::string gpu_ptx;
+  std::vector<std::string> gpu_ptx;
   int gpu_sm = 0;
 };
 

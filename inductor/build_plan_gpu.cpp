@@ -2,10 +2,14 @@
 /// GPU plan building: device selection, pipeline options, PTX emission, launch dims.
 #include "inductor/build_plan_gpu.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <functional>
 #include <stdexcept>
+#include <thread>
 
 #if INDUCTOR_CPP_HAVE_NVPTX
 #include "codegen/nvptx/emit_ptx.h"
@@ -27,6 +31,12 @@ bool value_checks_bounds(const ir::Value& v) {
   if (!v) return false;
   if (v->kind == ir::ValueKind::Load && !v->bounds.empty()) return true;
   return std::any_of(v->operands.begin(), v->operands.end(), value_checks_bounds);
+}
+
+size_t stmt_count(const std::vector<ir::Stmt>& body) {
+  size_t n = body.size();
+  for (const ir::Stmt& s : body) n += stmt_count(s.body);
+  return n;
 }
 
 bool stmts_check_bounds(const std::vector<ir::Stmt>& body) {
@@ -93,7 +103,61 @@ bool kernel_checks_bounds(const ir::Kernel& kernel) {
   return stmts_check_bounds(kernel.body);
 }
 
+int compile_threads() {
+  if (const auto n = knobs::get_count(knobs::Knob::CompileThreads); n && *n > 0)
+    return static_cast<int>(std::min<uint64_t>(*n, 256));
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::vector<std::vector<size_t>> partition_kernels(const std::vector<ir::Kernel>& kernels, int parts) {
+  const size_t count = std::max<size_t>(
+      1, std::min<size_t>(static_cast<size_t>(std::max(parts, 1)), kernels.size() / kMinKernelsPerPart));
+  std::vector<std::pair<size_t, size_t>> by_size;  // (statements, index), largest first
+  for (size_t i = 0; i < kernels.size(); ++i) by_size.push_back({stmt_count(kernels[i].body), i});
+  std::stable_sort(by_size.begin(), by_size.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::vector<size_t>> groups(count);
+  std::vector<size_t> load(count, 0);
+  for (const auto& [size, index] : by_size) {  // each to the lightest group so far
+    const size_t g = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    groups[g].push_back(index);
+    load[g] += size;
+  }
+  for (std::vector<size_t>& g : groups) std::sort(g.begin(), g.end());
+  return groups;
+}
+
 #if INDUCTOR_CPP_HAVE_NVPTX
+namespace {
+
+/// emit_ptx of each group on a thread of its own (the first on the calling thread).
+std::vector<codegen::nvptx::PtxModule> emit_parts(const std::vector<ir::Kernel>& kernels,
+                                                  const std::vector<std::vector<size_t>>& groups,
+                                                  const codegen::nvptx::GpuTarget& target) {
+  const std::string libdevice = codegen::nvptx::default_libdevice_path();
+  std::vector<codegen::nvptx::PtxModule> modules(groups.size());
+  std::vector<std::exception_ptr> errors(groups.size());
+  const auto emit = [&](size_t g) {
+    try {
+      std::vector<ir::Kernel> part;
+      for (size_t i : groups[g]) part.push_back(kernels[i]);
+      modules[g] = codegen::nvptx::emit_ptx(part, target, libdevice);
+    } catch (...) {
+      errors[g] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t g = 1; g < groups.size(); ++g) threads.emplace_back(emit, g);
+  emit(0);
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  return modules;
+}
+
+}  // namespace
+
 void attach_gpu_module(const std::vector<ir::Kernel>& kernels, const std::string& device,
                        const GpuTuning& tuning, PlanBuild& build) {
   codegen::nvptx::GpuTarget target;
@@ -105,12 +169,17 @@ void attach_gpu_module(const std::vector<ir::Kernel>& kernels, const std::string
   if (e.max_column_block) target.max_column_block = e.max_column_block;
   if (e.min_column_grid) target.min_column_grid = e.min_column_grid;
   target.programmatic_launch = e.programmatic_launch;
-  codegen::nvptx::PtxModule module =
-      codegen::nvptx::emit_ptx(kernels, target, codegen::nvptx::default_libdevice_path());
-  if (module.launches.size() != kernels.size())
-    throw std::runtime_error("the PTX emitter returned " + std::to_string(module.launches.size()) +
-                             " launch configurations for " + std::to_string(kernels.size()) +
-                             " kernels");
+  const std::vector<std::vector<size_t>> groups = partition_kernels(kernels, compile_threads());
+  std::vector<codegen::nvptx::PtxModule> modules = emit_parts(kernels, groups, target);
+  // Where each kernel landed: its part and its launch.
+  std::vector<std::pair<int32_t, const codegen::nvptx::GpuLaunch*>> placed(kernels.size(), {-1, nullptr});
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (modules[g].launches.size() != groups[g].size())
+      throw std::runtime_error("the PTX emitter returned " + std::to_string(modules[g].launches.size()) +
+                               " launch configurations for " + std::to_string(groups[g].size()) + " kernels");
+    for (size_t k = 0; k < groups[g].size(); ++k)
+      placed[groups[g][k]] = {static_cast<int32_t>(g), &modules[g].launches[k]};
+  }
   size_t next = 0;
   for (runtime::Step& step : build.plan.steps) {
     runtime::KernelLaunch* plan_kernel = step.kernel();
@@ -122,26 +191,33 @@ void attach_gpu_module(const std::vector<ir::Kernel>& kernels, const std::string
                                  " in a graph on " + device);
     }
     const ir::Kernel& kernel = kernels.at(next);
-    const codegen::nvptx::GpuLaunch& launch = module.launches.at(next);
+    const auto [part, launch] = placed.at(next);
     ++next;
-    if (launch.name != plan_kernel->name || kernel.name != plan_kernel->name)
+    if (launch->name != plan_kernel->name || kernel.name != plan_kernel->name)
       throw std::runtime_error("kernel order mismatch: plan step " + plan_kernel->name +
-                               ", emitted " + launch.name);
+                               ", emitted " + launch->name);
     if (!kernel.symbols.empty())
       throw std::runtime_error("kernel " + kernel.name +
                                " has symbolic sizes (not on the GPU yet)");
     runtime::GpuLaunchDims& dims = plan_kernel->gpu;
-    std::copy(std::begin(launch.grid), std::end(launch.grid), dims.grid.begin());
-    std::copy(std::begin(launch.block), std::end(launch.block), dims.block.begin());
-    dims.shared_bytes = launch.shared_bytes;
+    std::copy(std::begin(launch->grid), std::end(launch->grid), dims.grid.begin());
+    std::copy(std::begin(launch->block), std::end(launch->block), dims.block.begin());
+    dims.shared_bytes = launch->shared_bytes;
     dims.checks_bounds = kernel_checks_bounds(kernel);
-    dims.programmatic = launch.programmatic;
+    dims.programmatic = launch->programmatic;
+    dims.part = part;
   }
-  build.gpu_llvm_ir = std::move(module.llvm_ir);
-  build.gpu_ptx = std::move(module.ptx);
+  build.gpu_llvm_ir.clear();
+  build.gpu_ptx.clear();
+  for (size_t g = 0; g < modules.size(); ++g) {
+    if (modules.size() > 1) build.gpu_llvm_ir += "; ---- part " + std::to_string(g) + " ----\n";
+    build.gpu_llvm_ir += modules[g].llvm_ir;
+    build.gpu_ptx.push_back(std::move(modules[g].ptx));
+  }
   build.gpu_sm = target.sm;
   build.plan.kernel_library = "kernels.ptx";
   build.plan.library_kind = "ptx";
+  build.plan.kernel_parts = static_cast<int32_t>(modules.size());
 }
 #else
 void attach_gpu_module(const std::vector<ir::Kernel>&, const std::string&, const GpuTuning&,

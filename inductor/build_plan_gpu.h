@@ -41,13 +41,28 @@ int gpu_target_sm(const std::string& device);
 /// driver version, ptxas version. Part of the cache key of GPU graphs (fingerprint.h).
 nlohmann::json gpu_toolchain(const std::string& device);
 
-/// Emits `kernels` (the graph's kernel steps, in plan order) as one PTX module, fills each
-/// kernel step's GPU launch dims and sets the plan's library to "kernels.ptx" (kind "ptx").
-/// Leaves the LLVM IR and PTX in build.gpu_llvm_ir / build.gpu_ptx. Throws
-/// std::runtime_error when the emitter cannot emit a kernel.
+/// Emits `kernels` (the graph's kernel steps, in plan order) as PTX, fills each kernel step's
+/// GPU launch dims and sets the plan's library to "kernels.ptx" (kind "ptx"). The kernels are
+/// split into parts (partition_kernels with compile_threads()), each emitted, optimized and
+/// turned into PTX as a module of its own on a thread of its own
+/// (plan.kernel_parts; each kernel step's gpu.part). Leaves the LLVM IR and the PTX per part
+/// in build.gpu_llvm_ir / build.gpu_ptx. Throws std::runtime_error when the emitter cannot
+/// emit a kernel.
 /// `tuning`: the emitter switches of the option "gpu_tuning".
 void attach_gpu_module(const std::vector<ir::Kernel>& kernels, const std::string& device,
                        const GpuTuning& tuning, PlanBuild& build);
+
+/// Kernels per part, at least, on average: each part links libdevice and runs ptxas once.
+inline constexpr size_t kMinKernelsPerPart = 8;
+
+/// Threads for compiling one graph's kernels: INDUCTOR_CPP_COMPILE_THREADS, else the CPUs
+/// this process may run on.
+int compile_threads();
+
+/// `kernels` in min(`parts`, kernels / kMinKernelsPerPart) groups (at least one), balanced by
+/// statement count (largest first, each to the lightest group): the kernel indices of each
+/// group, ascending.
+std::vector<std::vector<size_t>> partition_kernels(const std::vector<ir::Kernel>& kernels, int parts);
 
 /// Whether a kernel has indirect (bounds-checked) loads, i.e. may set the status word.
 bool kernel_checks_bounds(const ir::Kernel& kernel);

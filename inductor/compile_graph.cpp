@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <thread>
 
 #include "codegen/cpu/emit_cpp.h"
 #include "knobs/knobs.h"
@@ -96,27 +97,50 @@ void report_progress(const CompileContext& ctx, const std::string& stage) {
   if (ctx.progress) ctx.progress(stage);
 }
 
-/// GPU graphs: the module as LLVM IR (kernels.ll) and PTX (kernels.ptx), and, when ptxas is
-/// there, as a cubin for the target sm (kernels.cubin, which the plan then names), so a cached
-/// graph loads machine code without the driver's JIT. A failing ptxas leaves the PTX to the
-/// driver, with a warning.
-void add_gpu_artifacts(PlanBuild& built, const CompileContext& ctx, CompiledPlan& out,
+/// GPU graphs: the module as LLVM IR (kernels.ll) and PTX (kernels.ptx, kernels.1.ptx, ...:
+/// one per part), and, when ptxas is there, as cubins for the target sm (kernels.cubin, ...,
+/// which the plan then names; one ptxas process per part, in parallel), so a cached graph
+/// loads machine code without the driver's JIT. A failing ptxas leaves the PTX to the driver,
+/// with a warning. Returns the build record's "gpu" part: the parts and ptxas's wall time.
+json add_gpu_artifacts(PlanBuild& built, const CompileContext& ctx, CompiledPlan& out,
                        kernels_cache::Artifacts& artifacts) {
+  const size_t parts = built.gpu_ptx.size();
+  json record{{"parts", parts}, {"ptxas_ms", 0.0}};
   artifacts["kernels.ll"] = built.gpu_llvm_ir;
-  artifacts["kernels.ptx"] = built.gpu_ptx;
-  if (!knobs::get_bool(knobs::Knob::PtxasCubin) || runtime::cuda::find_ptxas().empty()) return;
+  for (size_t p = 0; p < parts; ++p)
+    artifacts[runtime::Plan::kernel_part_name("kernels.ptx", static_cast<int32_t>(p))] = built.gpu_ptx[p];
+  if (!knobs::get_bool(knobs::Knob::PtxasCubin) || runtime::cuda::find_ptxas().empty()) return record;
+  const auto start = Clock::now();
   ScratchDir scratch;
-  report_progress(ctx, "ptxas on " + std::to_string(built.kernels.size()) + " GPU kernel(s)");
-  const runtime::cuda::PtxasResult r =
-      runtime::cuda::assemble_cubin(scratch.path.string(), built.gpu_ptx, built.gpu_sm);
-  if (!r.ok) {
-    out.logs.push_back({"warning", "ptxas failed; the driver will compile the PTX. " + r.command +
-                                       "\n" + r.output});
-    return;
+  report_progress(ctx, "ptxas on " + std::to_string(built.kernels.size()) + " GPU kernel(s) in " +
+                           std::to_string(parts) + " part(s)");
+  std::vector<runtime::cuda::PtxasResult> results(parts);
+  std::vector<std::thread> threads;
+  for (size_t p = 0; p < parts; ++p) {
+    threads.emplace_back([&, p] {
+      const std::filesystem::path dir = scratch.path / ("part" + std::to_string(p));
+      try {
+        std::filesystem::create_directories(dir);
+        results[p] = runtime::cuda::assemble_cubin(dir.string(), built.gpu_ptx[p], built.gpu_sm);
+      } catch (const std::exception& e) {
+        results[p].output = e.what();
+      }
+    });
   }
-  artifacts["kernels.cubin"] = r.cubin;
+  for (std::thread& t : threads) t.join();
+  record["ptxas_ms"] = ms_since(start);
+  for (const runtime::cuda::PtxasResult& r : results) {
+    if (!r.ok) {
+      out.logs.push_back({"warning", "ptxas failed; the driver will compile the PTX. " + r.command +
+                                         "\n" + r.output});
+      return record;
+    }
+  }
+  for (size_t p = 0; p < parts; ++p)
+    artifacts[runtime::Plan::kernel_part_name("kernels.cubin", static_cast<int32_t>(p))] = results[p].cubin;
   built.plan.kernel_library = "kernels.cubin";
   built.plan.library_kind = "cubin";
+  return record;
 }
 
 /// The code generation settings the compile options ask for.
@@ -148,8 +172,10 @@ kernels_cache::Artifacts build_artifacts(const ir::Graph& graph, const CompileCo
     out.logs.push_back({"warning", "code generation abandoned: " + built.codegen_error});
   kernels_cache::Artifacts artifacts;
   if (!built.gpu_ptx.empty()) {
-    add_gpu_artifacts(built, ctx, out, artifacts);
-    artifacts["build.json"] = make_build_record(built, plan_build_ms, nullptr, "").dump();
+    const json gpu = add_gpu_artifacts(built, ctx, out, artifacts);
+    json record = make_build_record(built, plan_build_ms, nullptr, "");
+    record["gpu"] = gpu;
+    artifacts["build.json"] = record.dump();
   } else if (!built.cpp_source.empty()) {
     ScratchDir scratch;
     if (ctx.stats) ++ctx.stats->cxx_compiler_invocations;
@@ -197,10 +223,13 @@ void load_entry(const kernels_cache::Entry& entry, CompiledPlan& out) {
   out.build_record = has("build.json") ? json::parse(entry.read("build.json")) : json::object();
   if (out.plan.is_gpu()) {
     // The module is loaded by the executor (runtime/cuda); output_code shows IR and PTX.
-    out.plan.kernel_image = entry.read(out.plan.kernel_library);
-    out.cpp_source = "// ---- LLVM IR (kernels.ll) ----\n" + entry.read("kernels.ll") +
-                     "\n// ---- PTX (kernels.ptx; loaded as " + out.plan.kernel_library + ") ----\n" +
-                     entry.read("kernels.ptx");
+    out.cpp_source = "// ---- LLVM IR (kernels.ll) ----\n" + entry.read("kernels.ll");
+    for (int32_t p = 0; p < out.plan.kernel_parts; ++p) {
+      out.plan.kernel_images.push_back(entry.read(out.plan.kernel_part_name(p)));
+      const std::string ptx = runtime::Plan::kernel_part_name("kernels.ptx", p);
+      out.cpp_source += "\n// ---- PTX (" + ptx + "; loaded as " + out.plan.kernel_part_name(p) + ") ----\n" +
+                        entry.read(ptx);
+    }
   } else if (!out.plan.kernel_library.empty()) {
     out.cpp_source = entry.read("kernels.cpp");
     out.library = runtime::KernelLibrary::open((entry.dir / out.plan.kernel_library).string());

@@ -134,8 +134,14 @@ std::string perf_report(const std::string& cache_outcome, const json& timings,
   if (build_record.empty()) return s.str();
   s << "\n  " << (built_now ? "build" : "original build") << ": plan "
     << ms(number(build_record, "plan_build_ms")) << " (lowering "
-    << ms(number(build_record, "lowering_ms")) << ", emit C++ "
-    << ms(number(build_record, "emit_ms")) << ")";
+    << ms(number(build_record, "lowering_ms"));
+  const json& gpu = build_record.value("gpu", json());
+  if (gpu.is_object()) {
+    s << ", emit PTX " << ms(number(build_record, "emit_ms")) << " in " << gpu.value("parts", 1) << " part(s))"
+      << ", ptxas " << ms(gpu.value("ptxas_ms", 0.0));
+  } else {
+    s << ", emit C++ " << ms(number(build_record, "emit_ms")) << ")";
+  }
   const json& cxx = build_record.value("cxx", json());
   if (cxx.is_object()) {
     s << ", C++ compiler " << ms(1000 * cxx.at("seconds").get<double>()) << " for "

@@ -67,6 +67,9 @@
   X(Ptxas, "INDUCTOR_CPP_PTXAS", Path, "", true, Compiler, "",                                    \
     "the ptxas that assembles cubins (unset: $CUDA_HOME/bin/ptxas, /usr/local/cuda/bin/ptxas, "   \
     "then PATH)")                                                                                 \
+  X(CompileThreads, "INDUCTOR_CPP_COMPILE_THREADS", Count, "", false, Compiler, "",               \
+    "threads that compile one GPU graph's kernels in parallel, each a module of its own (LLVM, "  \
+    "then ptxas); unset: the CPUs this process may run on; 1: one module (docs/gpu.md)")          \
   /* runtime */                                                                                   \
   X(DirectInference, "INDUCTOR_CPP_DIRECT_INFERENCE", Bool, "1", false, Runtime, "",              \
     "0: inference graphs always keep AOT autograd's runtime wrappers (direct_call.py)")           \

@@ -13,16 +13,23 @@ namespace inductor_cpp::runtime::cuda {
 
 std::vector<GpuKernel> bind_gpu_kernels(const Plan& plan,
                                         const std::vector<std::string>& step_labels) {
-  if (plan.kernel_image.empty())
-    throw std::runtime_error("inductor_cpp: the GPU plan's module (" + plan.kernel_library +
-                             ") was not loaded");
+  if (plan.kernel_images.size() != static_cast<size_t>(plan.kernel_parts))
+    throw std::runtime_error("inductor_cpp: the GPU plan's module (" + plan.kernel_library + ", " +
+                             std::to_string(plan.kernel_parts) + " part(s)) was not loaded");
   std::vector<std::string> names;
+  std::vector<int32_t> parts;
   for (const Step& s : plan.steps) {
-    if (const KernelLaunch* k = s.kernel()) names.push_back(k->name);
+    if (const KernelLaunch* k = s.kernel()) {
+      if (k->gpu.part < 0 || k->gpu.part >= plan.kernel_parts)
+        throw std::runtime_error("inductor_cpp: kernel " + k->name + " is in part " + std::to_string(k->gpu.part) +
+                                 " of a module of " + std::to_string(plan.kernel_parts));
+      names.push_back(k->name);
+      parts.push_back(k->gpu.part);
+    }
   }
   const auto kind =
       plan.library_kind == "cubin" ? GpuModule::ImageKind::Cubin : GpuModule::ImageKind::Ptx;
-  auto module = std::make_shared<const GpuModule>(plan.kernel_image, kind, names);
+  auto module = std::make_shared<const GpuModule>(plan.kernel_images, kind, names, parts);
   std::vector<GpuKernel> out;
   for (const Step& s : plan.steps) {
     const KernelLaunch* launch = s.kernel();

@@ -70,6 +70,9 @@ struct GpuLaunchDims {
   /// itself: codegen/nvptx/emit_ptx.h GpuTarget::programmatic_launch). JSON key
   /// "programmatic", absent when false.
   bool programmatic = false;
+  /// Which of the plan's GPU images holds the kernel (Plan::kernel_parts; JSON "part",
+  /// absent when 0).
+  int32_t part = 0;
 };
 
 /// A call of a generated kernel: `extern "C" int32_t name(char* const* bufs, const int64_t*
@@ -238,10 +241,21 @@ struct Plan {
   /// What kernel_library holds: "so" (a shared library of CPU kernels, dlopen'ed), "ptx"
   /// (PTX text) or "cubin" (ptxas output) for a GPU plan, loaded with the CUDA driver.
   std::string library_kind = "so";
-  /// GPU plans: the bytes of kernel_library, read from the cache entry by the loader
-  /// (compile_graph.cpp). Not part of the JSON form: the entry stores the file itself.
-  std::string kernel_image;
+  /// GPU plans: how many images the kernels were compiled into (in parallel, one module
+  /// each); part 0 is kernel_library, part k its name with ".k" before the extension
+  /// (kernel_part_name). JSON "kernel_parts", absent when 1.
+  int32_t kernel_parts = 1;
+  /// GPU plans: the bytes of each part, read from the cache entry by the loader
+  /// (compile_graph.cpp). Not part of the JSON form: the entry stores the files themselves.
+  std::vector<std::string> kernel_images;
   bool is_gpu() const { return library_kind == "ptx" || library_kind == "cubin"; }
+  /// The file of image `part`: "kernels.cubin", "kernels.1.cubin", ...
+  std::string kernel_part_name(int32_t part) const { return kernel_part_name(kernel_library, part); }
+  static std::string kernel_part_name(const std::string& first, int32_t part) {
+    const size_t dot = first.rfind('.');
+    if (part == 0 || dot == std::string::npos) return first;
+    return first.substr(0, dot) + "." + std::to_string(part) + first.substr(dot);
+  }
 };
 
 nlohmann::json plan_to_json(const Plan& plan);

@@ -223,6 +223,7 @@ json to_json(const KernelLaunch& k, bool gpu) {
     out["gpu"] = json{{"grid", g.grid}, {"block", g.block}, {"shared_bytes", g.shared_bytes},
                       {"checks_bounds", g.checks_bounds}};
     if (g.programmatic) out["gpu"]["programmatic"] = true;
+    if (g.part != 0) out["gpu"]["part"] = g.part;
   }
   return out;
 }
@@ -242,6 +243,7 @@ KernelLaunch kernel_from_json(const json& j) {
     k.gpu.shared_bytes = g.at("shared_bytes").get<int32_t>();
     k.gpu.checks_bounds = g.at("checks_bounds").get<bool>();
     k.gpu.programmatic = g.value("programmatic", false);
+    k.gpu.part = g.value("part", int32_t{0});
   }
   return k;
 }
@@ -301,6 +303,7 @@ json plan_to_json(const Plan& p) {
            {"ops_fallback", p.ops_fallback},
            {"kernel_library", p.kernel_library}};
   if (p.library_kind != "so") out["library_kind"] = p.library_kind;  // absent: CPU ("so")
+  if (p.kernel_parts != 1) out["kernel_parts"] = p.kernel_parts;
   return out;
 }
 
@@ -320,6 +323,8 @@ Plan plan_from_json(const json& j) {
     p.ops_fallback = j.at("ops_fallback").get<int64_t>();
     p.kernel_library = j.at("kernel_library").get<std::string>();
     p.library_kind = j.value("library_kind", std::string("so"));
+    p.kernel_parts = j.value("kernel_parts", int32_t{1});
+    if (p.kernel_parts < 1) throw std::runtime_error("plan: kernel_parts < 1");
     return p;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("plan: malformed: ") + e.what());

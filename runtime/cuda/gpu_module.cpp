@@ -64,21 +64,29 @@ CUcontext make_primary_context_current(int ordinal) {
   return ctx;
 }
 
-GpuModule::GpuModule(std::string image, ImageKind kind, std::vector<std::string> kernels)
-    : image_(std::move(image)), kind_(kind), kernels_(std::move(kernels)) {
+GpuModule::GpuModule(std::vector<std::string> images, ImageKind kind, std::vector<std::string> kernels,
+                     std::vector<int32_t> parts)
+    : images_(std::move(images)), kind_(kind), kernels_(std::move(kernels)), parts_(std::move(parts)) {
+  if (parts_.empty()) parts_.assign(kernels_.size(), 0);
+  if (parts_.size() != kernels_.size()) throw std::runtime_error("inductor_cpp: GpuModule: a part per kernel");
+  for (int32_t p : parts_)
+    if (p < 0 || static_cast<size_t>(p) >= images_.size())
+      throw std::runtime_error("inductor_cpp: GpuModule: kernel in part " + std::to_string(p) + " of " +
+                               std::to_string(images_.size()));
   // cuModuleLoadDataEx reads PTX as a NUL-terminated string.
-  if (kind_ == ImageKind::Ptx && (image_.empty() || image_.back() != '\0')) image_.push_back('\0');
+  for (std::string& image : images_)
+    if (kind_ == ImageKind::Ptx && (image.empty() || image.back() != '\0')) image.push_back('\0');
 }
 
 GpuModule::~GpuModule() {
   if (!Driver::available()) return;
   const Driver& drv = Driver::get();
   for (const auto& d : devices_) {
-    if (!d || !d->module) continue;
+    if (!d || d->modules.empty()) continue;
     CUcontext current = nullptr;
     if (drv.cuCtxGetCurrent(&current) == kCudaSuccess && current != d->context)
       drv.cuCtxSetCurrent(d->context);
-    drv.cuModuleUnload(d->module);  // best effort: nothing to report from a destructor
+    for (CUmodule m : d->modules) drv.cuModuleUnload(m);  // best effort: nothing to report from a destructor
     if (current != d->context) drv.cuCtxSetCurrent(current);
   }
 }
@@ -92,19 +100,26 @@ GpuModule::PerDevice& GpuModule::load(int ordinal) const {
                    kJitErrorLogBufferSizeBytes};
   void* values[] = {info.data(), reinterpret_cast<void*>(info.size() - 1), error.data(),
                     reinterpret_cast<void*>(error.size() - 1)};
-  const CUresult r = drv.cuModuleLoadDataEx(&d->module, image_.data(), 4, options, values);
-  if (r != kCudaSuccess) {
-    std::string names;
-    for (const std::string& k : kernels_) names += (names.empty() ? "" : ", ") + k;
-    throw std::runtime_error("inductor_cpp: cannot load the GPU module (" +
-                             std::string(kind_ == ImageKind::Ptx ? "PTX" : "cubin") + ", kernels " +
-                             names + ") on device " + std::to_string(ordinal) + ": " +
-                             drv.error_text(r) +
-                             (log_text(error).empty() ? "" : "\nJIT log: " + log_text(error)));
+  for (size_t part = 0; part < images_.size(); ++part) {
+    CUmodule module = nullptr;
+    const CUresult r = drv.cuModuleLoadDataEx(&module, images_[part].data(), 4, options, values);
+    if (r != kCudaSuccess) {
+      std::string names;
+      for (size_t k = 0; k < kernels_.size(); ++k)
+        if (parts_[k] == static_cast<int32_t>(part)) names += (names.empty() ? "" : ", ") + kernels_[k];
+      for (CUmodule loaded : d->modules) drv.cuModuleUnload(loaded);
+      throw std::runtime_error("inductor_cpp: cannot load the GPU module (" +
+                               std::string(kind_ == ImageKind::Ptx ? "PTX" : "cubin") + " part " +
+                               std::to_string(part) + ", kernels " + names + ") on device " +
+                               std::to_string(ordinal) + ": " + drv.error_text(r) +
+                               (log_text(error).empty() ? "" : "\nJIT log: " + log_text(error)));
+    }
+    d->modules.push_back(module);
   }
-  for (const std::string& name : kernels_) {
+  for (size_t k = 0; k < kernels_.size(); ++k) {
+    const std::string& name = kernels_[k];
     CUfunction fn = nullptr;
-    drv.check(drv.cuModuleGetFunction(&fn, d->module, name.c_str()),
+    drv.check(drv.cuModuleGetFunction(&fn, d->modules[static_cast<size_t>(parts_[k])], name.c_str()),
               "kernel " + name + ": cuModuleGetFunction");
     d->functions.push_back(fn);
     d->shared_opt_in.push_back(kDefaultSharedLimit);

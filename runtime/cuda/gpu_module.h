@@ -36,8 +36,11 @@ void check_launch_dims(const std::string& kernel, const LaunchDims& dims);
 class GpuModule {
  public:
   enum class ImageKind { Ptx, Cubin };
-  /// `image`: PTX text or cubin bytes; `kernels`: the entry names it must contain.
-  GpuModule(std::string image, ImageKind kind, std::vector<std::string> kernels);
+  /// `images`: PTX texts or cubins (a graph's kernels compiled as several modules, in
+  /// parallel); `kernels`: the entry names, kernel i in images[parts[i]] (no `parts`: all in
+  /// the first).
+  GpuModule(std::vector<std::string> images, ImageKind kind, std::vector<std::string> kernels,
+            std::vector<int32_t> parts = {});
   ~GpuModule();
   GpuModule(const GpuModule&) = delete;
   GpuModule& operator=(const GpuModule&) = delete;
@@ -58,15 +61,16 @@ class GpuModule {
  private:
   struct PerDevice {
     CUcontext context = nullptr;
-    CUmodule module = nullptr;
+    std::vector<CUmodule> modules;  ///< one per image
     std::vector<CUfunction> functions;
     std::vector<int32_t> shared_opt_in;  ///< dynamic shared bytes each function allows
   };
   PerDevice& load(int ordinal) const;
 
-  std::string image_;
+  std::vector<std::string> images_;
   ImageKind kind_;
   std::vector<std::string> kernels_;
+  std::vector<int32_t> parts_;  ///< image of each kernel
   mutable std::mutex mutex_;
   mutable std::vector<std::unique_ptr<PerDevice>> devices_;  ///< by ordinal, null until loaded
 };

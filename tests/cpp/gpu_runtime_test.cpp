@@ -36,7 +36,7 @@ TEST(CudaDriver, MissingDriverIsAnErrorNotACrash) {
 
 TEST(CudaDriver, ModuleLoadWithoutDriverNamesTheKernels) {
   if (runtime::cuda::Driver::available()) GTEST_SKIP() << "this machine has a CUDA driver";
-  runtime::cuda::GpuModule module(".version 7.8\n.target sm_90\n.address_size 64\n",
+  runtime::cuda::GpuModule module({".version 7.8\n.target sm_90\n.address_size 64\n"},
                                   runtime::cuda::GpuModule::ImageKind::Ptx, {"k0"});
   EXPECT_THROW(module.functions(0), std::runtime_error);
 }
@@ -83,7 +83,7 @@ runtime::Plan gpu_plan() {
   p.outputs.push_back(runtime::PlanArg::of_slot(1));
   p.kernel_library = "kernels.cubin";
   p.library_kind = "cubin";
-  p.kernel_image = "not serialized";
+  p.kernel_images = {"not serialized"};
   return p;
 }
 
@@ -109,6 +109,35 @@ TEST(GpuPlan, JsonRoundTripKeepsLaunchDimsAndLibraryKind) {
   nlohmann::json old = j;
   old["steps"][0]["kernel"]["gpu"].erase("programmatic");
   EXPECT_FALSE(runtime::plan_from_json(old).steps[0].kernel()->gpu.programmatic);
+}
+
+TEST(GpuPlan, KernelsInSeveralPartsRoundTripAndNameTheirFiles) {
+  runtime::Plan p = gpu_plan();
+  EXPECT_FALSE(runtime::plan_to_json(p).contains("kernel_parts"));  // one part: as before
+  EXPECT_FALSE(runtime::plan_to_json(p)["steps"][0]["kernel"]["gpu"].contains("part"));
+  p.kernel_parts = 3;
+  p.steps[0].kernel()->gpu.part = 2;
+  const runtime::Plan back = runtime::plan_from_json(runtime::plan_to_json(p));
+  EXPECT_EQ(back.kernel_parts, 3);
+  EXPECT_EQ(back.steps[0].kernel()->gpu.part, 2);
+  EXPECT_EQ(back.kernel_part_name(0), "kernels.cubin");
+  EXPECT_EQ(back.kernel_part_name(2), "kernels.2.cubin");
+  EXPECT_EQ(runtime::Plan::kernel_part_name("kernels.ptx", 1), "kernels.1.ptx");
+}
+
+TEST(GpuBuildPlan, KernelsSplitIntoBalancedPartsOfAtLeastEight) {
+  std::vector<ir::Kernel> kernels(20);
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    kernels[i].name = "k" + std::to_string(i);
+    kernels[i].body.resize(i == 0 ? 40 : 1);  // one large kernel
+  }
+  EXPECT_EQ(inductor::partition_kernels(kernels, 1).size(), 1u);
+  EXPECT_EQ(inductor::partition_kernels(kernels, 16).size(), 2u);  // 20 kernels: 2 parts of >= 8
+  const auto groups = inductor::partition_kernels(kernels, 2);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0], std::vector<size_t>{0});  // the large one alone balances the rest
+  EXPECT_EQ(groups[1].size(), 19u);
+  EXPECT_EQ(inductor::partition_kernels({}, 8).size(), 1u);
 }
 
 TEST(GpuPlan, CpuPlanJsonHasNoGpuFieldsAndReadsBackAsSharedLibrary) {
@@ -216,7 +245,8 @@ TEST(GpuBuildPlan, PointwiseChainWithLibdeviceMath) {
   const inductor::PlanBuild built = inductor::build_plan(cuda_pointwise_chain());
   ASSERT_TRUE(built.codegen_error.empty()) << built.codegen_error;
   EXPECT_EQ(built.plan.ops_fallback, 0);
-  EXPECT_NE(built.gpu_ptx.find(".entry"), std::string::npos);
+  ASSERT_EQ(built.gpu_ptx.size(), 1u);
+  EXPECT_NE(built.gpu_ptx[0].find(".entry"), std::string::npos);
 }
 
 TEST(GpuBuildPlan, CudaGraphBecomesOnePtxModuleWithLaunchDims) {
@@ -231,7 +261,8 @@ TEST(GpuBuildPlan, CudaGraphBecomesOnePtxModuleWithLaunchDims) {
     const runtime::KernelLaunch* k = s.kernel();
     if (!k) continue;
     ++kernels;
-    EXPECT_NE(built.gpu_ptx.find(".entry " + k->name), std::string::npos) << k->name;
+    EXPECT_NE(built.gpu_ptx.at(static_cast<size_t>(k->gpu.part)).find(".entry " + k->name), std::string::npos)
+        << k->name;
     EXPECT_GE(k->gpu.grid[0] * k->gpu.block[0], 1);
     EXPECT_EQ(k->gpu.programmatic, built.gpu_sm >= 90) << k->name;
     for (const runtime::BufferAlloc& a : k->allocs) EXPECT_EQ(a.device, "cuda:0");
@@ -244,7 +275,7 @@ TEST(GpuBuildPlan, CudaGraphBecomesOnePtxModuleWithLaunchDims) {
   const std::string dir = testing::TempDir() + "/gpu_runtime_test_ptxas";
   std::filesystem::create_directories(dir);
   const runtime::cuda::PtxasResult r =
-      runtime::cuda::assemble_cubin(dir, built.gpu_ptx, built.gpu_sm);
+      runtime::cuda::assemble_cubin(dir, built.gpu_ptx.at(0), built.gpu_sm);
   EXPECT_TRUE(r.ok) << r.command << "\n" << r.output;
   EXPECT_FALSE(r.cubin.empty());
 }
