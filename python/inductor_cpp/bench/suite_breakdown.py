@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
+from . import kernels
 
 CATEGORIES = ("generated", "gemm", "conv", "attention", "aten", "other")
 GEMM_OPS = {"mm", "addmm", "bmm", "baddbmm", "_addmm_activation", "linear", "matmul",
@@ -140,14 +140,6 @@ def op_flops(op: Op) -> float | None:
 
 # ------------------------------------------------------------------------------ kernel bytes
 
-def _span_bytes(p: dict[str, Any]) -> int:
-    sizes, strides = p["sizes"], p["strides"]
-    if any(x == 0 for x in sizes):
-        return 0
-    return (1 + sum((x - 1) * abs(st) for x, st in zip(sizes, strides))) * \
-        getattr(torch, p["dtype"]).itemsize
-
-
 def _range_name(kernel: dict[str, Any], labels: list[str]) -> str:
     """runtime/bound_step.cpp profile_name_of, for a generated kernel."""
     ops: list[str] = []
@@ -169,7 +161,7 @@ def kernel_bytes(graphs: Iterable[Any]) -> dict[str, int | None]:
         info = g.debug_info()
         labels = json.loads(info.get("labels") or "[]")
         for k in json.loads(info.get("kernels") or "[]"):
-            name, moved = _range_name(k, labels), sum(_span_bytes(p) for p in k["params"])
+            name, moved = _range_name(k, labels), sum(kernels.nbytes(p) for p in k["params"])
             out[name] = moved if out.get(name, moved) == moved else None
     return out
 
