@@ -31,14 +31,16 @@ from typing import Any
 
 import torch
 
-from . import suite_report, timing
-from .suite_workloads import ALL, MICRO
+from . import suite_breakdown, suite_report, timing
+from .suite_workloads import ALL, MICRO, TRAIN_MODELS
 
 HELP = ("micro workloads + models (inference and training), eager vs stock Inductor vs "
         "inductor_cpp: speed, correctness, cold/warm compile, peak memory; JSON + PNG")
 
 EAGER, OURS, STOCK = "eager", "inductor_cpp", "inductor"
-DEFAULT_REPS = {"micro": (20, 3), "model": (10, 2)}  # (iters, warmup)
+DEFAULT_REPS = {"micro": (20, 3), "model": (10, 2), "train": (20, 3)}  # (iters, warmup)
+MODES = {"infer": ALL, "train": TRAIN_MODELS, "all": ALL + TRAIN_MODELS}
+BREAKDOWN_STEPS = {"quick": 2, "cpu": 3, "cuda": 5}  # profiled steps per variant
 WORKER_TIMEOUT_S = 3600
 
 
@@ -47,8 +49,20 @@ def log(message: str) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", choices=list(MODES), default="infer",
+                   help="infer: the micro workloads and small models (the suite as it was, two "
+                        "small training rows included); train: the training models of issue 40 "
+                        f"({','.join(TRAIN_MODELS)}); all: both")
     p.add_argument("--only", default=None, metavar="NAME,NAME",
-                   help=f"workloads to run, of: {','.join(ALL)}")
+                   help=f"workloads to run (any mode's), of: {','.join(ALL + TRAIN_MODELS)}")
+    p.add_argument("--breakdown", action=argparse.BooleanOptionalAction, default=None,
+                   help="per workload and variant, a few more steps under torch.profiler: time "
+                        "in generated kernels / gemm / conv / attention / ATen / host, and the "
+                        "top kernels (default: on with --mode train --device cuda)")
+    p.add_argument("--autocast", choices=["bf16"], default=None,
+                   help="training steps run forward + loss under torch.autocast(bfloat16)")
+    p.add_argument("--no-warm", action="store_true",
+                   help="skip the warm-start / peak-memory processes (one per variant)")
     p.add_argument("--device", choices=["cpu", "cuda", "all"], default="all",
                    help="all: the CPU, and CUDA when torch sees a GPU")
     p.add_argument("--quick", action="store_true",
@@ -71,11 +85,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _selected(args: argparse.Namespace) -> list[str]:
     if args.only is None:
-        return list(ALL)
+        return list(MODES[args.mode])
     names = [n.strip() for n in args.only.split(",") if n.strip()]
-    unknown = [n for n in names if n not in ALL]
+    unknown = [n for n in names if n not in ALL + TRAIN_MODELS]
     if unknown or not names:
-        raise SystemExit(f"--only: unknown workload(s) {unknown}; choose from {list(ALL)}")
+        raise SystemExit(f"--only: unknown workload(s) {unknown}; choose from "
+                         f"{list(ALL + TRAIN_MODELS)}")
     return names
 
 
@@ -89,7 +104,8 @@ def _devices(choice: str) -> list[str]:
 
 
 def _reps(name: str, args: argparse.Namespace) -> tuple[int, int]:
-    iters, warmup = DEFAULT_REPS["micro" if name in MICRO else "model"]
+    kind = "micro" if name in MICRO else "train" if name in TRAIN_MODELS else "model"
+    iters, warmup = DEFAULT_REPS[kind]
     if args.quick:
         iters, warmup = 3, 1
     return (args.iters if args.iters is not None else iters,
@@ -109,6 +125,11 @@ def _worker(phase: str, variants: list[str], names: list[str], device: str,
         command.append("--quick")
     if args.threads is not None:
         command += ["--threads", str(args.threads)]
+    if args.autocast:
+        command += ["--autocast", args.autocast]
+    if phase == "cold" and _breakdown(args, device):
+        steps = BREAKDOWN_STEPS["quick" if args.quick else device]
+        command += ["--breakdown", str(steps)]
     log(f"{device}: {phase} process for {', '.join(variants)} ({len(names)} workloads)")
     try:
         rc: Any = subprocess.run(command, env=env, timeout=WORKER_TIMEOUT_S).returncode
@@ -124,6 +145,12 @@ def _worker(phase: str, variants: list[str], names: list[str], device: str,
     return result
 
 
+def _breakdown(args: argparse.Namespace, device: str) -> bool:
+    if args.breakdown is not None:
+        return args.breakdown
+    return args.mode == "train" and device == "cuda"
+
+
 def run_device(device: str, names: list[str], variants: list[str],
                args: argparse.Namespace) -> dict[str, Any]:
     """The cold process, then one warm process per variant, on a fresh pair of caches."""
@@ -134,11 +161,13 @@ def run_device(device: str, names: list[str], variants: list[str],
     try:
         cold = _worker("cold", variants, names, device, args, env, caches)
         errors = [cold.pop("error")] if "error" in cold else []
-        for variant in variants:
+        for variant in [] if args.no_warm else variants:
             warm = _worker("warm", [variant], names, device, args, env, caches)
             if "error" in warm:
                 errors.append(warm["error"])
             for name, w in warm.get("workloads", {}).items():
+                if "skipped" in w:
+                    continue
                 entry = cold["workloads"].setdefault(name, {"variants": {}})
                 entry["variants"].setdefault(variant, {})["warm"] = w
     finally:
@@ -159,6 +188,11 @@ def run(args: argparse.Namespace) -> int:
     results["ok"] = ok
     results["geomeans"] = suite_report.geomeans(results)
     print(suite_report.report(results, threads))
+    for device, d in results["devices"].items():
+        for name, w in d["workloads"].items():
+            found = {v: r["breakdown"] for v, r in w.get("variants", {}).items() if "breakdown" in r}
+            if found:
+                print(f"\n[{device}] " + suite_breakdown.report(name, w["description"], found))
     print(f"\ninductor_cpp correctness: {'PASS' if ok else 'FAIL'}")
     if args.json:
         timing.write_json(args.json, results)

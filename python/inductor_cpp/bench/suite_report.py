@@ -58,6 +58,9 @@ def _speed_cell(v: dict[str, Any] | None, eager_s: float | None) -> str:
 def speed_table(results: dict[str, Any]) -> str:
     rows = []
     for device, name, w, vs in _rows(results):
+        if w.get("skipped"):
+            rows.append([device, name, "train", w["skipped"]] + ["-"] * 5)
+            continue
         eager_s = _median(vs.get(EAGER))
         ours, stock = vs.get(OURS), vs.get(STOCK)
         c = (ours or {}).get("compile", {})

@@ -26,8 +26,9 @@ from typing import Any
 
 import torch
 
-from . import timing
+from . import suite_breakdown, timing
 from .micro_checks import compare, fp64_verdict
+from .suite_train import Skipped
 from .suite_workloads import Workload, build
 
 EAGER, OURS, STOCK = "eager", "inductor_cpp", "inductor"
@@ -124,14 +125,23 @@ def _before_compile() -> set[int]:
     return {id(g) for g in inductor_cpp.live_graphs()}
 
 
-def _compiled(w: Workload, backend: str) -> Callable:
+def _compiler(backend: str) -> Callable[[Any], Callable]:
+    """fn -> what the variant calls: fn itself (eager) or torch.compile'd by the backend."""
     if backend == EAGER:
-        return w.fn
+        return lambda fn: fn
     if backend == OURS:  # the function itself: works where the package is not pip-installed
         import inductor_cpp
 
-        return torch.compile(w.fn, backend=inductor_cpp.backend, dynamic=False)
-    return torch.compile(w.fn, backend=backend, dynamic=False)
+        return lambda fn: torch.compile(fn, backend=inductor_cpp.backend, dynamic=False)
+    return lambda fn: torch.compile(fn, backend=backend, dynamic=False)
+
+
+def _new_graphs(backend: str, before: set[int]) -> list[Any]:
+    if backend != OURS:
+        return []
+    import inductor_cpp
+
+    return [g for g in inductor_cpp.live_graphs() if id(g) not in before]
 
 
 def _check(w: Workload, out: list[torch.Tensor], ref: list[torch.Tensor],
@@ -154,9 +164,12 @@ def _check(w: Workload, out: list[torch.Tensor], ref: list[torch.Tensor],
     return worst
 
 
-def run_cold(w: Workload, variants: list[str], device: str, iters: int, warmup: int) -> dict:
+def run_cold(w: Workload, variants: list[str], device: str, iters: int, warmup: int,
+             breakdown: int = 0) -> dict:
     result: dict[str, Any] = {"description": w.description, "train": w.train,
-                              "bytes_moved": w.bytes_moved, "variants": {}}
+                              "bytes_moved": w.bytes_moved, "autocast": w.autocast,
+                              "variants": {}}
+    graphs: dict[str, list[Any]] = {}
     ref: list[torch.Tensor] = []
     ref64: list[list[torch.Tensor]] = []
     fns: dict[str, Callable[[], Any]] = {}
@@ -165,8 +178,7 @@ def run_cold(w: Workload, variants: list[str], device: str, iters: int, warmup: 
         log(f"{w.name} [{device}]: {backend}, first call")
         before = _before_compile()
         try:
-            fn = _compiled(w, backend)
-            step = _synced(lambda f=fn: w.step(f), device)
+            step = _synced(w.bind(_compiler(backend)), device)
             v["first_call_s"], out = timing.time_once(step)
             out = [t.detach().clone() for t in out]
         except Exception as e:  # noqa: BLE001  (report it; the other variants still count)
@@ -179,6 +191,7 @@ def run_cold(w: Workload, variants: list[str], device: str, iters: int, warmup: 
             ref = out
         else:
             v["compile"] = _compile_stats(backend, before)
+            graphs[backend] = _new_graphs(backend, before)
             v["check"] = _check(w, out, ref, ref64)
         fns[backend] = step
     log(f"{w.name} [{device}]: timing {', '.join(fns)} interleaved ({warmup} + {iters} rounds)")
@@ -188,6 +201,16 @@ def run_cold(w: Workload, variants: list[str], device: str, iters: int, warmup: 
 
     for name, t in timing.time_rounds(fns, iters, warmup, failed).items():
         result["variants"][name]["timing"] = t.to_dict()
+    for name, v in result["variants"].items():
+        if breakdown and "timing" in v:
+            log(f"{w.name} [{device}]: {name}, {breakdown} steps under torch.profiler")
+            try:
+                bytes_of = suite_breakdown.kernel_bytes(graphs.get(name, []))
+                v["breakdown"] = suite_breakdown.profile_steps(
+                    fns[name], breakdown, device, v["timing"]["median_ms"], bytes_of)
+            except Exception as e:  # noqa: BLE001  (the timings still count)
+                v["breakdown_error"] = f"{type(e).__name__}: {e}"
+                log(f"{w.name}: {name} breakdown failed: {v['breakdown_error'][:300]}")
     return result
 
 
@@ -196,8 +219,7 @@ def run_warm(w: Workload, variant: str, device: str, steps: int) -> dict:
     result: dict[str, Any] = {}
     memory.start()
     try:
-        fn = _compiled(w, variant)
-        step = _synced(lambda: w.step(fn), device)
+        step = _synced(w.bind(_compiler(variant)), device)
         result["first_call_s"], out = timing.time_once(step)
         result["compile_peak_bytes"] = memory.peak()
         del out  # the run peak then counts one step's outputs, like the compile peak
@@ -223,6 +245,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--reps", required=True, help='JSON: {"workload": [iters, warmup], ...}')
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--autocast", choices=["bf16"], default=None)
+    p.add_argument("--breakdown", type=int, default=0, metavar="STEPS")
     p.add_argument("--out", required=True)
     return p.parse_args(argv)
 
@@ -239,10 +263,16 @@ def main(argv: list[str] | None = None) -> int:
     for name in (n for n in args.workloads.split(",") if n):
         _fresh()
         iters, warmup = reps[name]
-        w = build(name, args.device, args.quick, args.seed)
-        if args.phase == "cold":
-            out["workloads"][name] = run_cold(w, variants, args.device, iters, warmup)
-        else:
+        try:
+            w = build(name, args.device, args.quick, args.seed, args.autocast)
+        except Skipped as e:  # a missing package
+            w = None
+            out["workloads"][name] = {"description": str(e), "skipped": str(e), "train": True,
+                                      "variants": {}}
+        if w is not None and args.phase == "cold":
+            out["workloads"][name] = run_cold(w, variants, args.device, iters, warmup,
+                                              args.breakdown)
+        elif w is not None:
             out["workloads"][name] = run_warm(w, variants[0], args.device, max(warmup, 1))
         del w
         with open(args.out, "w") as f:

@@ -29,7 +29,9 @@ TRAIN_TOL = {"rtol": 1e-3, "atol": 1e-4}
 
 MICRO = ("pointwise", "softmax", "layernorm", "sum1", "sum0")
 MODELS = ("resnet18", "mlp_train", "transformer", "transformer_train")
-ALL = MICRO + MODELS
+ALL = MICRO + MODELS  # --mode infer (the default): the suite as it was before --mode
+TRAIN_MODELS = tuple(f"{m}_train" for m in ("resnet18", "resnet50", "mobilenet_v3_small",
+                                           "convnext_tiny", "deit_tiny", "bert", "gpt2"))
 
 
 @dataclass
@@ -44,28 +46,42 @@ class Workload:
     train: bool = False
     tol: dict = field(default_factory=lambda: dict(TIGHT_TOL))
     bytes_moved: int | None = None  # micro: inputs read once + outputs written once
+    autocast: str | None = None  # "bf16": training forward + loss under torch.autocast
 
-    def parameters(self) -> list[torch.Tensor]:
-        return list(self.fn.parameters()) if isinstance(self.fn, nn.Module) else []
+    def parameters(self, module: nn.Module | None = None) -> list[torch.Tensor]:
+        module = self.fn if module is None else module
+        return list(module.parameters()) if isinstance(module, nn.Module) else []
 
-    def step(self, fn: Callable) -> list[torch.Tensor]:
+    def step(self, fn: Callable, module: nn.Module | None = None) -> list[torch.Tensor]:
         """One call of `fn` (this workload's fn, or a compiled version of it): the outputs;
-        for training, the loss then every parameter's gradient."""
+        for training, the loss then every parameter's gradient (of `module`, default fn's)."""
         if not self.train:
             with torch.no_grad():
                 out = fn(*self.inputs)
             return _flat(out)
-        for p in self.parameters():
+        params = self.parameters(module)
+        for p in params:
             p.grad = None
-        loss = fn(*self.inputs)
+        if self.autocast:
+            with torch.autocast(self.inputs[0].device.type, dtype=torch.bfloat16):
+                loss = fn(*self.inputs)
+        else:
+            loss = fn(*self.inputs)
         loss.backward()
-        return [loss.detach()] + [p.grad for p in self.parameters()]
+        return [loss.detach()] + [p.grad for p in params]
+
+    def bind(self, compile_fn: Callable[[Any], Callable]) -> Callable[[], list[torch.Tensor]]:
+        """A step function of this workload, its fn compiled by `compile_fn` (identity for
+        eager); here every variant shares fn (no step changes it)."""
+        fn = compile_fn(self.fn)
+        return lambda: self.step(fn)
 
     def reference64(self) -> list[torch.Tensor]:
         """The same step in float64 (on a float64 copy), for a second-chance accuracy check."""
         fn = copy.deepcopy(self.fn).double() if isinstance(self.fn, nn.Module) else self.fn
         inputs = tuple(t.double() if t.is_floating_point() else t for t in self.inputs)
-        twin = Workload(self.name, self.description, fn, inputs, self.train, self.tol)
+        twin = Workload(self.name, self.description, fn, inputs, self.train, self.tol,
+                        autocast=self.autocast)
         return twin.step(fn)
 
 
@@ -130,10 +146,17 @@ def _micro(name: str, rows: int, cols: int) -> Workload:
                     bytes_moved=_nbytes(inputs) + _nbytes(_flat(out)))
 
 
-def build(name: str, device: str, quick: bool, seed: int = 0) -> Workload:
-    """Workload `name` on `device`, from `seed` (the same in every process)."""
+def build(name: str, device: str, quick: bool, seed: int = 0,
+          autocast: str | None = None) -> Workload:
+    """Workload `name` on `device`, from `seed` (the same in every process); training
+    workloads run forward + loss under `autocast` ("bf16") when given. A name of
+    suite_train.TRAIN_MODELS raises suite_train.Skipped when its package is missing."""
     torch.manual_seed(seed)
     sizes = _sizes(quick, device)
+    if name in TRAIN_MODELS:
+        from .suite_train import build_train
+
+        return _to(build_train(name, device, quick, autocast), device)
     if name in MICRO:
         w = _micro(name, *sizes["matrix"])
     elif name == "resnet18":
@@ -162,7 +185,8 @@ def build(name: str, device: str, quick: bool, seed: int = 0) -> Workload:
             w = Workload(name, label, _encoder(d, heads, layers).eval(), (x,),
                          tol=dict(MODEL_TOL))
     else:
-        raise ValueError(f"unknown workload {name!r}; known: {', '.join(ALL)}")
+        raise ValueError(f"unknown workload {name!r}; known: {', '.join(ALL + TRAIN_MODELS)}")
+    w.autocast = autocast if w.train else None
     return _to(w, device)
 
 
