@@ -30,12 +30,6 @@ LoweredGraph lower_gpu(const ir::Graph& g) {
   return l;
 }
 
-const ir::ExternCall& extern_of(const LoweredGraph& l, int32_t node) {
-  for (const ir::Step& s : l.program.steps)
-    if (s.kind == ir::Step::Kind::Extern && s.call.graph_node == node) return s.call;
-  throw std::runtime_error("no extern step for node " + std::to_string(node));
-}
-
 TEST(GpuLibraryCalls, AddmmOfEveryFloatTypeBecomesACallWithItsBias) {
   for (const char* dtype : {"float32", "float16", "bfloat16"}) {
     const LoweredGraph l = lower_gpu(graph(

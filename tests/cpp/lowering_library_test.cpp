@@ -31,13 +31,6 @@ LoweredGraph lower_library(const ir::Graph& g) {
   return l;
 }
 
-/// The extern step of graph node `node`.
-const ir::ExternCall& extern_of(const LoweredGraph& l, int32_t node) {
-  for (const ir::Step& s : l.program.steps)
-    if (s.kind == ir::Step::Kind::Extern && s.call.graph_node == node) return s.call;
-  throw std::runtime_error("no extern step for node " + std::to_string(node));
-}
-
 /// The library call of graph node `node`, after checking the node counts as generated.
 const ir::LibraryCall& library_of(const LoweredGraph& l, int32_t node) {
   EXPECT_TRUE(l.decisions.at(node).generated) << l.decisions.at(node).reason;

@@ -97,4 +97,11 @@ inline std::string reason_of(const ir::Graph& g, size_t n = 0) {
   return l.decisions.at(n).reason;
 }
 
+/// The extern step of graph node `node`.
+inline const ir::ExternCall& extern_of(const LoweredGraph& l, int32_t node) {
+  for (const ir::Step& s : l.program.steps)
+    if (s.kind == ir::Step::Kind::Extern && s.call.graph_node == node) return s.call;
+  throw std::runtime_error("no extern step for node " + std::to_string(node));
+}
+
 }  // namespace inductor_cpp::inductor::lowering_test
