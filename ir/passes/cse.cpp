@@ -51,7 +51,10 @@ Value rename_loads(const Value& body, const std::map<std::string, std::string>& 
 }  // namespace
 
 LoopProgram eliminate_common_subexpressions(const LoopProgram& program) {
+  // Neither what an extern step reads nor what a view ATen materializes reads may be renamed:
+  // those steps find their inputs by graph value.
   std::set<std::string> pinned = buffers_needed_in_memory(program);
+  views_to_materialize(program, pinned);
   std::map<Definition, std::string> first;
   std::map<std::string, std::string> renamed;
   std::map<std::string, Compute> computes;

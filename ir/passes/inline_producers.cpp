@@ -15,23 +15,6 @@ namespace inductor_cpp::ir {
 
 namespace {
 
-/// Views to materialize through ATen: those needed in memory, and the view sources of those.
-std::set<std::string> views_to_materialize(const LoopProgram& p, std::set<std::string>& needed) {
-  std::set<std::string> views;
-  std::vector<std::string> pending(needed.begin(), needed.end());
-  while (!pending.empty()) {
-    const std::string name = pending.back();
-    pending.pop_back();
-    auto it = p.computes.find(name);
-    if (it == p.computes.end() || !it->second.view || !views.insert(name).second) continue;
-    for (const std::string& src : buffers_read(it->second.body)) {
-      needed.insert(src);
-      pending.push_back(src);
-    }
-  }
-  return views;
-}
-
 /// The name an indirect value of the reader's load takes while it is moved into the
 /// producer's loads (where "%ind<k>" already means the producer's own indirect values).
 std::string outer_indirect(size_t k) { return "%outer" + std::to_string(k); }

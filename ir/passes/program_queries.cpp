@@ -23,6 +23,22 @@ std::set<std::string> buffers_needed_in_memory(const LoopProgram& p) {
   return needed;
 }
 
+std::set<std::string> views_to_materialize(const LoopProgram& p, std::set<std::string>& needed) {
+  std::set<std::string> views;
+  std::vector<std::string> pending(needed.begin(), needed.end());
+  while (!pending.empty()) {
+    const std::string name = pending.back();
+    pending.pop_back();
+    auto it = p.computes.find(name);
+    if (it == p.computes.end() || !it->second.view || !views.insert(name).second) continue;
+    for (const std::string& src : buffers_read(it->second.body)) {
+      needed.insert(src);
+      pending.push_back(src);
+    }
+  }
+  return views;
+}
+
 std::set<std::string> tile_computes(const LoopProgram& p) {
   std::set<std::string> tiles;
   for (const Step& s : p.steps) {

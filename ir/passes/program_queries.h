@@ -18,6 +18,11 @@ std::map<std::string, std::set<std::string>> compute_readers(const LoopProgram& 
 /// Buffers some extern step reads or the graph returns: these must exist in memory.
 std::set<std::string> buffers_needed_in_memory(const LoopProgram& p);
 
+/// The views among `needed` that ATen must materialize (an extern step runs them with their
+/// graph node's arguments), and everything they read; their sources are added to `needed`,
+/// transitively, since those steps look their inputs up by graph value, not by compute.
+std::set<std::string> views_to_materialize(const LoopProgram& p, std::set<std::string>& needed);
+
 /// Computes that library calls run per output tile (LibraryCall::tile_compute): in no kernel
 /// step, yet live, and named by the call so they keep their name.
 std::set<std::string> tile_computes(const LoopProgram& p);

@@ -88,5 +88,25 @@ TEST(Cse, KeepsTileComputes) {
   EXPECT_EQ(run_pass(in, eliminate_common_subexpressions), in);
 }
 
+// Two equal views of an extern's output (an alias kept for backward, a same-shape view read
+// by a chain ATen must materialize): ATen runs that chain with its graph node's arguments, so
+// the view it reads (%3) keeps its name (HF BERT's SDPA output, aten::permute got None).
+TEST(Cse, KeepsViewsAtenMaterializes) {
+  const std::string in = program(R"(  buffer %in0: float32[4, 8]{8, 1} input 0 cpu
+  buffer %1: float32[4, 8]{8, 1} extern cpu
+  buffer %2: float32[4, 8]{8, 1} computed cpu
+  buffer %3: float32[4, 8]{8, 1} computed cpu
+  buffer %4: float32[8, 4]{1, 8} computed cpu
+  buffer %5: float32[8, 4]{4, 1} extern cpu
+  compute %2 (node 2) view pointwise[4, 8] = load(%1, [i0, i1])
+  compute %3 (node 3) view pointwise[4, 8] = load(%1, [i0, i1])
+  compute %4 (node 4) view pointwise[8, 4] = load(%3, [i1, i0])
+  extern node 1 (%in0) -> (%1)
+  extern node 5 (%4) -> (%5)
+  output %2, %5
+)");
+  EXPECT_EQ(run_pass(in, eliminate_common_subexpressions), in);
+}
+
 }  // namespace
 }  // namespace inductor_cpp::ir
