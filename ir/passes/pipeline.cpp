@@ -84,6 +84,7 @@ SplitOptions split_options_for(const PipelineOptions& options) {
     split.column_chunk = 0;
     split.few_columns_parts = 0;
     split.two_pass_variance = false;
+    if (split.strided_head_max_parts == 0) split.strided_head_max_parts = 256;
   }
   return split;
 }

@@ -129,22 +129,26 @@ std::vector<Stmt> gpu_loop_nest(std::vector<std::vector<Stmt>> segment_bodies,
                                 const std::vector<LoopDim>& inner, const ScheduleOptions& options,
                                 const RangeMap& ranges) {
   // Memory accesses only: an argmax position (`at y0`) is no load.
-  std::vector<Expr> accesses;
+  std::vector<Expr> stores, loads;
   std::function<void(const std::vector<Stmt>&)> collect = [&](const std::vector<Stmt>& stmts) {
     for (const Stmt& s : stmts) {
-      if (s.kind == StmtKind::Store) accesses.push_back(s.index);
-      if (s.value) collect_index_exprs(s.value, accesses);
+      if (s.kind == StmtKind::Store) stores.push_back(s.index);
+      if (s.value) collect_index_exprs(s.value, loads);
       collect(s.body);
     }
   };
   for (const auto& seg : segment_bodies) collect(seg);
-  auto accessed_contiguously = [&](const std::string& var) {
+  auto contiguous_in = [](const std::vector<Expr>& accesses, const std::string& var) {
     return std::any_of(accesses.begin(), accesses.end(), [&](const Expr& e) {
       return coefficient_of(e, var) == std::optional<int64_t>(1);
     });
   };
-  const bool outer_contiguous = !outer.empty() && accessed_contiguously(outer[0].var);
-  const bool inner_contiguous = !inner.empty() && accessed_contiguously(inner[0].var);
+  // A reduction's stores are contiguous in its outputs whatever it reads: whether it walks down
+  // columns (sum(0)-like) is for its loads to say (a per-channel sum over an NCHW tensor reads
+  // rows of H*W, not columns).
+  const bool outer_contiguous = !outer.empty() && (contiguous_in(loads, outer[0].var) ||
+                                                   (inner.empty() && contiguous_in(stores, outer[0].var)));
+  const bool inner_contiguous = !inner.empty() && (contiguous_in(loads, inner[0].var) || contiguous_in(stores, inner[0].var));
   const bool outer_reduction = inner.empty() || (!inner_contiguous && outer_contiguous);
   return gpu_nest(std::move(segment_bodies), outer, inner, outer_contiguous, inner_contiguous,
                   outer_reduction, options, ranges);

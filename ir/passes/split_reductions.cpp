@@ -192,6 +192,74 @@ Compute leading_first_stage(const Compute& r, const LeadingSplit& split, const s
   return c;
 }
 
+/// The number of leading reduce ranges of `r` ahead of its contiguous block: walking from the
+/// last reduce range back, a range stays in the block while every direct load that moves with
+/// the reduction has it at the stride of a dense layout (1 for the last). 0 when the loads do
+/// not fit (indirect, or no load contiguous in the last reduce range).
+size_t strided_head_dims(const Compute& r, const LoopProgram& program) {
+  const size_t n = r.reduce_ranges.size();
+  std::vector<Expr> offsets;
+  bool ok = n >= 2;
+  replace_loads(r.body, [&](const Value& l) -> Value {
+    const Buffer& b = program.buffer(l->name);
+    if (!l->operands.empty() || b.strides.size() != l->index.size()) ok = false;
+    Expr offset(0);
+    for (size_t d = 0; ok && d < l->index.size(); ++d) offset = offset + l->index[d] * b.strides[d];
+    bool moves = false;
+    for (size_t k = 0; ok && k < n; ++k) moves = moves || coefficient_of(offset, reduce_var(k)) != std::optional<int64_t>(0);
+    if (ok && moves) offsets.push_back(offset);
+    return l;
+  });
+  if (!ok || offsets.empty()) return 0;
+  int64_t stride = 1;
+  for (size_t k = n; k-- > 0;) {
+    for (const Expr& offset : offsets) {
+      if (coefficient_of(offset, reduce_var(k)) != std::optional<int64_t>(stride)) return k + 1 == n ? 0 : k + 1;
+    }
+    stride *= r.reduce_ranges[k].value();
+  }
+  return 0;  // all contiguous: a plain row, nothing to cut off
+}
+
+/// The first stage that cuts off a strided head of `head_dims` reduce ranges, one part per head
+/// position: ranges [head positions, outputs...], reduce ranges the block's.
+Compute head_first_stage(const Compute& r, size_t head_dims, const std::string& name) {
+  std::map<std::string, Expr> vars;
+  for (size_t k = 0; k < r.ranges.size(); ++k) vars[range_var(k)] = Expr::var(range_var(k + 1));
+  const Expr part = Expr::var(range_var(0));
+  Expr stride(1);
+  for (size_t k = head_dims; k-- > 0;) {
+    const Expr q = floordiv(part, stride);
+    vars[reduce_var(k)] = k == 0 ? q : mod(q, r.reduce_ranges[k]);
+    stride = stride * r.reduce_ranges[k];
+  }
+  for (size_t k = head_dims; k < r.reduce_ranges.size(); ++k) vars[reduce_var(k)] = Expr::var(reduce_var(k - head_dims));
+  Compute c = r;
+  c.name = name;
+  c.ranges.insert(c.ranges.begin(), stride);
+  c.reduce_ranges.assign(r.reduce_ranges.begin() + static_cast<std::ptrdiff_t>(head_dims), r.reduce_ranges.end());
+  c.body = map_indices(r.body, [&](const Expr& e) { return substitute(e, vars); });
+  return c;
+}
+
+/// The strided-head first stage of `r` (SplitOptions::strided_head_max_parts), if that path
+/// applies.
+std::optional<Compute> strided_head_first_stage(const Compute& r, const LoopProgram& program,
+                                                const SplitOptions& options, int64_t outputs) {
+  if (options.strided_head_max_parts <= 0 || outputs > options.strided_head_max_outputs) return std::nullopt;
+  const size_t head_dims = strided_head_dims(r, program);
+  if (head_dims == 0) return std::nullopt;
+  int64_t head = 1, block = 1;
+  for (size_t k = 0; k < r.reduce_ranges.size(); ++k) (k < head_dims ? head : block) *= r.reduce_ranges[k].value();
+  if (block < options.strided_head_min_block || head < 2) return std::nullopt;
+  const std::string name = r.name + ".part";
+  if (head <= options.strided_head_max_parts) return head_first_stage(r, head_dims, name);
+  const std::vector<Expr> head_ranges(r.reduce_ranges.begin(), r.reduce_ranges.begin() + static_cast<std::ptrdiff_t>(head_dims));
+  const auto split = leading_split(head_ranges, options.strided_head_max_parts);
+  if (!split) return std::nullopt;
+  return leading_first_stage(r, *split, name);
+}
+
 /// The two stages of `r` (one kernel step `s`): `first` (named <r>.part, ranges with the part
 /// index last, or first when part_first) and r reduced again over the parts.
 void emit_two_stages(const LoopProgram& program, LoopProgram& out, const Step& s, const Compute& r,
@@ -252,6 +320,7 @@ std::optional<std::pair<Compute, bool>> first_stage_for(const Compute& r, const 
   const auto total = static_product(r.reduce_ranges);
   if (!r.is_reduction() || !splittable(r.reduce_op) || !outputs || !total) return std::nullopt;
   const std::string part_name = r.name + ".part";
+  if (auto first = strided_head_first_stage(r, program, options, *outputs)) return std::make_pair(std::move(*first), true);
   // Few columns (a batch norm's per-channel sums over N*H*W pixels): the scheduler can give
   // threads only whole vectors of columns, so 64 channels run on one thread. Cut the
   // reduction into about `few_columns_parts` runs of its leading reduce ranges instead.
@@ -305,6 +374,31 @@ Compute two_pass_m2(const Compute& m2, const Compute& sum) {
   return c;
 }
 
+/// The second stage of a welford_m2 split like its sum (`sum_part` [parts, outputs...] beside
+/// `m2_part`): Chan's combine, sum over parts of M2_p + n_p (mean_p - mean)^2, every part
+/// holding n_p = total / parts elements and `sum` the sum's final value.
+Compute chan_second_stage(const Compute& m2, const std::string& m2_part, const std::string& sum_part,
+                          const std::string& sum, int64_t parts) {
+  int64_t total = 1;
+  for (const Expr& e : m2.reduce_ranges) total *= e.value();
+  const DType t = m2.body->dtype;
+  std::vector<Expr> kept, part_index{Expr::var(reduce_var(0))};
+  for (size_t k = 0; k < m2.ranges.size(); ++k) {
+    kept.push_back(Expr::var(range_var(k)));
+    part_index.push_back(Expr::var(range_var(k)));
+  }
+  const double per_part = static_cast<double>(total / parts);
+  const Value mean = binary(BinaryOp::div, load(sum, t, kept), constant_float(static_cast<double>(total), t));
+  const Value part_mean = binary(BinaryOp::div, load(sum_part, t, part_index), constant_float(per_part, t));
+  const Value deviation = binary(BinaryOp::sub, part_mean, mean);
+  const Value spread = binary(BinaryOp::mul, constant_float(per_part, t), binary(BinaryOp::mul, deviation, deviation));
+  Compute c = m2;
+  c.reduce_op = ReduceOp::sum;
+  c.reduce_ranges = {Expr(parts)};
+  c.body = binary(BinaryOp::add, load(m2_part, t, part_index), spread);
+  return c;
+}
+
 /// The step that computes `compute` alone, if any.
 const Step* step_of(const std::string& compute, const LoopProgram& program) {
   for (const Step& s : program.steps) {
@@ -344,6 +438,28 @@ LoopProgram split_reductions(const LoopProgram& program, const SplitOptions& opt
     const bool static_variance = r.reduce_op == ReduceOp::welford_m2 && options.two_pass_variance &&
                                  static_product(r.ranges) && static_product(r.reduce_ranges);
     const Compute* sum = static_variance ? matching_sum(r, program) : nullptr;
+    // A variance with a strided head (a batch norm's on the GPU): both stages of its sum, then
+    // Welford's first stage per part and Chan's combine, reading the input once.
+    const bool welford = r.reduce_op == ReduceOp::welford_m2 && static_product(r.ranges) &&
+                         static_product(r.reduce_ranges);
+    const Compute* beside = welford ? matching_sum(r, program) : nullptr;
+    auto head = beside ? strided_head_first_stage(r, program, options, *static_product(r.ranges)) : std::nullopt;
+    const Step* beside_step = beside ? step_of(beside->name, program) : nullptr;
+    if (head && beside_step) {
+      if (!step_of(beside->name, out)) {
+        emit_step(program, out, *beside_step, *beside, options);
+        hoisted.insert(beside->name);
+      }
+      const std::string sum_part = beside->name + ".part";
+      auto it = out.computes.find(sum_part);
+      if (it != out.computes.end() && it->second.ranges == head->ranges) {
+        const int64_t parts = head->ranges.front().value();
+        const std::string m2_part = head->name;
+        emit_two_stages(program, out, s, r, std::move(*head), true);
+        out.computes[r.name] = chan_second_stage(r, m2_part, sum_part, beside->name, parts);
+        continue;
+      }
+    }
     if (sum) {
       const Compute deviations = two_pass_m2(r, *sum);
       const Step* sum_step = step_of(sum->name, program);

@@ -44,6 +44,18 @@ struct SplitOptions {
   /// mean (the two-pass algorithm), split like any sum. Off on the GPU (its Welford kernels
   /// split rows themselves).
   bool two_pass_variance = true;
+  /// Reductions whose reduce ranges are a strided head ahead of a block that is contiguous in
+  /// memory (a batch norm's per-channel statistics of an NCHW tensor: [N] strided, [H, W]
+  /// contiguous), with at most strided_head_max_outputs outputs and a block of at least
+  /// strided_head_min_block elements: each head position becomes a part (up to
+  /// strided_head_max_parts; more are grouped by an exact divisor), so the first stage's rows are
+  /// the contiguous blocks ([N, C] rows of H*W) read with vector loads by many thread blocks;
+  /// the second stage sums the parts, and a welford_m2 beside its sum combines the parts'
+  /// (count, mean, M2) with Chan's formula. 0: off (the CPU's column paths cover these);
+  /// split_options_for turns it on for the GPU.
+  int64_t strided_head_max_parts = 0;
+  int64_t strided_head_max_outputs = 4096;
+  int64_t strided_head_min_block = 256;
 };
 
 LoopProgram split_reductions(const LoopProgram& program, const SplitOptions& options = {});

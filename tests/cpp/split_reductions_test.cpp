@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/passes/split_reductions.h"
+#include "tests/cpp/ir_interpreter.h"
 #include "tests/cpp/pass_test_util.h"
 
 namespace inductor_cpp::ir {
@@ -161,6 +162,56 @@ TEST(SplitReductions, ColumnVarianceBecomesTwoPassAndSplits) {
   output %1.m2, %1.sum
 )");
   EXPECT_EQ(run_pass(rows, [](const LoopProgram& p) { return split_reductions(p); }), rows);
+}
+
+// On the GPU (strided_head_max_parts), a batch norm's statistics over an NCHW tensor cut off
+// the batch: the first stages read rows of H*W contiguous elements ([N, C] of them), the sum's
+// second stage adds the N parts and the variance's combines them with Chan's formula, which
+// the reference interpreter checks against the one-stage Welford.
+TEST(SplitReductions, StridedHeadCutsTheBatchOffAndCombinesVariances) {
+  const std::string in = program(R"(  buffer %in0: float32[8, 4, 16, 16]{1024, 256, 16, 1} input 0 cuda:0
+  buffer %1.m2: float32[4]{1} computed cuda:0
+  buffer %1.sum: float32[4]{1} computed cuda:0
+  compute %1.m2 (node 1) reduce welford_m2[4] over [8, 16, 16] = load(%in0, [r0, i0, r1, r2])
+  compute %1.sum (node 1) reduce sum[4] over [8, 16, 16] = load(%in0, [r0, i0, r1, r2])
+  kernel %1.m2
+  kernel %1.sum
+  output %1.m2, %1.sum
+)");
+  SplitOptions gpu;
+  gpu.strided_head_max_parts = 256;
+  gpu.two_pass_variance = false;
+  const auto split = [&](const LoopProgram& p) { return split_reductions(p, gpu); };
+  EXPECT_EQ(run_pass(in, split), R"(program {
+  buffer %in0: float32[8, 4, 16, 16]{1024, 256, 16, 1} input 0 cuda:0
+  buffer %1.m2: float32[4]{1} computed cuda:0
+  buffer %1.sum: float32[4]{1} computed cuda:0
+  buffer %1.sum.part: float32[8, 4]{4, 1} computed cuda:0
+  buffer %1.m2.part: float32[8, 4]{4, 1} computed cuda:0
+  compute %1.m2 (node 1) reduce sum[4] over [8] = add(load(%1.m2.part, [r0, i0]), mul(256.0:float32, mul(sub(div(load(%1.sum.part, [r0, i0]), 256.0:float32), div(load(%1.sum, [i0]), 2048.0:float32)), sub(div(load(%1.sum.part, [r0, i0]), 256.0:float32), div(load(%1.sum, [i0]), 2048.0:float32)))))
+  compute %1.sum (node 1) reduce sum[4] over [8] = load(%1.sum.part, [r0, i0])
+  compute %1.sum.part (node 1) reduce sum[8, 4] over [16, 16] = load(%in0, [i0, i1, r0, r1])
+  compute %1.m2.part (node 1) reduce welford_m2[8, 4] over [16, 16] = load(%in0, [i0, i1, r0, r1])
+  kernel %1.sum.part
+  kernel %1.sum
+  kernel %1.m2.part
+  kernel %1.m2
+  output %1.m2, %1.sum
+}
+)");
+  const LoopProgram before = parse_program(in);
+  const interp::BufferStorage inputs = interp::random_inputs(before.buffers, 7, {-1.0, 3.0});
+  EXPECT_EQ(interp::compare(interp::run_loop_program(split(before), inputs),
+                            interp::run_loop_program(before, inputs), 1e-9, 1e-9), "");
+  // Contiguous across the whole reduction (a plain row), or a block under 256: left alone.
+  for (const char* compute :
+       {"  buffer %in0: float32[4, 8, 16, 16]{2048, 256, 16, 1} input 0 cuda:0\n  buffer %1: float32[4]{1} computed cuda:0\n"
+        "  compute %1 (node 1) reduce sum[4] over [8, 16, 16] = load(%in0, [i0, r0, r1, r2])\n",
+        "  buffer %in0: float32[8, 4, 8, 8]{256, 64, 8, 1} input 0 cuda:0\n  buffer %1: float32[4]{1} computed cuda:0\n"
+        "  compute %1 (node 1) reduce sum[4] over [8, 8, 8] = load(%in0, [r0, i0, r1, r2])\n"}) {
+    const std::string alone = program(std::string(compute) + "  kernel %1\n  output %1\n");
+    EXPECT_EQ(run_pass(alone, split), alone) << compute;
+  }
 }
 
 // Not column walks, or too small: left alone. A row sum (contiguous in the reduction), a column
