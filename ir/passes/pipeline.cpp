@@ -85,6 +85,7 @@ SplitOptions split_options_for(const PipelineOptions& options) {
     split.few_columns_parts = 0;
     split.two_pass_variance = false;
     if (split.strided_head_max_parts == 0) split.strided_head_max_parts = 256;
+    split.float64_totals = true;
   }
   return split;
 }

@@ -54,6 +54,10 @@ struct SplitOptions {
   /// (count, mean, M2) with Chan's formula. 0: off (the CPU's column paths cover these);
   /// split_options_for turns it on for the GPU.
   int64_t strided_head_max_parts = 0;
+  /// The second stage of a split floating sum adds its parts in float64 and rounds the total
+  /// once (a mean that dwarfs the spread keeps eager's accuracy); split_options_for turns it on
+  /// for the GPU, where the extra stage is one small kernel.
+  bool float64_totals = false;
   int64_t strided_head_max_outputs = 4096;
   int64_t strided_head_min_block = 256;
 };

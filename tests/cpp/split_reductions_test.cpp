@@ -203,6 +203,15 @@ TEST(SplitReductions, StridedHeadCutsTheBatchOffAndCombinesVariances) {
   const interp::BufferStorage inputs = interp::random_inputs(before.buffers, 7, {-1.0, 3.0});
   EXPECT_EQ(interp::compare(interp::run_loop_program(split(before), inputs),
                             interp::run_loop_program(before, inputs), 1e-9, 1e-9), "");
+  // With float64 totals (the GPU's), the sum's parts add up in float64, rounded once.
+  gpu.float64_totals = true;
+  const std::string wide = run_pass(in, split);
+  for (const char* line : {"compute %1.sum.total (node 1) reduce sum[4] over [8] = cast(load(%1.sum.part, [r0, i0]), float64)",
+                           "compute %1.sum (node 1) pointwise[4] = cast(load(%1.sum.total, [i0]), float32)",
+                           "kernel %1.sum.part\n  kernel %1.sum.total\n  kernel %1.sum\n"})
+    EXPECT_NE(wide.find(line), std::string::npos) << line << " in " << wide;
+  EXPECT_EQ(interp::compare(interp::run_loop_program(split(before), inputs),
+                            interp::run_loop_program(before, inputs), 1e-6, 1e-6), "");
   // Contiguous across the whole reduction (a plain row), or a block under 256: left alone.
   for (const char* compute :
        {"  buffer %in0: float32[4, 8, 16, 16]{2048, 256, 16, 1} input 0 cuda:0\n  buffer %1: float32[4]{1} computed cuda:0\n"
