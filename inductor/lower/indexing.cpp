@@ -166,10 +166,19 @@ void lower_scatter_value(NodeLowering& n) {
     if (idx.sizes[d] > self.sizes[d]) decline("scatter index larger than its input");
     if (idx.sizes[d] < self.sizes[d]) inside = inside * ir::lt(index[d], ir::Expr(idx.sizes[d]));
   }
-  idx_index[dim] = reduce_vars(1)[0];
+  // One index per line (nll_loss's backward: one target per row): the hit is a plain
+  // comparison, fused into the where; no `any` over one element (on the GPU a reduction kernel
+  // over the whole [rows, classes] output).
+  const bool single = idx.sizes[dim] == 1;
+  idx_index[dim] = single ? ir::Expr(0) : reduce_vars(1)[0];
   const ir::Value target = ir::cast(ir::load(idx.buffer, idx.dtype, idx_index, inside), DType::Int64);
   ir::Value hit = ir::binary(BinaryOp::eq, target, ir::index_value(index[dim], DType::Int64));
   if (inside != ir::Expr(1)) hit = ir::binary(BinaryOp::logical_and, hit, index_condition(inside));
+  if (single) {
+    const ir::Value v = ir::where(hit, scalar_constant(n.scalar("value"), self.dtype), load_at(self, index));
+    n.define(make_pointwise(out.buffer, out.sizes, v, n.node_index()));
+    return;
+  }
   const std::string hits = n.internal_buffer("hit", DType::Bool, self.sizes);
   ir::Compute any;
   any.name = hits;

@@ -231,6 +231,22 @@ TEST(Lowering, FlipAndUnfoldRewriteIndices) {
             "slice_scatter: source of shape [2, 2], the view has [4, 3]");
 }
 
+// scatter.value with one index per row (nll_loss's backward) is a pointwise where; with more
+// it is an `any` over the row's indices, then the where.
+TEST(Lowering, ScatterValueOneIndexPerRowIsPointwise) {
+  const auto scatter = [](int64_t per_row) {
+    return lower(graph({meta({4, 10}), meta({4, per_row}, "int64")},
+                       {node("aten::scatter.value", {in(0), i(1), in(1), f(-1.0)}, {meta({4, 10})})}));
+  };
+  const LoweredGraph one = scatter(1);
+  EXPECT_EQ(body_of(one, "%0"), "where(eq(load(%in1, [i0, 0]), index(i1, int64)), -1.0:float32, load(%in0, [i0, i1]))");
+  EXPECT_FALSE(one.program.computes.at("%0").is_reduction());
+  EXPECT_EQ(one.program.computes.size(), 1u);
+  const LoweredGraph two = scatter(2);
+  EXPECT_EQ(two.program.computes.size(), 2u);
+  EXPECT_EQ(body_of(two, "%0"), "where(load(%0.hit, [i0, i1]), -1.0:float32, load(%in0, [i0, i1]))");
+}
+
 TEST(Lowering, IndexWrapsNegativeIndicesAndChecksBounds) {
   const LoweredGraph l = lower(graph(
       {meta({5, 4}), meta({3}, "int64")},

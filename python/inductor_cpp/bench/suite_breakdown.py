@@ -174,8 +174,11 @@ def ops_from_profile(prof: Any) -> tuple[list[Op], list[tuple[float, float]]]:
 
     ops: dict[int, Op] = {}
     events = [e for e in prof.events() if e.device_type == DeviceType.CPU]
+    # Device kernels and copies only: a user annotation on the device timeline (stock
+    # Inductor's "## Call CompiledFxGraph ..." range) spans kernels and would count them twice.
     intervals = [(e.time_range.start, e.time_range.end) for e in prof.events()
-                 if e.device_type != DeviceType.CPU]
+                 if e.device_type != DeviceType.CPU and not getattr(e, "is_user_annotation", False)
+                 and not e.name.startswith("## ")]
     for e in events:
         ops[id(e)] = Op(e.name, float(e.self_cpu_time_total),
                         kernels=[(k.name, float(k.duration)) for k in e.kernels],
