@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <exception>
 #include <functional>
+#include <map>
 #include <stdexcept>
 #include <thread>
 
@@ -77,6 +78,7 @@ int gpu_ordinal(const std::string& device) {
 ir::PipelineOptions gpu_pipeline_options(const ir::PipelineOptions& base) {
   ir::PipelineOptions options = base;
   options.schedule.target = ir::Target::Gpu;
+  options.inlining.realize_by_streams = true;
   return options;
 }
 
@@ -101,6 +103,46 @@ nlohmann::json gpu_toolchain(const std::string& device) {
 
 bool kernel_checks_bounds(const ir::Kernel& kernel) {
   return stmts_check_bounds(kernel.body);
+}
+
+namespace {
+
+/// The kernel with its name and parameters replaced by positional ones: kernels with the same
+/// text compute the same thing on their parameters (the layers of a transformer, a forward
+/// kernel recomputed in the backward) and share one PTX entry.
+std::string canonical_text(const ir::Kernel& k) {
+  std::map<std::string, std::string> renamed;
+  ir::Kernel c = k;
+  c.name = "k";
+  for (size_t i = 0; i < c.params.size(); ++i) {
+    c.params[i].buffer = "%p" + std::to_string(i);
+    renamed.emplace(k.params[i].buffer, c.params[i].buffer);
+  }
+  const auto rename = [&](const ir::Value& v) {
+    return ir::replace_loads(v, [&](const ir::Value& l) -> ir::Value {
+      auto it = renamed.find(l->name);
+      if (it == renamed.end()) return ir::Value();
+      return ir::load(it->second, l->dtype, l->index, l->mask, l->operands, l->bounds);
+    });
+  };
+  std::function<void(std::vector<ir::Stmt>&)> walk = [&](std::vector<ir::Stmt>& body) {
+    for (ir::Stmt& s : body) {
+      if (s.value) s.value = rename(s.value);
+      if (auto it = renamed.find(s.buffer); s.kind == ir::StmtKind::Store && it != renamed.end()) s.buffer = it->second;
+      walk(s.body);
+    }
+  };
+  walk(c.body);
+  return ir::kernel_to_text(c);
+}
+
+}  // namespace
+
+std::vector<size_t> first_identical_kernels(const std::vector<ir::Kernel>& kernels) {
+  std::vector<size_t> first(kernels.size());
+  std::map<std::string, size_t> seen;
+  for (size_t i = 0; i < kernels.size(); ++i) first[i] = seen.emplace(canonical_text(kernels[i]), i).first->second;
+  return first;
 }
 
 int compile_threads() {
@@ -169,10 +211,24 @@ void attach_gpu_module(const std::vector<ir::Kernel>& kernels, const std::string
   if (e.max_column_block) target.max_column_block = e.max_column_block;
   if (e.min_column_grid) target.min_column_grid = e.min_column_grid;
   target.programmatic_launch = e.programmatic_launch;
-  const std::vector<std::vector<size_t>> groups = partition_kernels(kernels, compile_threads());
-  std::vector<codegen::nvptx::PtxModule> modules = emit_parts(kernels, groups, target);
-  // Where each kernel landed: its part and its launch.
-  std::vector<std::pair<int32_t, const codegen::nvptx::GpuLaunch*>> placed(kernels.size(), {-1, nullptr});
+  // Each distinct kernel is emitted once; a repeat launches the first one's entry.
+  const std::vector<size_t> first = first_identical_kernels(kernels);
+  std::vector<ir::Kernel> distinct;
+  std::vector<size_t> source;                          // distinct kernel -> its index in `kernels`
+  std::vector<size_t> distinct_index(kernels.size());  // kernel -> its distinct kernel
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (first[i] == i) {
+      distinct_index[i] = distinct.size();
+      distinct.push_back(kernels[i]);
+      source.push_back(i);
+    } else {
+      distinct_index[i] = distinct_index[first[i]];
+    }
+  }
+  const std::vector<std::vector<size_t>> groups = partition_kernels(distinct, compile_threads());
+  std::vector<codegen::nvptx::PtxModule> modules = emit_parts(distinct, groups, target);
+  // Where each distinct kernel landed: its part and its launch.
+  std::vector<std::pair<int32_t, const codegen::nvptx::GpuLaunch*>> placed(distinct.size(), {-1, nullptr});
   for (size_t g = 0; g < groups.size(); ++g) {
     if (modules[g].launches.size() != groups[g].size())
       throw std::runtime_error("the PTX emitter returned " + std::to_string(modules[g].launches.size()) +
@@ -191,9 +247,10 @@ void attach_gpu_module(const std::vector<ir::Kernel>& kernels, const std::string
                                  " in a graph on " + device);
     }
     const ir::Kernel& kernel = kernels.at(next);
-    const auto [part, launch] = placed.at(next);
+    const auto [part, launch] = placed.at(distinct_index.at(next));
+    const std::string& entry = kernels.at(source.at(distinct_index.at(next))).name;
     ++next;
-    if (launch->name != plan_kernel->name || kernel.name != plan_kernel->name)
+    if (launch->name != entry || kernel.name != plan_kernel->name)
       throw std::runtime_error("kernel order mismatch: plan step " + plan_kernel->name +
                                ", emitted " + launch->name);
     if (!kernel.symbols.empty())
@@ -206,6 +263,7 @@ void attach_gpu_module(const std::vector<ir::Kernel>& kernels, const std::string
     dims.checks_bounds = kernel_checks_bounds(kernel);
     dims.programmatic = launch->programmatic;
     dims.part = part;
+    dims.function = entry == kernel.name ? "" : entry;
   }
   build.gpu_llvm_ir.clear();
   build.gpu_ptx.clear();

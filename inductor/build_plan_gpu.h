@@ -44,13 +44,19 @@ nlohmann::json gpu_toolchain(const std::string& device);
 /// Emits `kernels` (the graph's kernel steps, in plan order) as PTX, fills each kernel step's
 /// GPU launch dims and sets the plan's library to "kernels.ptx" (kind "ptx"). The kernels are
 /// split into parts (partition_kernels with compile_threads()), each emitted, optimized and
-/// turned into PTX as a module of its own on a thread of its own
+/// turned into PTX as a module of its own on a thread of its own; identical kernels are
+/// emitted once (first_identical_kernels)
 /// (plan.kernel_parts; each kernel step's gpu.part). Leaves the LLVM IR and the PTX per part
 /// in build.gpu_llvm_ir / build.gpu_ptx. Throws std::runtime_error when the emitter cannot
 /// emit a kernel.
 /// `tuning`: the emitter switches of the option "gpu_tuning".
 void attach_gpu_module(const std::vector<ir::Kernel>& kernels, const std::string& device,
                        const GpuTuning& tuning, PlanBuild& build);
+
+/// For each kernel, the index of the first kernel identical to it up to its name and the
+/// buffers its parameters name (itself when none before is): attach_gpu_module emits each
+/// distinct kernel once and launches repeats through the first one's entry (gpu.function).
+std::vector<size_t> first_identical_kernels(const std::vector<ir::Kernel>& kernels);
 
 /// Kernels per part, at least, on average: each part links libdevice and runs ptxas once.
 inline constexpr size_t kMinKernelsPerPart = 8;

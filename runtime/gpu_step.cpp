@@ -23,7 +23,7 @@ std::vector<GpuKernel> bind_gpu_kernels(const Plan& plan,
       if (k->gpu.part < 0 || k->gpu.part >= plan.kernel_parts)
         throw std::runtime_error("inductor_cpp: kernel " + k->name + " is in part " + std::to_string(k->gpu.part) +
                                  " of a module of " + std::to_string(plan.kernel_parts));
-      names.push_back(k->name);
+      names.push_back(k->gpu.function.empty() ? k->name : k->gpu.function);
       parts.push_back(k->gpu.part);
     }
   }

@@ -73,6 +73,10 @@ struct GpuLaunchDims {
   /// Which of the plan's GPU images holds the kernel (Plan::kernel_parts; JSON "part",
   /// absent when 0).
   int32_t part = 0;
+  /// The PTX entry it launches when that is another kernel's: a kernel identical to an earlier
+  /// one of the plan is emitted once (inductor/build_plan_gpu.cpp). JSON "function", absent
+  /// when empty (the kernel's own name).
+  std::string function;
 };
 
 /// A call of a generated kernel: `extern "C" int32_t name(char* const* bufs, const int64_t*

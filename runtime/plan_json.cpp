@@ -224,6 +224,7 @@ json to_json(const KernelLaunch& k, bool gpu) {
                       {"checks_bounds", g.checks_bounds}};
     if (g.programmatic) out["gpu"]["programmatic"] = true;
     if (g.part != 0) out["gpu"]["part"] = g.part;
+    if (!g.function.empty()) out["gpu"]["function"] = g.function;
   }
   return out;
 }
@@ -244,6 +245,7 @@ KernelLaunch kernel_from_json(const json& j) {
     k.gpu.checks_bounds = g.at("checks_bounds").get<bool>();
     k.gpu.programmatic = g.value("programmatic", false);
     k.gpu.part = g.value("part", int32_t{0});
+    k.gpu.function = g.value("function", std::string());
   }
   return k;
 }

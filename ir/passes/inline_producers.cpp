@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -82,6 +83,16 @@ bool inlinable_under_indirection(const LoopProgram& p, const std::string& name, 
   return has_load && !has_index_value;
 }
 
+/// Elements of a buffer, or nullopt when a size is symbolic.
+std::optional<int64_t> static_numel(const Buffer& b) {
+  int64_t n = 1;
+  for (const Expr& e : b.sizes) {
+    if (!e.is_const()) return std::nullopt;
+    n *= e.value();
+  }
+  return n;
+}
+
 /// Points a compute iterates over (outer times reduction), or 0 when a range is symbolic.
 int64_t iteration_count(const Compute& c) {
   int64_t n = 1;
@@ -131,18 +142,26 @@ std::set<std::string> choose_realized(const LoopProgram& p, const std::set<std::
   // first), each distinct producer counted once.
   std::map<std::string, int64_t> expanded;
   std::set<std::string> gathers;  // bodies that, with what they carry, load through indices
+  // Buffers of at least a compute's size that its body, with what it carries, reads.
+  std::map<std::string, std::set<std::string>> streams;
   for (const Buffer& b : p.buffers) {
     auto found = p.computes.find(b.name);
     if (found == p.computes.end()) continue;
     const auto& [name, c] = *found;
     int64_t size = node_count(c.body);
     bool gather = false;
+    std::set<std::string>& mine = streams[name];
     for (const Value& l : loads_in(c.body)) gather = gather || !l->operands.empty();
     for (const std::string& src : buffers_read(c.body)) {
       auto e = expanded.find(src);
-      if (e == expanded.end() || realized.count(src)) continue;
+      if (e == expanded.end() || realized.count(src)) {
+        if (const std::optional<int64_t> n = static_numel(p.buffer(src)); n && *n >= iteration_count(c) && *n > 1)
+          mine.insert(src);
+        continue;
+      }
       size += e->second;
       gather = gather || gathers.count(src);
+      mine.insert(streams[src].begin(), streams[src].end());
     }
     expanded[name] = size;
     if (gather) gathers.insert(name);
@@ -161,8 +180,10 @@ std::set<std::string> choose_realized(const LoopProgram& p, const std::set<std::
     const bool broadcast_and_large =
         (size >= options.broadcast_realize_min_nodes || gather) && points > 1 &&
         reader_iterations(p, readers, name) >= options.broadcast_realize_factor * points;
+    const int64_t s = static_cast<int64_t>(mine.size()), r = static_cast<int64_t>(reader_count);
+    const bool streams_cost_more = options.realize_by_streams && r > 1 && r * s > s + 1 + r;
     if (c.is_reduction() || needed.count(name) || shared_and_large || gathered_and_large ||
-        broadcast_and_large)
+        broadcast_and_large || streams_cost_more)
       realized.insert(name);
   }
   if (expanded.size() != p.computes.size())

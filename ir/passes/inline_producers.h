@@ -44,6 +44,13 @@ struct InlineOptions {
   /// step counter a kernel then updates in place).
   int64_t broadcast_realize_factor = 8;
   int64_t broadcast_realize_min_nodes = 16;
+  /// A producer with R > 1 readers whose body, with what it carries inlined, reads S buffers of
+  /// at least its own size (memory streams) is realized when inlining moves more memory than
+  /// realizing: R * S > S + 1 + R. A residual stream (x + a1 + a2 + ...) then stops growing
+  /// with depth: inlined, layer k's layer norm read k + 1 tensors, and no two layers' kernels
+  /// were alike (GPT-2's forward: 19 distinct kernels of 36). On for the GPU (run_pipeline's
+  /// caller sets it); the CPU's fusions were tuned without it.
+  bool realize_by_streams = false;
 };
 
 LoopProgram inline_producers(const LoopProgram& program, const InlineOptions& options = {});

@@ -5,6 +5,8 @@
 /// is tested on the GPU machine (tests/python/test_gpu.py, scripts/gpu.sh).
 #include <gtest/gtest.h>
 
+#include "ir/ir_text.h"
+
 #include <filesystem>
 
 #include "inductor/build_plan.h"
@@ -138,6 +140,23 @@ TEST(GpuBuildPlan, KernelsSplitIntoBalancedPartsOfAtLeastEight) {
   EXPECT_EQ(groups[0], std::vector<size_t>{0});  // the large one alone balances the rest
   EXPECT_EQ(groups[1].size(), 19u);
   EXPECT_EQ(inductor::partition_kernels({}, 8).size(), 1u);
+}
+
+// The same kernel over other buffers (a transformer's next layer) is emitted once; a kernel
+// that differs in anything but names is not; the plan launches repeats through gpu.function.
+TEST(GpuBuildPlan, IdenticalKernelsAreEmittedOnce) {
+  const auto kernel = [](const std::string& name, const std::string& in, const std::string& out, const char* op) {
+    return ir::parse_kernel("kernel " + name + "(" + in + ": float32 in, " + out + ": float32 out) {\n" +
+                            "  for x0 in 0..64 parallel vector(4) gpu(threads=1) {\n" + "    let t0 = " + op +
+                            "(load(" + in + ", [x0]))\n" + "    " + out + "[x0] = local(t0, float32)\n  }\n}\n");
+  };
+  const std::vector<ir::Kernel> kernels = {kernel("kernel0", "%in0", "%1", "exp"), kernel("kernel1", "%1", "%2", "exp"),
+                                           kernel("kernel2", "%2", "%3", "tanh"), kernel("kernel3", "%in1", "%4", "tanh")};
+  EXPECT_EQ(inductor::first_identical_kernels(kernels), (std::vector<size_t>{0, 0, 2, 2}));
+  runtime::Plan p = gpu_plan();
+  p.steps[0].kernel()->gpu.function = "kernel0";
+  EXPECT_EQ(runtime::plan_from_json(runtime::plan_to_json(p)).steps[0].kernel()->gpu.function, "kernel0");
+  EXPECT_FALSE(runtime::plan_to_json(gpu_plan())["steps"][0]["kernel"]["gpu"].contains("function"));
 }
 
 TEST(GpuPlan, CpuPlanJsonHasNoGpuFieldsAndReadsBackAsSharedLibrary) {

@@ -160,6 +160,41 @@ TEST(InlineProducers, LargeBroadcastProducerIsComputedOnce) {
 }
 
 // cat-like masked read of a producer: the producer's own loads get the reader's mask.
+// A residual stream h1 = x + a, h2 = h1 + b, h3 = h2 + c, each read by its layer (exp) and the
+// next: with realize_by_streams, h3 (4 input streams, 2 readers: 8 loads inlined against 7
+// realized) is realized, and h4 = h3 + d reads it instead of the whole sum; h1 and h2 (2 and 3
+// streams) stay inlined. Without it, nothing is realized.
+TEST(InlineProducers, ResidualStreamIsRealizedWhenInliningMovesMoreMemory) {
+  std::string lines;
+  for (int k = 0; k < 5; ++k) lines += "  buffer %in" + std::to_string(k) + ": float32[64]{1} input " + std::to_string(k) + " cpu\n";
+  for (int k = 1; k <= 7; ++k) lines += "  buffer %" + std::to_string(k) + ": float32[64]{1} computed cpu\n";
+  lines += R"(  compute %1 pointwise[64] = add(load(%in0, [i0]), load(%in1, [i0]))
+  compute %2 pointwise[64] = add(load(%1, [i0]), load(%in2, [i0]))
+  compute %3 pointwise[64] = add(load(%2, [i0]), load(%in3, [i0]))
+  compute %4 pointwise[64] = add(load(%3, [i0]), load(%in4, [i0]))
+  compute %5 pointwise[64] = exp(load(%1, [i0]))
+  compute %6 pointwise[64] = exp(load(%2, [i0]))
+  compute %7 pointwise[64] = exp(load(%3, [i0]))
+  kernel %1
+  kernel %2
+  kernel %3
+  kernel %4
+  kernel %5
+  kernel %6
+  kernel %7
+  output %4, %5, %6, %7
+)";
+  const std::string in = program(lines);
+  InlineOptions streams;
+  streams.realize_by_streams = true;
+  const std::string out = run_pass(in, [&](const LoopProgram& p) { return inline_producers(p, streams); });
+  EXPECT_NE(out.find("  kernel %3\n  kernel %4\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("compute %4 pointwise[64] = add(load(%3, [i0]), load(%in4, [i0]))"), std::string::npos) << out;
+  EXPECT_EQ(out.find("  kernel %1\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("  kernel %2\n"), std::string::npos) << out;
+  EXPECT_EQ(after_inlining(in).find("  kernel %3\n"), std::string::npos);
+}
+
 TEST(InlineProducers, MaskIsAndedIntoInlinedLoads) {
   const std::string buffers = R"(  buffer %in0: float32[4]{1} input 0 cpu
   buffer %in1: float32[4]{1} input 1 cpu
