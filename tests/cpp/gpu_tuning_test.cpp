@@ -80,5 +80,26 @@ TEST(GpuTuning, ScheduleFollowsTheLimits) {
       << scheduled_text("max_threads=128");
 }
 
+// Per-channel sums over NCHW pixels with a 7x7 image (too small a block to split): a row per
+// channel over N*H*W, its loads contiguous between image boundaries, many threads per row, not
+// the sum(0)-like column kernel the reduction's contiguous store once suggested (32 threads).
+TEST(GpuSchedule, PerChannelSumsOverSmallImagesAreRows) {
+  const std::string program = R"(program {
+  buffer %in0: float32[32, 512, 7, 7]{25088, 49, 7, 1} input 0 cuda
+  buffer %1: float32[512]{1} computed cuda
+  compute %1 (node 1) reduce sum[512] over [32, 7, 7] = load(%in0, [r0, i0, r1, r2])
+  kernel %1
+  output %1
+}
+)";
+  ir::PipelineOptions o;
+  o.schedule.target = ir::Target::Gpu;
+  const ir::PipelineResult r = ir::run_pipeline(ir::parse_program(program), ir::PipelineOptions(o));
+  std::string text;
+  for (const ir::ScheduledStep& s : r.scheduled.steps)
+    if (s.kind == ir::ScheduledStep::Kind::Kernel) text += ir::kernel_to_text(s.kernel);
+  EXPECT_NE(text.find("for x0 in 0..512 parallel gpu(threads=512)"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace inductor_cpp::inductor
