@@ -4,7 +4,6 @@
 /// vector chunks of 16 bytes. Apart from schedule.cpp because none of it applies to the CPU.
 #include <algorithm>
 #include <functional>
-#include <map>
 #include <optional>
 
 #include "ir/passes/schedule_internal.h"
@@ -33,26 +32,6 @@ int gpu_lanes(const std::vector<Stmt>& stmts, const std::string& var, int vector
   walk(stmts);
   if (widest == 0) return 0;
   return std::clamp(vector_bytes / widest, 2, 16);
-}
-
-/// Whether `e` steps by one element as `var` steps by one, at least three times in four: a
-/// flattened loop over an NCHW tensor's pixels indexes `(xf // HW) * C * HW + xf % HW`, which
-/// has no coefficient in xf but walks memory contiguously between image boundaries. (Sampled
-/// over var = 0..64 with the other variables 0.)
-bool mostly_contiguous(const Expr& e, const std::string& var) {
-  if (coefficient_of(e, var) == std::optional<int64_t>(1)) return true;
-  if (!depends_on(e, var)) return false;
-  std::map<std::string, int64_t> values;
-  for (const std::string& v : free_vars(e)) values[v] = 0;
-  int steps_of_one = 0;
-  int64_t previous = evaluate(e, values);
-  for (int64_t k = 1; k <= 64; ++k) {
-    values[var] = k;
-    const int64_t next = evaluate(e, values);
-    steps_of_one += next - previous == 1;
-    previous = next;
-  }
-  return steps_of_one >= 48;
 }
 
 /// The nest over `segment_bodies` given which loops memory is accessed contiguously along and
@@ -160,7 +139,9 @@ std::vector<Stmt> gpu_loop_nest(std::vector<std::vector<Stmt>> segment_bodies,
   };
   for (const auto& seg : segment_bodies) collect(seg);
   auto contiguous_in = [](const std::vector<Expr>& accesses, const std::string& var) {
-    return std::any_of(accesses.begin(), accesses.end(), [&](const Expr& e) { return mostly_contiguous(e, var); });
+    return std::any_of(accesses.begin(), accesses.end(), [&](const Expr& e) {
+      return coefficient_of(e, var) == std::optional<int64_t>(1);
+    });
   };
   // A reduction's stores are contiguous in its outputs whatever it reads: whether it walks down
   // columns (sum(0)-like) is for its loads to say (a per-channel sum over an NCHW tensor reads
