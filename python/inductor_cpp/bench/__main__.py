@@ -32,6 +32,7 @@ SUBCOMMANDS: dict[str, str] = {
     "dynamic": ".dynamic",
     "zoo": ".zoo",
     "ab": ".ab",
+    "compile_scaling": ".compile_scaling",
 }
 
 
