@@ -39,6 +39,8 @@ struct Executable::Bound {
   std::vector<cuda::GpuKernel> gpu_kernels;     ///< GPU plans: every kernel step, in plan order
   bool gpu_checks_bounds = false;               ///< some GPU kernel may set its status word
   mutable cuda::SharedRunStatus shared_status;  ///< the never-written words when none can
+  mutable cuda::DeferredStatusChecks deferred;  ///< earlier runs' words, read once they arrive
+  bool check_each_run = false;                  ///< CUDA_LAUNCH_BLOCKING: read them at the run's end
 };
 
 Executable::Executable(const Plan& plan, std::vector<at::Tensor> constants, std::vector<std::string> labels,
@@ -87,6 +89,7 @@ Executable::Executable(const Plan& plan, std::vector<at::Tensor> constants, std:
     }
     b->gpu_kernels = cuda::bind_gpu_kernels(plan, kernel_labels);
     for (const cuda::GpuKernel& k : b->gpu_kernels) b->gpu_checks_bounds |= k.checks_bounds;
+    b->check_each_run = cuda::launch_blocking();
   }
   for (const PlanArg& out : plan.outputs) b->outputs.emplace_back(out);
   bound_ = std::move(b);
@@ -116,6 +119,13 @@ std::vector<c10::IValue> Executable::run(std::vector<c10::IValue> inputs) const 
   for (size_t c = 0; c < b.constants.size(); ++c) slots[b.num_inputs + c] = b.constants[c];
   for (int32_t s : b.free_at_start) slots[s] = c10::IValue();
 
+  if (b.gpu_checks_bounds && !b.check_each_run) {  // earlier runs whose status words arrived
+    try {
+      b.deferred.check(b.gpu_kernels);
+    } catch (...) {
+      std::throw_with_nested(StepError("inductor_cpp: while running the graph's GPU kernels"));
+    }
+  }
   torch::jit::Stack stack;
   GpuRun gpu{b.gpu_kernels, std::nullopt, std::nullopt, b.gpu_checks_bounds ? nullptr : &b.shared_status};
   RunContext ctx{slots, stack, gpu};
@@ -133,12 +143,14 @@ std::vector<c10::IValue> Executable::run(std::vector<c10::IValue> inputs) const 
     for (int32_t s : step->free_after) slots[s] = c10::IValue();
   }
 
-  if (gpu.status && b.gpu_checks_bounds) {  // one synchronizing read per run, only if needed
+  if (gpu.status && b.gpu_checks_bounds && b.check_each_run) {  // a synchronizing read
     try {
       gpu.status->check(b.gpu_kernels);
     } catch (...) {
       std::throw_with_nested(StepError("inductor_cpp: while running the graph's GPU kernels"));
     }
+  } else if (gpu.status && b.gpu_checks_bounds) {
+    b.deferred.queue(*gpu.status, *gpu.device);  // read by a later run, without a sync now
   }
   std::vector<c10::IValue> outputs;
   outputs.reserve(b.outputs.size());

@@ -2,7 +2,9 @@
 /// GPU kernel steps: module binding, status words, launches on the current stream.
 #include "runtime/gpu_step.h"
 
+#include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
+#include <c10/core/Event.h>
 #include <c10/core/Stream.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
@@ -63,15 +65,65 @@ int32_t* GpuRunStatus::word(int32_t index) const {
   return words_.data_ptr<int32_t>() + index;
 }
 
-void GpuRunStatus::check(const std::vector<GpuKernel>& kernels) const {
-  const at::Tensor host = words_.cpu();  // waits for the stream
+namespace {
+
+void throw_first_set(const at::Tensor& host, const std::vector<GpuKernel>& kernels, const char* when) {
   const int32_t* w = host.data_ptr<int32_t>();
   for (int64_t i = 0; i < host.numel(); ++i) {
     if (w[i] == 0) continue;
     const std::string label =
         static_cast<size_t>(i) < kernels.size() ? kernels[i].label : "a generated GPU kernel";
-    TORCH_CHECK_INDEX(false, "index out of bounds (index out of range in self) in ", label);
+    TORCH_CHECK_INDEX(false, "index out of bounds (index out of range in self) in ", label, when);
   }
+}
+
+}  // namespace
+
+bool launch_blocking() {
+  const char* v = std::getenv("CUDA_LAUNCH_BLOCKING");
+  return v != nullptr && *v != '\0' && std::string(v) != "0";
+}
+
+struct DeferredStatusChecks::Pending {
+  at::Tensor host;  ///< pinned copy of the run's words
+  c10::Event done{c10::DeviceType::CUDA};
+};
+
+void DeferredStatusChecks::queue(const GpuRunStatus& status, c10::Device device) {
+  auto p = std::make_shared<Pending>();
+  p->host = at::empty(status.words().sizes(), status.words().options().device(at::kCPU).pinned_memory(true));
+  p->host.copy_(status.words(), /*non_blocking=*/true);
+  const c10::Stream stream = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(device);
+  p->done.record(stream);
+  std::lock_guard<std::mutex> lock(mutex_);
+  pending_.push_back(std::move(p));
+}
+
+void DeferredStatusChecks::check(const std::vector<GpuKernel>& kernels, bool wait) {
+  std::vector<std::shared_ptr<Pending>> arrived;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::shared_ptr<Pending>> still;
+    // Keep at most 16 runs in flight: past that, wait for the oldest (memory stays bounded).
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      const bool must = wait || pending_.size() - i > 16;
+      if (must || pending_[i]->done.query()) {
+        arrived.push_back(pending_[i]);
+      } else {
+        still.push_back(pending_[i]);
+      }
+    }
+    pending_ = std::move(still);
+  }
+  for (const auto& p : arrived) {
+    p->done.synchronize();
+    throw_first_set(p->host, kernels, " (in an earlier call of this graph; CUDA_LAUNCH_BLOCKING=1 reports it at the call)");
+  }
+}
+
+void GpuRunStatus::check(const std::vector<GpuKernel>& kernels) const {
+  const at::Tensor host = words_.cpu();  // waits for the stream
+  throw_first_set(host, kernels, "");
 }
 
 void launch_gpu_kernel(const GpuKernel& k, const std::vector<char*>& buffers, c10::Device device,

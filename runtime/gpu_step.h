@@ -45,10 +45,36 @@ class GpuRunStatus {
   /// Reads the words (synchronizes with the stream); throws c10::IndexError naming the first
   /// kernel whose word is set.
   void check(const std::vector<GpuKernel>& kernels) const;
+  const at::Tensor& words() const { return words_; }
 
  private:
   at::Tensor words_;
 };
+
+/// The status words of finished runs, checked without stopping the host: at the end of a run
+/// its words are copied to pinned host memory behind an event on the run's stream; a later run
+/// of the same plan (or check_all) reads the runs whose events have completed and throws
+/// c10::IndexError naming the kernel, "in an earlier call". So the host can launch the next
+/// graph (a training step's backward) while this one runs, as it does for eager's kernels,
+/// whose device-side asserts also surface later. With CUDA_LAUNCH_BLOCKING=1 each run is
+/// checked at its own end instead (the error at the call that caused it). Thread-safe.
+class DeferredStatusChecks {
+ public:
+  /// Queues `status` (its run's kernels all launched on `device`'s current stream).
+  void queue(const GpuRunStatus& status, c10::Device device);
+  /// Checks every queued run whose copy has arrived (all of them when `wait`); throws for the
+  /// first with a word set.
+  void check(const std::vector<GpuKernel>& kernels, bool wait = false);
+
+ private:
+  struct Pending;
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<Pending>> pending_;
+};
+
+/// Whether CUDA_LAUNCH_BLOCKING is set to a true value (then status words are read at the end of
+/// each run).
+bool launch_blocking();
 
 /// Status words for plans whose kernels never write them (no bounds-checked loads): zeroed
 /// once per device and shared by every run, so a run launches no fill kernel for them.

@@ -248,11 +248,25 @@ def test_float32_math_ulp_sweep_vs_float64(name, fn):
                                         x[ours.argmax()].item())
 
 
-def test_out_of_range_gather_raises_index_error():
+def test_out_of_range_gather_raises_index_error_at_the_next_call():
+    """The status words are read without a sync: a bad index is reported by the graph's next
+    call, naming the kernel and saying so (eager's device-side asserts also surface later)."""
     w = torch.randn(10, 16, device=DEV)
     fn = lambda w, i: F.embedding(i, w) * 2  # noqa: E731
     ok = torch.tensor([1, 2, 9], device=DEV)
-    torch.testing.assert_close(compiled(fn)(w, ok), fn(w, ok))
+    f = compiled(fn)
+    torch.testing.assert_close(f(w, ok), fn(w, ok))
+    f(w, torch.tensor([1, 12, 3], device=DEV))  # launched; nothing waits for it
+    torch.cuda.synchronize()
+    with pytest.raises(IndexError, match="earlier call"):
+        f(w, ok)
+    torch.testing.assert_close(f(w, ok), fn(w, ok))  # reported once; the graph goes on
+
+
+def test_out_of_range_gather_raises_at_its_call_with_launch_blocking(monkeypatch):
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
+    w = torch.randn(10, 16, device=DEV)
+    fn = lambda w, i: F.embedding(i, w) * 3  # noqa: E731
     with pytest.raises(IndexError):
         compiled(fn)(w, torch.tensor([1, 12, 3], device=DEV))
 
