@@ -76,7 +76,10 @@ def _build(name: str, device: str):
 def test_inference_matches_eager(name, device):
     model, inputs = _build(name, device)
     model.eval()
-    with torch.no_grad():
+    # cuDNN convolutions default to TF32, whose rounding follows the algorithm cuDNN picks for
+    # each call's strides and alignment: ViT's patch convolution then differs by ~1e-3 between
+    # two equally valid runs. Full float32 makes the comparison about our kernels.
+    with torch.no_grad(), torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
         want = _main_output(model(**inputs))
         got = _main_output(torch.compile(model, backend="inductor_cpp")(**inputs))
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
