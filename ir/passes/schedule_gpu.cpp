@@ -4,6 +4,7 @@
 /// vector chunks of 16 bytes. Apart from schedule.cpp because none of it applies to the CPU.
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <optional>
 
 #include "ir/passes/schedule_internal.h"
@@ -34,17 +35,55 @@ int gpu_lanes(const std::vector<Stmt>& stmts, const std::string& var, int vector
   return std::clamp(vector_bytes / widest, 2, 16);
 }
 
+/// How far `e` moves when `var` steps by one inside the runs a flattened loop variable makes:
+/// `var % c` moves with `var` and `var // c` stays put (except where a run of c ends). So
+/// `(xf // 3136) * 301056 + xf % 3136` (an NCHW read over flattened N, H*W) is 1: neighbouring
+/// threads read neighbouring elements, which coefficient_of (exact everywhere) cannot say.
+std::optional<int64_t> coefficient_within_runs(const Expr& e, const std::string& var) {
+  if (!depends_on(e, var)) return 0;
+  switch (e.kind()) {
+    case ExprKind::Var:
+      return 1;
+    case ExprKind::Add: {
+      auto a = coefficient_within_runs(e.lhs(), var), b = coefficient_within_runs(e.rhs(), var);
+      if (!a || !b) return std::nullopt;
+      return *a + *b;
+    }
+    case ExprKind::Mul: {
+      const Expr& constant = e.rhs().is_const() ? e.rhs() : e.lhs();
+      const Expr& other = e.rhs().is_const() ? e.lhs() : e.rhs();
+      if (!constant.is_const()) return std::nullopt;
+      auto a = coefficient_within_runs(other, var);
+      if (!a) return std::nullopt;
+      return *a * constant.value();
+    }
+    case ExprKind::Mod:
+    case ExprKind::FloorDiv: {
+      if (!e.rhs().is_const() || e.rhs().value() <= 1) return coefficient_of(e, var);
+      if (coefficient_within_runs(e.lhs(), var) != std::optional<int64_t>(1))
+        return coefficient_of(e, var);
+      return e.kind() == ExprKind::Mod ? 1 : 0;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
 /// The nest over `segment_bodies` given which loops memory is accessed contiguously along and
-/// whether the kernel reduces along its outer loop (sum(0)-like).
+/// whether the kernel reduces along its outer loop (sum(0)-like). `transposing`: the kernel
+/// reads along its outer loop and writes along its inner one (convnext's layer norm over the
+/// channels of an NCHW tensor, written NHWC): one thread per row, so that each load of a warp
+/// reads 32 neighbouring elements, and vector stores along the row.
 std::vector<Stmt> gpu_nest(std::vector<std::vector<Stmt>> segment_bodies,
                            const std::vector<LoopDim>& outer, const std::vector<LoopDim>& inner,
                            bool outer_contiguous, bool inner_contiguous, bool outer_reduction,
-                           const ScheduleOptions& options, const RangeMap& ranges) {
+                           bool transposing, const ScheduleOptions& options,
+                           const RangeMap& ranges) {
   // Inner (reduction) loops: contiguous ones give each thread vector chunks.
   std::vector<Stmt> all_statements;
   for (const auto& seg : segment_bodies)
     all_statements.insert(all_statements.end(), seg.begin(), seg.end());
-  const int inner_lanes = inner_contiguous && !outer_reduction
+  const int inner_lanes = inner_contiguous && (transposing || !outer_reduction)
                               ? gpu_lanes(all_statements, inner.at(0).var, options.gpu_vector_bytes)
                               : 0;
   std::vector<Stmt> body;
@@ -62,7 +101,7 @@ std::vector<Stmt> gpu_nest(std::vector<std::vector<Stmt>> segment_bodies,
   if (outer.empty()) return body;  // one row: the emitter runs it on one block
   Stmt loop = Stmt::loop(outer[0].var, outer[0].extent, std::move(body));
   loop.parallel = true;
-  if (outer_reduction && !inner.empty() && outer[0].extent.is_const() &&
+  if (outer_reduction && !transposing && !inner.empty() && outer[0].extent.is_const() &&
       inner[0].extent.is_const()) {
     // sum(0)-like: T thread rows per column split the reduced dim (few columns alone would
     // leave most of the GPU idle); combined in a fixed order by the emitter.
@@ -149,9 +188,29 @@ std::vector<Stmt> gpu_loop_nest(std::vector<std::vector<Stmt>> segment_bodies,
   const bool outer_contiguous = !outer.empty() && (contiguous_in(loads, outer[0].var) ||
                                                    (inner.empty() && contiguous_in(stores, outer[0].var)));
   const bool inner_contiguous = !inner.empty() && (contiguous_in(loads, inner[0].var) || contiguous_in(stores, inner[0].var));
-  const bool outer_reduction = inner.empty() || (!inner_contiguous && outer_contiguous);
+  // Reads along the outer loop only within the runs of its flattened dims (an NCHW tensor read
+  // over flattened N, H*W: coefficient_of sees no stride there) and not along the inner one:
+  // the outer loop goes to threads as for sum(0) (a layer norm over the channels of an NCHW
+  // tensor: each warp load reads 32 neighbouring positions, where 32 threads per row read 32
+  // channels H*W apart). `transposing` when the kernel also writes along the inner loop
+  // (convnext's layer norm written NHWC): vector stores along the row. Loads the outer loop
+  // does not move (a layer norm's weight, read along the row by every thread) stay in cache
+  // and do not count.
+  std::vector<Expr> row_loads;
+  if (!outer.empty())
+    std::copy_if(loads.begin(), loads.end(), std::back_inserter(row_loads),
+                 [&](const Expr& e) { return depends_on(e, outer[0].var); });
+  const bool reads_down_runs =
+      !outer.empty() && !inner.empty() && !outer_contiguous &&
+      !contiguous_in(row_loads, inner[0].var) &&
+      std::any_of(row_loads.begin(), row_loads.end(), [&](const Expr& e) {
+        return coefficient_within_runs(e, outer[0].var) == std::optional<int64_t>(1);
+      });
+  const bool transposing = reads_down_runs && contiguous_in(stores, inner[0].var);
+  const bool outer_reduction =
+      inner.empty() || reads_down_runs || (!inner_contiguous && outer_contiguous);
   return gpu_nest(std::move(segment_bodies), outer, inner, outer_contiguous, inner_contiguous,
-                  outer_reduction, options, ranges);
+                  outer_reduction, transposing, options, ranges);
 }
 
 }  // namespace inductor_cpp::ir::schedule_detail

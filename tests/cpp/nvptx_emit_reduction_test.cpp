@@ -216,6 +216,26 @@ TEST_F(NvptxEmit, LayerNormAndFloat16Welford) {
   emit_and_assemble(kernels, "layernorm");
 }
 
+// convnext's layer norm: over the channels of an NCHW tensor [2, 8, 3, 5], written NHWC. The
+// reads move along the flattened N, H*W positions only within runs of 15 (coefficient_of sees
+// `xf % 15`); they, not the NHWC stores, pick the mapping: one thread per position (each warp
+// load reads neighbouring positions), vector stores along the channels.
+TEST_F(NvptxEmit, ChannelLayerNormOfNchwMapsPositionsToThreads) {
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float32[2, 8, 3, 5]{120, 15, 5, 1} input 0 cuda
+  buffer %1: float32[2, 3, 5]{15, 5, 1} computed cuda
+  buffer %2: float32[2, 3, 5]{15, 5, 1} computed cuda
+  buffer %3: float32[2, 3, 5, 8]{120, 40, 8, 1} computed cuda
+  compute %1 (node 1) reduce sum[2, 3, 5] over [8] = load(%in0, [i0, r0, i1, i2])
+  compute %2 (node 2) reduce welford_m2[2, 3, 5] over [8] = load(%in0, [i0, r0, i1, i2])
+  compute %3 (node 3) pointwise[2, 3, 5, 8] = mul(sub(load(%in0, [i0, i3, i1, i2]), div(load(%1, [i0, i1, i2]), 8.0:float32)), rsqrt(add(div(load(%2, [i0, i1, i2]), 8.0:float32), 1e-05:float32)))
+  output %3
+)");
+  EXPECT_TRUE(schedule_has(kernels, "for xf in 0..30 parallel gpu(threads=1) {")) << kernels_text(kernels);
+  EXPECT_TRUE(schedule_has(kernels, "for y0 in 0..8 vector(4) {")) << kernels_text(kernels);
+  const PtxModule m = emit_and_assemble(kernels, "channel_layer_norm");
+  EXPECT_NE(m.ptx.find("st.global.v4.f32"), std::string::npos) << m.ptx;
+}
+
 TEST_F(NvptxEmit, SoftmaxIsOneMultiLoopKernel) {
   const auto kernels = gpu_kernels(R"(  buffer %in0: float32[64, 1000]{1000, 1} input 0 cuda
   buffer %1: float32[64]{1} computed cuda

@@ -102,6 +102,30 @@ def test_column_reductions_match_eager(name, fn, shape, cols):
     assert generated_ops()[0] > 0
 
 
+@pytest.mark.parametrize("shape", [(4, 96, 56, 56), (2, 768, 7, 7), (3, 40, 5, 9)])
+def test_channel_layer_norm_of_nchw_matches_eager(shape):
+    """convnext's block: layer norm over the channels of an NCHW tensor, written NHWC. The
+    scheduler maps positions (not channels) to threads there (reads down the runs of the
+    flattened N, H*W); forward and backward against eager."""
+    torch.manual_seed(0)
+    c = shape[1]
+    x = torch.randn(*shape, device=DEV, requires_grad=True)
+    w = torch.randn(c, device=DEV, requires_grad=True)
+    b = torch.randn(c, device=DEV, requires_grad=True)
+
+    def block(x, w, b):
+        return F.gelu(F.layer_norm(x.permute(0, 2, 3, 1), (c,), w, b)).permute(0, 3, 1, 2)
+
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(block)(x, w, b), block(x, w, b), rtol=1e-4, atol=1e-4)
+    got = compiled(block)(x, w, b)
+    got_grads = torch.autograd.grad(got.square().sum(), (x, w, b))
+    want_grads = torch.autograd.grad(block(x, w, b).square().sum(), (x, w, b))
+    for g, e in zip(got_grads, want_grads):
+        torch.testing.assert_close(g, e, rtol=1e-3, atol=1e-3 * e.abs().max().item())
+    assert generated_ops()[0] > 0
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_precision_pointwise_and_softmax(dtype):
     x = torch.randn(513, 1031, device=DEV, dtype=dtype)
