@@ -58,6 +58,10 @@ struct ScheduleOptions {
   int vector_width = 16;              ///< lanes asked of the emitter for vector loops
   int64_t parallel_min_work = 32768;  ///< elements below which a kernel runs on one thread
   int64_t block = 4096;               ///< iterations per parallel block of a split 1-D loop
+  /// CPU pointwise kernels that read (or write) along another dim than the vector loop's (a
+  /// transpose): both dims tiled by this many iterations, so a tile's gathered rows stay in L1
+  /// and its pages in the TLB (0: no tiles).
+  int64_t transpose_tile = 16;
 };
 
 struct ScheduledStep {

@@ -13,7 +13,8 @@ torch.compile(backend="inductor_cpp"):
 
 in two size classes, "cache" (1024x4096 = 2^22 floats by default) and "dram" (16384x16384 = 2^28
 floats = 1 GiB per tensor, past the last-level cache); resnet18 runs once ("model" class).
-Named in --only, not run by default: single transcendental ops compiled alone (erf, exp, gelu,
+Named in --only, not run by default: `transpose` (x.t() + y, R x C; reads and writes disagree
+on the fastest dim: the tiled schedule of docs/passes.md) and single transcendental ops compiled alone (erf, exp, gelu,
 gelu_tanh, sigmoid, tanh, silu; R*C elements, flat), the code generator's math against eager's
 (docs/codegen/cpu.md "Math"), e.g. `--only erf,exp,gelu --size cache --cache-shape 384x1024`.
 Per workload: a correctness check of each compiled variant against eager (rtol 1e-4,
@@ -80,6 +81,10 @@ def sum_first(x):
     return x.sum(0)
 
 
+def transpose_add(x, y):
+    return x.t() + y
+
+
 @dataclass(frozen=True)
 class Spec:
     """One workload: make(shape, args) returns (callable, inputs); memory-bound workloads are
@@ -99,6 +104,10 @@ def _flat(fn):
 
 def _matrix(fn):
     return lambda shape, args: (fn, (torch.randn(*shape),))
+
+
+def _transpose_add(shape, args):
+    return transpose_add, (torch.randn(shape[1], shape[0]), torch.randn(*shape))
 
 
 def _layer_norm(shape, args):
@@ -133,6 +142,7 @@ WORKLOADS: dict[str, Spec] = {s.name: s for s in [
     Spec("sum1", "x.sum(-1)", _matrix(sum_last)),
     Spec("sum0", "x.sum(0)", _matrix(sum_first)),
     Spec("resnet18", "resnet18 inference", _resnet18, memory_bound=False, tol=dict(RESNET_TOL)),
+    Spec("transpose", "x.t() + y", _transpose_add, in_default=False),
 ] + [Spec(name, f"{name}(x)", _flat(_python_function(op)), in_default=False)
      for name, op in UNARY_OPS.items()]}
 
