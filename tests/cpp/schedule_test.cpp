@@ -93,6 +93,32 @@ TEST(Schedule, TiledTransposeOfOddSizesKeepsItsValues) {
   EXPECT_EQ(testing::pipeline_mismatch(text), "");
 }
 
+// A concatenation along the vector loop: one loop per input's range, the masks folded to
+// constants and the untaken where branches dropped (densenet121's cat + BN + ReLU kernels).
+TEST(Schedule, ConcatSplitsTheVectorLoopAtItsInputs) {
+  const std::string text = program(R"(  buffer %in0: float32[64, 24]{24, 1} input 0 cpu
+  buffer %in1: float32[64, 16]{16, 1} input 1 cpu
+  buffer %1: float32[64, 40]{40, 1} computed cpu
+  compute %1 (node 1) pointwise[64, 40] = maximum(where(ne(index(i1 < 24, int64), 0:int64), load(%in0, [i0, i1], mask=i1 < 24), load(%in1, [i0, i1 - 24], mask=24 <= i1)), 0.0:float32)
+  kernel %1
+  output %1
+)");
+  EXPECT_EQ(scheduled(text), R"(kernel kernel0(%in0: float32 in, %in1: float32 in, %1: float32 out) {
+  for x0 in 0..64 {
+    for x1 in 0..24 vector(16) {
+      let t0 = maximum(load(%in0, [x0*24 + x1]), 0.0:float32)
+      %1[x0*40 + x1] = local(t0, float32)
+    }
+    for x1 in 0..16 vector(16) {
+      let t0 = maximum(load(%in1, [x0*16 + x1]), 0.0:float32)
+      %1[x0*40 + x1 + 24] = local(t0, float32)
+    }
+  }
+}
+)");
+  EXPECT_EQ(testing::pipeline_mismatch(text), "");
+}
+
 // A batch of one does not hide the layout: channels-last [1, C, H, W] (indexed with 0 in dim
 // 0) is one contiguous blocked loop, not channels outside 256-strided gathers.
 TEST(Schedule, ChannelsLastBatchOfOneIsOneContiguousLoop) {

@@ -1,0 +1,75 @@
+"""CPU schedules that restructure loops, against eager on odd sizes and layouts:
+
+* transposing pointwise kernels, tiled 16 x 16 (schedule_cpu.cpp `transpose_tiles`);
+* concatenations read through masked loads, split into one loop per input's channel range with
+  the masks folded (`split_at_mask_points`: densenet121's cat + batch norm + ReLU).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conftest import test_graphs
+
+
+def compiled(fn):
+    return torch.compile(fn, backend="inductor_cpp")
+
+
+def _fully_generated():
+    return all(g.counters().get("ops_fallback", 0) == 0 for g in test_graphs())
+
+
+@pytest.mark.parametrize("shape", [(37, 45), (128, 96), (300, 17), (513, 1031)])
+def test_transpose_add_matches_eager(shape):
+    x, y = torch.randn(shape[1], shape[0]), torch.randn(*shape)
+    torch.testing.assert_close(compiled(lambda a, b: a.t() + b)(x, y), x.t() + y)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_nchw_nhwc_conversions_match_eager(channels_last):
+    x = torch.randn(3, 29, 33, 35)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    to_other = torch.contiguous_format if channels_last else torch.channels_last
+    fn = compiled(lambda t: (t * 2 + 1).contiguous(memory_format=to_other))
+    got = fn(x)
+    assert got.is_contiguous(memory_format=to_other)
+    torch.testing.assert_close(got, (x * 2 + 1).contiguous(memory_format=to_other))
+
+
+def test_permute_of_a_slice_matches_eager():
+    x = torch.randn(40, 70, 9)[:, 3:60, ::2]
+    torch.testing.assert_close(compiled(lambda t: t.permute(2, 0, 1).sin().contiguous())(x),
+                               x.permute(2, 0, 1).sin())
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("channels", [(64, 32, 32), (3, 17, 29, 1), (7,) * 20])
+def test_concat_then_batch_norm_relu_matches_eager(channels, channels_last):
+    torch.manual_seed(0)
+    parts = [torch.randn(2, c, 9, 11) for c in channels]
+    if channels_last:
+        parts = [p.to(memory_format=torch.channels_last) for p in parts]
+    total = sum(channels)
+    bn = torch.nn.BatchNorm2d(total).eval()
+    with torch.no_grad():
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+
+    def block(*xs):
+        return F.relu(bn(torch.cat(xs, 1)))
+
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(block)(*parts), block(*parts))
+    assert _fully_generated()
+
+
+def test_concat_of_non_contiguous_inputs_matches_eager():
+    a = torch.randn(2, 9, 8, 8)[:, ::2]          # strided channels
+    b = torch.randn(2, 8, 8, 5).permute(0, 3, 1, 2)  # channels innermost
+    c = torch.randn(2, 3, 8, 8)
+    fn = compiled(lambda *xs: torch.cat(xs, 1).relu() * 2)
+    torch.testing.assert_close(fn(a, b, c), torch.cat((a, b, c), 1).relu() * 2)
