@@ -253,7 +253,7 @@ void load_uncached(const kernels_cache::Artifacts& artifacts, CompiledPlan& out)
 void load_through_cache(const ir::Graph& graph, kernels_cache::Store& store,
                         const std::function<kernels_cache::Artifacts()>& build,
                         const CompileContext& ctx, CompiledPlan& out) {
-  std::string read_error;
+  std::string read_error, discarded;
   for (int attempt = 0; attempt < 2; ++attempt) {
     kernels_cache::LookupResult found =
         store.get_or_build(out.key, build, json{{"kind", graph.kind}});
@@ -261,7 +261,15 @@ void load_through_cache(const ir::Graph& graph, kernels_cache::Store& store,
       load_entry(found.entry, out);
     } catch (const std::exception& e) {
       read_error = e.what();
+      // A hit whose plan fails validation (its checksums matched: meta.json was rewritten with
+      // it, or it came from a different build) is removed, so the next round rebuilds it.
+      if (found.outcome == kernels_cache::Outcome::Hit && store.discard(found.entry).empty())
+        discarded = "unusable entry removed: " + read_error;
       continue;
+    }
+    if (!discarded.empty() && found.outcome == kernels_cache::Outcome::Built) {
+      found.outcome = kernels_cache::Outcome::RebuiltCorrupt;
+      found.note = discarded;
     }
     out.cache_outcome = kernels_cache::outcome_name(found.outcome);
     std::string line = "graph " + out.key + ": " + out.cache_outcome;

@@ -189,6 +189,16 @@ Store::ProbeResult Store::probe(const std::string& key) {
   return {Probe::Removed, std::nullopt, reason};
 }
 
+std::string Store::discard(const Entry& entry) {
+  try {
+    if (entry.dir != entry_dir(entry.key)) return "not an entry of this store: " + entry.dir.string();
+    const bool tmp_ok = detail::ensure_private_dir(tmp_dir(), false, false).ok();
+    return detail::remove_tree(entry.dir, tmp_ok ? tmp_dir() : fs::path());
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
 std::optional<Entry> Store::lookup(const std::string& key, std::string* why) {
   ProbeResult r = probe(key);
   if (why != nullptr) *why = r.reason;

@@ -131,6 +131,12 @@ class Store {
   /// is unsafe or on IO errors.
   Entry publish(const std::string& key, const Artifacts& files, const nlohmann::json& extra_meta);
 
+  /// Removes an entry that verified but that its user could not load (a plan that fails
+  /// validation: its checksums alone do not make it safe, whoever can write the entry can
+  /// rewrite meta.json too). The next get_or_build rebuilds it. Returns "" or why it could not
+  /// remove it. Never throws.
+  std::string discard(const Entry& entry);
+
   /// Remove least-recently-used entries until the total size is <= max_bytes. Last use = mtime
   /// of the entry's `last_used` file, touched on every hit. Also deletes leftovers older than
   /// an hour in tmp/ (from crashed processes). Skips the work if another process is evicting.

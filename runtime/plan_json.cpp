@@ -3,6 +3,8 @@
 /// argument struct has one writer and one reader here, so the JSON form round-trips through
 /// exactly the types of runtime/plan.h. A step is {"node", "free", and one of "aten",
 /// "kernel" or "library"}; a library call is {"op", "nodes", and its argument struct's fields}.
+#include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 #include "runtime/plan.h"
@@ -326,7 +328,14 @@ Plan plan_from_json(const json& j) {
     p.kernel_library = j.at("kernel_library").get<std::string>();
     p.library_kind = j.value("library_kind", std::string("so"));
     p.kernel_parts = j.value("kernel_parts", int32_t{1});
-    if (p.kernel_parts < 1) throw std::runtime_error("plan: kernel_parts < 1");
+    if (p.kernel_parts < 1 || p.kernel_parts > 4096)
+      throw std::runtime_error("plan: kernel_parts out of range");
+    // The library is loaded from the cache entry by this name (a shared library is dlopen'ed:
+    // its constructors run), so it is one of the names a build writes, never a path.
+    static const char* const kLibraryNames[] = {"", "kernels.so", "kernels.ptx", "kernels.cubin"};
+    if (std::find(std::begin(kLibraryNames), std::end(kLibraryNames), p.kernel_library) ==
+        std::end(kLibraryNames))
+      throw std::runtime_error("plan: kernel_library is not a kernel file name: " + p.kernel_library);
     return p;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("plan: malformed: ") + e.what());

@@ -122,6 +122,21 @@ TEST_F(KernelsCacheTest, MissBuildThenHit) {
   EXPECT_TRUE(store.lookup(key).has_value());
 }
 
+// An entry that verifies but that its user cannot load is discarded; the next round rebuilds.
+// Only the store's own entry directories are removed.
+TEST_F(KernelsCacheTest, DiscardedEntryIsRebuilt) {
+  kc::Store store(config());
+  const std::string key = key_of("discarded");
+  kc::LookupResult first = store.get_or_build(key, builder(files_));
+  kc::Entry elsewhere = first.entry;
+  elsewhere.dir = root_ / "not-an-entry";
+  EXPECT_NE(store.discard(elsewhere), "");
+  EXPECT_EQ(store.discard(first.entry), "");
+  EXPECT_FALSE(store.lookup(key).has_value());
+  EXPECT_EQ(store.get_or_build(key, builder(files_)).outcome, Outcome::Built);
+  EXPECT_EQ(builds_, 2);
+}
+
 TEST_F(KernelsCacheTest, ArtifactsRoundTripAndDirsArePrivate) {
   ::mode_t old = ::umask(0);  // creation must not depend on the umask
   kc::Store store(config());

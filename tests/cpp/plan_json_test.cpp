@@ -92,6 +92,23 @@ TEST(PlanJson, UnknownLibraryOpIsRejected) {
   }
 }
 
+// The kernel library is opened from the cache entry by name (a shared library's constructors
+// run when it is loaded): only the names a build writes are accepted, never a path.
+TEST(PlanJson, KernelLibraryIsAFileNameOfTheEntry) {
+  nlohmann::json j = plan_to_json(plan_of({LibraryCall::of("mm")}));
+  for (const char* ok : {"", "kernels.so", "kernels.ptx", "kernels.cubin"}) {
+    j["kernel_library"] = ok;
+    EXPECT_EQ(plan_from_json(j).kernel_library, ok);
+  }
+  for (const char* bad : {"../../evil.so", "/tmp/evil.so", "sub/kernels.so", "kernels.so/..", "libc.so.6"}) {
+    j["kernel_library"] = bad;
+    EXPECT_THROW(plan_from_json(j), std::runtime_error) << bad;
+  }
+  j["kernel_library"] = "kernels.so";
+  j["kernel_parts"] = 1 << 30;
+  EXPECT_THROW(plan_from_json(j), std::runtime_error);
+}
+
 TEST(PlanJson, LibraryCallsNameTheirSlots) {
   const std::vector<LibraryCall> calls = one_of_each();
   // addmm: a, b, the bias; writes its output.

@@ -115,3 +115,33 @@ def test_cache_cli_info_and_clear(tmp_path):
     again = subprocess.run([sys.executable, "-m", "inductor_cpp.cache", "info"], env=env,
                            capture_output=True, text=True, check=True).stdout
     assert "entries: 0" in again
+
+
+def _reseal(entry: Path, name: str) -> None:
+    """Rewrites meta.json's size and sha256 for `name`: an attacker who can write the entry can
+    do that too, so the checksums alone do not make a tampered entry safe."""
+    import hashlib
+    meta = json.loads((entry / "meta.json").read_text())
+    data = (entry / name).read_bytes()
+    meta["files"][name] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    (entry / "meta.json").write_text(json.dumps(meta))
+
+
+def test_plan_naming_a_library_outside_the_entry_is_refused(tmp_path):
+    first = run_python(CHILD, cache_env(tmp_path))
+    entry = entry_dir(tmp_path, first["keys"][0])
+    marker = tmp_path / "foreign-code-ran"
+    source = tmp_path / "evil.c"
+    source.write_text('#include <stdio.h>\n__attribute__((constructor)) static void run(void) '
+                      '{ FILE* f = fopen("%s", "w"); if (f) fclose(f); }\n' % marker)
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "evil.so"), str(source)], check=True)
+    plan = json.loads((entry / "plan.json").read_text())
+    assert plan["kernel_library"] == "kernels.so"
+    plan["kernel_library"] = os.path.relpath(tmp_path / "evil.so", entry)  # "../../../evil.so"
+    (entry / "plan.json").write_text(json.dumps(plan))
+    _reseal(entry, "plan.json")
+    second = run_python(CHILD, cache_env(tmp_path))
+    assert second["ok"], second
+    assert not marker.exists(), "a library outside the cache entry was loaded"
+    assert second["plan_builds"] == 1 and second["outcomes"] == ["rebuilt_corrupt"], second
+    assert json.loads((entry / "plan.json").read_text())["kernel_library"] == "kernels.so"
