@@ -82,6 +82,9 @@
   X(CacheMaxBytes, "INDUCTOR_CPP_CACHE_MAX_BYTES", Count, "1073741824", false, Cache, "",         \
     "size cap of the cache in bytes, least recently used entries evicted first (a value that "    \
     "is not a decimal integer is ignored)")                                                       \
+  X(ToolTimeoutS, "INDUCTOR_CPP_TOOL_TIMEOUT_S", Count, "600", false, Compiler, "",               \
+    "seconds a child tool (the C++ compiler, ptxas) may run; then it and its process group are "  \
+    "killed, the graph runs as ATen calls and the cache lock is released (0: no limit)")          \
   X(CacheLockTimeoutMs, "INDUCTOR_CPP_CACHE_LOCK_TIMEOUT_MS", Count, "120000", false, Cache, "",  \
     "how long a compile waits for another process building the same graph before it builds too")  \
   /* logging */                                                                                   \

@@ -145,3 +145,35 @@ def test_plan_naming_a_library_outside_the_entry_is_refused(tmp_path):
     assert not marker.exists(), "a library outside the cache entry was loaded"
     assert second["plan_builds"] == 1 and second["outcomes"] == ["rebuilt_corrupt"], second
     assert json.loads((entry / "plan.json").read_text())["kernel_library"] == "kernels.so"
+
+
+def test_hung_compiler_is_killed_at_its_deadline(tmp_path):
+    """A compiler that never finishes (and a child it started) is killed with its process group
+    at INDUCTOR_CPP_TOOL_TIMEOUT_S; the graph runs as ATen calls, nothing is cached, and the
+    next process with a working compiler builds the graph (the lock was released)."""
+    pid_file = tmp_path / "grandchild.pid"
+    hung = tmp_path / "hung-cxx"
+    hung.write_text("#!/bin/sh\n"
+                    'case "$1" in -dump*) echo 12.0; exit 0;; esac\n'
+                    f"sleep 300 & echo $! > {pid_file}\n"
+                    "wait\n")
+    hung.chmod(0o755)
+    env = {**cache_env(tmp_path), "CXX": str(hung), "INDUCTOR_CPP_TOOL_TIMEOUT_S": "3"}
+    start = time.monotonic()
+    first = run_python(CHILD, env, timeout=120)
+    assert first["ok"] and first["cxx_compile_failures"] == 1, first
+    assert time.monotonic() - start < 60
+    assert "killed after 3 s" in first["_stderr"], first["_stderr"][-2000:]
+    grandchild = int(pid_file.read_text())
+    for _ in range(50):  # reaped by init shortly after the kill
+        try:
+            os.kill(grandchild, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the compiler's child outlived the deadline")
+    assert not any(p.name != "tmp" and p.name != "locks" for p in (tmp_path / "shared-cache").iterdir()
+                   if len(p.name) == 2 and any(p.iterdir()))
+    second = run_python(CHILD, cache_env(tmp_path), timeout=300)
+    assert second["ok"] and second["outcomes"] == ["built"], second
