@@ -2,11 +2,16 @@
 /// compile_graph(): import, key, cache protocol, plan build, strict checks, logs.
 #include "inductor/compile_graph.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <thread>
 
 #include "codegen/cpu/emit_cpp.h"
@@ -61,10 +66,37 @@ std::vector<NodeDecision> decisions_from_json(const json& j) {
   return out;
 }
 
+/// Scratch directories of processes killed mid-build (theirs are never removed otherwise):
+/// ours (owner), real directories (no symlinks), named like ours, untouched for longer than
+/// any build may run (twice the tool deadline, at least an hour; a day without a deadline).
+/// Once per process, best effort.
+void remove_stale_scratch_dirs(const std::filesystem::path& tmp) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    const uint64_t deadline = knobs::get_count(knobs::Knob::ToolTimeoutS).value_or(600);
+    const int64_t max_age = deadline == 0 ? 86400 : std::max<int64_t>(3600, 2 * static_cast<int64_t>(deadline));
+    const auto now = std::filesystem::file_time_type::clock::now();
+    std::error_code ec;
+    for (const auto& d : std::filesystem::directory_iterator(tmp, ec)) {
+      const std::string name = d.path().filename().string();
+      struct stat st {};
+      if (name.rfind("inductor_cpp-build-", 0) != 0 || ::lstat(d.path().c_str(), &st) != 0 ||
+          !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
+        continue;
+      std::error_code time_ec;
+      const auto mtime = std::filesystem::last_write_time(d.path(), time_ec);
+      if (time_ec || now - mtime < std::chrono::seconds(max_age)) continue;
+      std::error_code ignored;
+      std::filesystem::remove_all(d.path(), ignored);
+    }
+  });
+}
+
 /// A private scratch directory, removed with its contents when this goes out of scope.
 struct ScratchDir {
   std::filesystem::path path;
   ScratchDir() {
+    remove_stale_scratch_dirs(std::filesystem::temp_directory_path());
     std::string tmpl = (std::filesystem::temp_directory_path() / "inductor_cpp-build-XXXXXX").string();
     if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a scratch directory in " + tmpl);
     path = tmpl;

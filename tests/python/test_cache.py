@@ -177,3 +177,23 @@ def test_hung_compiler_is_killed_at_its_deadline(tmp_path):
                    if len(p.name) == 2 and any(p.iterdir()))
     second = run_python(CHILD, cache_env(tmp_path), timeout=300)
     assert second["ok"] and second["outcomes"] == ["built"], second
+
+
+def test_scratch_dirs_of_killed_builds_are_removed(tmp_path):
+    """A build killed mid-compile leaves its inductor_cpp-build-* directory in TMPDIR; the next
+    process that builds removes such directories once they are older than any build may run,
+    and nothing else."""
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    stale, fresh, other = (tmp / "inductor_cpp-build-stale1", tmp / "inductor_cpp-build-fresh1",
+                           tmp / "unrelated-old")
+    for d in (stale, fresh, other):
+        d.mkdir()
+        (d / "kernels.cpp").write_text("// left over")
+    old = time.time() - 3 * 3600
+    for d in (stale, other):
+        os.utime(d, (old, old))
+    result = run_python(CHILD, {**cache_env(tmp_path), "TMPDIR": str(tmp)})
+    assert result["ok"] and result["outcomes"] == ["built"]
+    assert not stale.exists() and fresh.exists() and other.exists()
+    assert sorted(p.name for p in tmp.iterdir()) == ["inductor_cpp-build-fresh1", "unrelated-old"]
