@@ -67,8 +67,8 @@ bool malformed(Knob knob);
 /// takes it whole (inductor/cache_key.h).
 std::string codegen_values();
 
-/// A variable outside the registry that the code needs (PATH, HOME, CXX, CUDA_HOME), or
-/// nullopt when unset. Knobs are read through the functions above.
+/// A variable outside the registry that the code needs (PATH, HOME, CXX, CUDA_HOME,
+/// CUDA_LAUNCH_BLOCKING), or nullopt when unset. Knobs are read through the functions above.
 std::optional<std::string> host_env(const char* name);
 
 /// One message per INDUCTOR_CPP_* variable in the environment that is not a knob, sorted

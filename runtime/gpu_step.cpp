@@ -2,6 +2,8 @@
 /// GPU kernel steps: module binding, status words, launches on the current stream.
 #include "runtime/gpu_step.h"
 
+#include "knobs/knobs.h"
+
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/Event.h>
@@ -80,8 +82,8 @@ void throw_first_set(const at::Tensor& host, const std::vector<GpuKernel>& kerne
 }  // namespace
 
 bool launch_blocking() {
-  const char* v = std::getenv("CUDA_LAUNCH_BLOCKING");
-  return v != nullptr && *v != '\0' && std::string(v) != "0";
+  const std::optional<std::string> v = knobs::host_env("CUDA_LAUNCH_BLOCKING");
+  return v && !v->empty() && *v != "0";
 }
 
 struct DeferredStatusChecks::Pending {
