@@ -464,4 +464,35 @@ std::optional<int64_t> coefficient_of(const Expr& e, const std::string& var) {
   }
 }
 
+std::optional<int64_t> coefficient_within_runs(const Expr& e, const std::string& var) {
+  if (!depends_on(e, var)) return 0;
+  switch (e.kind()) {
+    case ExprKind::Var:
+      return 1;
+    case ExprKind::Add: {
+      auto a = coefficient_within_runs(e.lhs(), var), b = coefficient_within_runs(e.rhs(), var);
+      if (!a || !b) return std::nullopt;
+      return wrap_add(*a, *b);
+    }
+    case ExprKind::Mul: {
+      const Expr& constant = e.rhs().is_const() ? e.rhs() : e.lhs();
+      const Expr& other = e.rhs().is_const() ? e.lhs() : e.rhs();
+      if (!constant.is_const()) return std::nullopt;
+      auto a = coefficient_within_runs(other, var);
+      if (!a) return std::nullopt;
+      return wrap_mul(*a, constant.value());
+    }
+    case ExprKind::Mod:
+    case ExprKind::FloorDiv: {
+      if (!e.rhs().is_const() || e.rhs().value() <= 1) return coefficient_of(e, var);
+      const auto inner = coefficient_within_runs(e.lhs(), var);
+      if (inner == std::optional<int64_t>(0)) return 0;  // stays put: so does its // or %
+      if (inner != std::optional<int64_t>(1)) return coefficient_of(e, var);
+      return e.kind() == ExprKind::Mod ? 1 : 0;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
 }  // namespace inductor_cpp::ir

@@ -117,6 +117,14 @@ bool depends_on(const Expr& e, const std::string& var);
 /// 1 = contiguous vector access, 0 = broadcast, anything else = strided.
 std::optional<int64_t> coefficient_of(const Expr& e, const std::string& var);
 
+/// How far `e` moves when `var` steps by one inside the runs a flattened variable makes:
+/// `var % c` moves with `var` and `var // c` stays put (except where a run of c ends), and so
+/// does anything of `var // c` alone. So `(xf // 3136) * 301056 + xf % 3136` (an NCHW read over
+/// flattened N, H*W) is 1 and `((r // 56) % 56) * 5376 + (r % 56) * 96` (a view of an NHWC
+/// tensor as [N*H*W, C]) is 96, where coefficient_of (exact everywhere) says nothing. Used to
+/// tell how memory is walked, never to compute an address.
+std::optional<int64_t> coefficient_within_runs(const Expr& e, const std::string& var);
+
 }  // namespace inductor_cpp::ir
 
 template <>

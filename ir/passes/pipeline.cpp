@@ -2,6 +2,7 @@
 /// The pass pipeline (see pipeline.h for the order and why it is this order).
 #include "ir/passes/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 
@@ -82,7 +83,12 @@ SplitOptions split_options_for(const PipelineOptions& options) {
   SplitOptions split = options.split;
   if (options.schedule.target != Target::Cpu) {
     split.column_chunk = 0;
-    split.few_columns_parts = 0;
+    // A column kernel gives a block to a few columns (<= 32 thread rows each): 96 channels
+    // over 100352 pixels (convnext's bias and layer-scale gradients) ran on one block of the
+    // H200's 132 multiprocessors. Columns are split up to where the column kernels alone
+    // would have 2048 groups of 4 x 32 thread rows to spread.
+    split.few_columns_max_outputs = std::max<int64_t>(split.few_columns_max_outputs, 4096);
+    split.few_columns_min_elements = std::max<int64_t>(split.few_columns_min_elements, int64_t{1} << 20);
     split.two_pass_variance = false;
     if (split.strided_head_max_parts == 0) split.strided_head_max_parts = 256;
     split.float64_totals = true;

@@ -35,40 +35,6 @@ int gpu_lanes(const std::vector<Stmt>& stmts, const std::string& var, int vector
   return std::clamp(vector_bytes / widest, 2, 16);
 }
 
-/// How far `e` moves when `var` steps by one inside the runs a flattened loop variable makes:
-/// `var % c` moves with `var` and `var // c` stays put (except where a run of c ends). So
-/// `(xf // 3136) * 301056 + xf % 3136` (an NCHW read over flattened N, H*W) is 1: neighbouring
-/// threads read neighbouring elements, which coefficient_of (exact everywhere) cannot say.
-std::optional<int64_t> coefficient_within_runs(const Expr& e, const std::string& var) {
-  if (!depends_on(e, var)) return 0;
-  switch (e.kind()) {
-    case ExprKind::Var:
-      return 1;
-    case ExprKind::Add: {
-      auto a = coefficient_within_runs(e.lhs(), var), b = coefficient_within_runs(e.rhs(), var);
-      if (!a || !b) return std::nullopt;
-      return *a + *b;
-    }
-    case ExprKind::Mul: {
-      const Expr& constant = e.rhs().is_const() ? e.rhs() : e.lhs();
-      const Expr& other = e.rhs().is_const() ? e.lhs() : e.rhs();
-      if (!constant.is_const()) return std::nullopt;
-      auto a = coefficient_within_runs(other, var);
-      if (!a) return std::nullopt;
-      return *a * constant.value();
-    }
-    case ExprKind::Mod:
-    case ExprKind::FloorDiv: {
-      if (!e.rhs().is_const() || e.rhs().value() <= 1) return coefficient_of(e, var);
-      if (coefficient_within_runs(e.lhs(), var) != std::optional<int64_t>(1))
-        return coefficient_of(e, var);
-      return e.kind() == ExprKind::Mod ? 1 : 0;
-    }
-    default:
-      return std::nullopt;
-  }
-}
-
 /// The nest over `segment_bodies` given which loops memory is accessed contiguously along and
 /// whether the kernel reduces along its outer loop (sum(0)-like). `transposing`: the kernel
 /// reads along its outer loop and writes along its inner one (convnext's layer norm over the

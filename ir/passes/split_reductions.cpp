@@ -2,7 +2,9 @@
 /// Two-stage reductions for long reductions with few outputs.
 #include "ir/passes/split_reductions.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
 
@@ -123,7 +125,7 @@ bool reduces_down_columns(const Compute& r, const LoopProgram& program) {
 }
 
 /// Whether some load of `r` walks down columns: its element offset is contiguous (coefficient
-/// 1) in the last output index and strided (|coefficient| >= 16) in a reduce index. Unlike
+/// 1) in the last output index and strided (|coefficient| >= 16 within runs) in a reduce index. Unlike
 /// reduces_down_columns, the other loads may index anyhow (gathers, clamped windows).
 bool walks_down_columns(const Compute& r, const LoopProgram& program) {
   if (r.ranges.empty()) return false;
@@ -136,7 +138,9 @@ bool walks_down_columns(const Compute& r, const LoopProgram& program) {
     for (size_t d = 0; d < l->index.size(); ++d) offset = offset + l->index[d] * b.strides[d];
     if (coefficient_of(offset, inner) != std::optional<int64_t>(1)) return l;
     for (size_t k = 0; k < r.reduce_ranges.size(); ++k) {
-      const std::optional<int64_t> down = coefficient_of(offset, reduce_var(k));
+      // Within runs: a view of an NHWC tensor as [N*H*W, C] reads (r // 56 % 56) * 5376 +
+      // (r % 56) * 96, a column walk coefficient_of cannot see.
+      const std::optional<int64_t> down = coefficient_within_runs(offset, reduce_var(k));
       found = found || (down && std::abs(*down) >= 16);
     }
     return l;
@@ -152,18 +156,57 @@ struct LeadingSplit {
   int64_t per_part = 0;
 };
 
+/// The constants `r`'s loads divide a reduce index by (`// c`, `% c`): the run lengths of a
+/// flattened view (a [N*H*W, C] view of an NHWC tensor reads r0 // 3136, r0 // 56 % 56, r0 % 56).
+std::vector<int64_t> reduce_run_lengths(const Compute& r) {
+  std::set<std::string> reduce_vars;
+  for (size_t k = 0; k < r.reduce_ranges.size(); ++k) reduce_vars.insert(reduce_var(k));
+  std::vector<int64_t> runs;
+  std::function<void(const Expr&)> walk = [&](const Expr& e) {
+    if (e.is_const() || e.is_var()) return;
+    if ((e.kind() == ExprKind::FloorDiv || e.kind() == ExprKind::Mod) && e.rhs().is_const() &&
+        e.rhs().value() > 1) {
+      const std::set<std::string> vars = free_vars(e.lhs());
+      if (std::any_of(vars.begin(), vars.end(), [&](const std::string& v) { return reduce_vars.count(v) > 0; }))
+        runs.push_back(e.rhs().value());
+    }
+    walk(e.lhs());
+    walk(e.rhs());
+  };
+  replace_loads(r.body, [&](const Value& l) -> Value {
+    for (const Expr& e : l->index) walk(e);
+    return l;
+  });
+  return runs;
+}
+
 /// The fewest leading reduce ranges whose product has a divisor in [target / 2, target], cut by
-/// the largest such divisor (or, with all of them, one in [target / 4, target]); nullopt when
-/// none has. Exact divisors only: no masked tail, and each part's loops stay the original
-/// loops (no division per element).
-std::optional<LeadingSplit> leading_split(const std::vector<Expr>& reduce_ranges, int64_t target) {
+/// such a divisor (or, with all of them, one in [target / 4, target]); nullopt when none has.
+/// Exact divisors only: no masked tail, and each part's loops stay the original loops (no
+/// division per element). Of the divisors, the one whose parts are whole runs of the most of
+/// `runs` (reduce_run_lengths), then the largest: cut at image boundaries, a view's
+/// (part * 3136 + r) // 3136 simplifies to the part, where parts of 1568 pixels would keep a
+/// division per element and misalign the view's rows.
+std::optional<LeadingSplit> leading_split(const std::vector<Expr>& reduce_ranges, int64_t target,
+                                          const std::vector<int64_t>& runs = {}) {
   int64_t head = 1;
   for (size_t dims = 1; dims <= reduce_ranges.size(); ++dims) {
     head *= reduce_ranges[dims - 1].value();
     const int64_t fewest = dims == reduce_ranges.size() ? target / 4 : target / 2;
+    std::optional<LeadingSplit> best;
+    int64_t best_broken = 0;
     for (int64_t parts = std::min(head, target); parts >= std::max<int64_t>(fewest, 2); --parts) {
-      if (head % parts == 0) return LeadingSplit{dims, parts, head / parts};
+      if (head % parts != 0) continue;
+      const int64_t per_part = head / parts;
+      const int64_t broken = std::count_if(runs.begin(), runs.end(), [&](int64_t c) {
+        return c < head && per_part % c != 0;
+      });
+      if (!best || broken < best_broken) {
+        best = LeadingSplit{dims, parts, per_part};
+        best_broken = broken;
+      }
     }
+    if (best) return best;
   }
   return std::nullopt;
 }
@@ -260,6 +303,24 @@ std::optional<Compute> strided_head_first_stage(const Compute& r, const LoopProg
   return leading_first_stage(r, *split, name);
 }
 
+/// The few-columns first stage of `r` (SplitOptions::few_columns_parts), if that path applies:
+/// a column reduction with few outputs (a batch norm's per-channel sums over N*H*W pixels) cut
+/// into about `few_columns_parts` runs of its leading reduce ranges. The CPU schedule gives
+/// threads whole vectors of columns, the GPU's column kernels one block per few columns: 64 or
+/// 96 channels would run on one thread, or on one of the GPU's 132 multiprocessors.
+std::optional<Compute> few_columns_first_stage(const Compute& r, const LoopProgram& program,
+                                               const SplitOptions& options) {
+  const auto outputs = static_product(r.ranges);
+  const auto total = static_product(r.reduce_ranges);
+  if (options.few_columns_parts <= 0 || !outputs || !total ||
+      *outputs > options.few_columns_max_outputs ||
+      *outputs * *total < options.few_columns_min_elements || !walks_down_columns(r, program))
+    return std::nullopt;
+  const auto split = leading_split(r.reduce_ranges, options.few_columns_parts, reduce_run_lengths(r));
+  if (!split) return std::nullopt;
+  return leading_first_stage(r, *split, r.name + ".part");
+}
+
 /// The two stages of `r` (one kernel step `s`): `first` (named <r>.part, ranges with the part
 /// index last, or first when part_first) and r reduced again over the parts.
 void emit_two_stages(const LoopProgram& program, LoopProgram& out, const Step& s, const Compute& r,
@@ -351,11 +412,7 @@ std::optional<std::pair<Compute, bool>> first_stage_for(const Compute& r, const 
   // Few columns (a batch norm's per-channel sums over N*H*W pixels): the scheduler can give
   // threads only whole vectors of columns, so 64 channels run on one thread. Cut the
   // reduction into about `few_columns_parts` runs of its leading reduce ranges instead.
-  if (options.few_columns_parts > 0 && *outputs <= options.few_columns_max_outputs &&
-      *outputs * *total >= options.few_columns_min_elements && walks_down_columns(r, program)) {
-    if (const auto split = leading_split(r.reduce_ranges, options.few_columns_parts))
-      return std::make_pair(leading_first_stage(r, *split, part_name), true);
-  }
+  if (auto first = few_columns_first_stage(r, program, options)) return std::make_pair(std::move(*first), true);
   if (*outputs <= options.max_outputs && *total >= options.min_reduction) {
     const int64_t chunk = (*total + options.partials - 1) / options.partials;
     return std::make_pair(first_stage(r, (*total + chunk - 1) / chunk, chunk, *total, part_name, false),
@@ -471,6 +528,9 @@ LoopProgram split_reductions(const LoopProgram& program, const SplitOptions& opt
                          static_product(r.reduce_ranges);
     const Compute* beside = welford ? matching_sum(r, program) : nullptr;
     auto head = beside ? strided_head_first_stage(r, program, options, *static_product(r.ranges)) : std::nullopt;
+    // Where the two-pass variance is off (the GPU), a few-column variance (a channels-last
+    // batch norm's) splits the same way: Chan's combine needs only equal parts.
+    if (beside && !head && !options.two_pass_variance) head = few_columns_first_stage(r, program, options);
     const Step* beside_step = beside ? step_of(beside->name, program) : nullptr;
     if (head && beside_step) {
       if (!step_of(beside->name, out)) {

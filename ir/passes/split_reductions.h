@@ -34,8 +34,10 @@ struct SplitOptions {
   /// elements in all: the leading reduce ranges are cut into about few_columns_parts runs
   /// (an exact divisor between a quarter of that and that), partials laid out [part,
   /// outputs...]. The scheduler parallelizes a column reduction over blocks of whole vectors
-  /// of outputs; 64 channels are too few blocks for more than one thread (0: off; run_pipeline
-  /// turns it off for the GPU, whose column kernels split rows themselves).
+  /// of outputs; 64 channels are too few blocks for more than one thread, and the GPU's column
+  /// kernels give them one block (0: off; split_options_for raises the limits for the GPU).
+  /// Where two_pass_variance is off, a welford_m2 beside its sum splits the same way and
+  /// combines its parts with Chan's formula.
   int64_t few_columns_parts = 64;
   int64_t few_columns_max_outputs = 512;
   int64_t few_columns_min_elements = int64_t{1} << 18;

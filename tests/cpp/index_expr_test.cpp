@@ -244,6 +244,20 @@ TEST(IndexExprTest, CoefficientOf) {
   EXPECT_EQ(coef("(i1 < 3)*i0", "i0"), std::nullopt);
 }
 
+// Within the runs of flattened dims: % moves with its variable, // and what only reads it
+// stay put; anything else falls back to coefficient_of.
+TEST(IndexExprTest, CoefficientWithinRuns) {
+  auto coef = [](const char* text, const char* var) {
+    return coefficient_within_runs(parse_expr(text), var);
+  };
+  EXPECT_EQ(coef("(xf // 3136)*301056 + xf % 3136", "xf"), 1);
+  EXPECT_EQ(coef("(r0 // 3136)*301056 + ((r0 // 56) % 56)*5376 + (r0 % 56)*96 + i0", "r0"), 96);
+  EXPECT_EQ(coef("(r0 // 3136)*301056 + ((r0 // 56) % 56)*5376 + (r0 % 56)*96 + i0", "i0"), 1);
+  EXPECT_EQ(coef("i0*64 + i1", "i0"), 64);
+  EXPECT_EQ(coef("(i1*2) % 4", "i1"), std::nullopt);
+  EXPECT_EQ(coef("i0*s0 + i1", "i0"), std::nullopt);
+}
+
 TEST(IndexExprTest, StructuralOrderIsTotalAndNatural) {
   EXPECT_TRUE(v("i2") < v("i10"));
   EXPECT_FALSE(v("i10") < v("i2"));

@@ -2,6 +2,7 @@
 /// split_reductions: IR text in -> pass -> IR text out.
 #include <gtest/gtest.h>
 
+#include "ir/passes/pipeline.h"
 #include "ir/passes/split_reductions.h"
 #include "tests/cpp/ir_interpreter.h"
 #include "tests/cpp/pass_test_util.h"
@@ -221,6 +222,68 @@ TEST(SplitReductions, StridedHeadCutsTheBatchOffAndCombinesVariances) {
     const std::string alone = program(std::string(compute) + "  kernel %1\n  output %1\n");
     EXPECT_EQ(run_pass(alone, split), alone) << compute;
   }
+}
+
+// On the GPU (split_options_for), few-column reductions split too: a column kernel gives a
+// block to a few columns, so a channels-last batch norm's 96 per-channel statistics over 16384
+// pixels ran on one multiprocessor. The sum cuts off the batch (64 parts) and its variance
+// combines the same parts with Chan's formula; the interpreter checks both against the
+// one-stage reductions.
+TEST(SplitReductions, GpuFewColumnsSplitWithChansCombine) {
+  const std::string in = program(R"(  buffer %in0: float32[64, 96, 16, 16]{24576, 1, 1536, 96} input 0 cuda:0
+  buffer %1.m2: float32[96]{1} computed cuda:0
+  buffer %1.sum: float32[96]{1} computed cuda:0
+  compute %1.m2 (node 1) reduce welford_m2[96] over [64, 16, 16] = load(%in0, [r0, i0, r1, r2])
+  compute %1.sum (node 1) reduce sum[96] over [64, 16, 16] = load(%in0, [r0, i0, r1, r2])
+  kernel %1.m2
+  kernel %1.sum
+  output %1.m2, %1.sum
+)");
+  PipelineOptions options;
+  options.schedule.target = Target::Gpu;
+  const SplitOptions gpu = split_options_for(options);
+  const auto split = [&](const LoopProgram& p) { return split_reductions(p, gpu); };
+  const std::string out = run_pass(in, split);
+  for (const char* line :
+       {"compute %1.sum.part (node 1) reduce sum[64, 96] over [1, 16, 16] = load(%in0, [i0, i1, r1, r2])",
+        "compute %1.m2.part (node 1) reduce welford_m2[64, 96] over [1, 16, 16] = load(%in0, [i0, i1, r1, r2])",
+        "compute %1.m2 (node 1) reduce sum[96] over [64] = add(load(%1.m2.part, [r0, i0])"})
+    EXPECT_NE(out.find(line), std::string::npos) << line << " in " << out;
+  const LoopProgram before = parse_program(in);
+  const interp::BufferStorage inputs = interp::random_inputs(before.buffers, 3, {-1.0, 3.0});
+  EXPECT_EQ(interp::compare(interp::run_loop_program(split(before), inputs),
+                            interp::run_loop_program(before, inputs), 1e-6, 1e-6), "");
+  // A linear layer's bias gradient over an NHWC activation viewed as [N*H*W, C]: the view's
+  // index walks down the columns only within runs of 16 and 256 (coefficient_within_runs).
+  const std::string viewed = program(R"(  buffer %in0: float32[64, 96, 16, 16]{24576, 1, 1536, 96} input 0 cuda:0
+  buffer %1: float32[96]{1} computed cuda:0
+  compute %1 (node 1) reduce sum[96] over [16384] = load(%in0, [r0 // 256, i0, (r0 // 16) % 16, r0 % 16])
+  kernel %1
+  output %1
+)");
+  const std::string viewed_out = run_pass(viewed, split);
+  EXPECT_NE(viewed_out.find("compute %1.part (node 1) reduce sum[64, 96] over [256]"), std::string::npos) << viewed_out;
+  const LoopProgram viewed_before = parse_program(viewed);
+  EXPECT_EQ(interp::compare(interp::run_loop_program(split(viewed_before), inputs),
+                            interp::run_loop_program(viewed_before, inputs), 1e-6, 1e-6), "");
+  // 48 images: parts of whole images (48 x 256 pixels) rather than 64 x 192 pixels, which
+  // would keep a division by 256 per element and cut images apart.
+  const std::string images = program(R"(  buffer %in0: float32[48, 96, 16, 16]{24576, 1, 1536, 96} input 0 cuda:0
+  buffer %1: float32[96]{1} computed cuda:0
+  compute %1 (node 1) reduce sum[96] over [12288] = load(%in0, [r0 // 256, i0, (r0 // 16) % 16, r0 % 16])
+  kernel %1
+  output %1
+)");
+  const std::string images_out = run_pass(images, split);
+  EXPECT_NE(images_out.find("compute %1.part (node 1) reduce sum[48, 96] over [256]"), std::string::npos) << images_out;
+  // Under 2^20 elements the column kernel alone is quick enough: left alone.
+  const std::string small = program(R"(  buffer %in0: float32[8, 96, 16, 16]{24576, 1, 1536, 96} input 0 cuda:0
+  buffer %1: float32[96]{1} computed cuda:0
+  compute %1 (node 1) reduce sum[96] over [8, 16, 16] = load(%in0, [r0, i0, r1, r2])
+  kernel %1
+  output %1
+)");
+  EXPECT_EQ(run_pass(small, split), small);
 }
 
 // Not column walks, or too small: left alone. A row sum (contiguous in the reduction), a column
