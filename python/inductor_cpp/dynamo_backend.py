@@ -3,12 +3,13 @@
     torch.compile(model, backend="inductor_cpp", mode=None, options={"strict": True})
 
 Per call we build AOT autograd around three compilers (forward, backward, inference), with
-torch's decompositions (decompositions.py) and the min-cut rematerialization partitioner (after the
-joint-graph passes of joint_graph.py). Each
-compiler turns its ATen FX graph into a description (fx_import.py) and crosses into C++ once
-(_C.compile_graph); the CompiledGraph it gets back runs the whole graph in C++. An inference
-graph whose AOT runtime wrappers would have nothing to do is handed to Dynamo without them
-(direct_call.py).
+torch's decompositions (decompositions.py) and the min-cut rematerialization partitioner (after
+the joint-graph passes of joint_graph.py). Each compiler rewrites its ATen FX graph
+(layout_opt.py: channels-last convolutions; pad_mm.py: half-precision matrix products padded
+to aligned sizes on CUDA), turns it into a description (fx_import.py) and crosses into C++
+once (_C.compile_graph); the CompiledGraph it gets back runs the whole graph in C++. An
+inference graph whose AOT runtime wrappers would have nothing to do is handed to Dynamo
+without them (direct_call.py).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 
 from . import (_C, debug_dir, decompositions, direct_call, fx_import, joint_graph, knobs,
-               layout_opt, logs, specialize)
+               layout_opt, logs, pad_mm, specialize)
 from . import options as options_mod
 
 # Compiled graphs alive in this process, for counters and tests; weak, so that
@@ -152,6 +153,7 @@ def _compile_one_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind
     start = time.perf_counter()
     if opts.layout_optimization:
         layout_opt.channels_last(gm, example_inputs, kind)
+    pad_mm.pad_matrix_products(gm, example_inputs)
     try:
         description, constants = fx_import.describe(gm, example_inputs, kind)
     except fx_import.UnsupportedGraph as e:

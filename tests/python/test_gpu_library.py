@@ -6,6 +6,7 @@ Each test checks the answer against eager and the plan's steps: which ops became
 calls, what their epilogue took over, which kernels are left. Skipped without a CUDA device."""
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -108,3 +109,30 @@ def test_convolution_training_step_gradients_vs_float64():
         torch.testing.assert_close(p.grad, q.grad.float(), rtol=1e-3, atol=1e-3, msg=name)
     ops = [c["op"] for c in library_steps()]
     assert ops.count("conv2d") == 2 and "conv2d_backward" in ops and "mm" in ops
+
+
+def test_bf16_product_with_an_odd_vocabulary_is_padded_and_matches_eager():
+    """GPT-2's 50257-word output projection under bf16 (pad_mm.py): forward and both backward
+    products padded to multiples of 8, results and gradients as eager's."""
+    from inductor_cpp import pad_mm
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    head = torch.nn.Linear(768, 50257, bias=False, device=DEV, dtype=torch.bfloat16)
+    x = torch.randn(1024, 768, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+    target = torch.randint(0, 50257, (1024,), device=DEV)
+
+    def loss(model, x):
+        return torch.nn.functional.cross_entropy(model(x).float(), target)
+
+    before = pad_mm.padded_total
+    compiled_head = copy.deepcopy(head)
+    cx = x.detach().clone().requires_grad_()
+    got = torch.compile(lambda x: loss(compiled_head, x), backend="inductor_cpp")(cx)
+    got.backward()
+    want = loss(head, x)
+    want.backward()
+    assert pad_mm.padded_total - before == 3  # the forward product and the two of backward
+    torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(cx.grad, x.grad, rtol=5e-2, atol=5e-2)
+    torch.testing.assert_close(compiled_head.weight.grad, head.weight.grad, rtol=5e-2, atol=5e-2)
