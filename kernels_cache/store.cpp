@@ -344,12 +344,17 @@ void Store::evict_to_cap_except(const std::string& protected_key) {
   }
 }
 
-size_t Store::clear() {
+size_t Store::clear(std::vector<std::string>* refused) {
   if (config_.root.empty() || !fs::is_directory(config_.root)) return 0;
   const bool tmp_ok = detail::check_private_dir(tmp_dir(), false).ok();
   size_t removed = 0;
   for (const fs::path& dir : detail::list_entry_dirs(config_.root)) {
-    if (detail::remove_tree(dir, tmp_ok ? tmp_dir() : fs::path()).empty()) ++removed;
+    const std::string err = detail::remove_tree(dir, tmp_ok ? tmp_dir() : fs::path());
+    if (err.empty()) {
+      ++removed;
+    } else if (refused != nullptr) {
+      refused->push_back(dir.string() + ": " + err);
+    }
   }
   // Shard dirs go only once empty (rmdir fails otherwise, keeping anything unrelated).
   std::error_code ec;
@@ -363,6 +368,47 @@ size_t Store::clear() {
   for (const fs::path& s : shards) ::rmdir(s.c_str());
   for (const fs::path& sub : {tmp_dir(), locks_dir()}) remove_owned_contents(sub);
   return removed;
+}
+
+std::vector<Store::Finding> Store::verify_entries() const {
+  std::vector<Finding> out;
+  try {
+    if (config_.root.empty()) return out;
+    const DirCheck root = detail::check_private_dir(config_.root, /*follow=*/true);
+    if (root.status == DirCheck::Missing) return out;
+    if (!root.ok()) return {{"", config_.root, "unsafe root: " + root.reason, {}}};
+    for (const fs::path& dir : detail::list_entry_dirs(config_.root)) {
+      Finding f{dir.filename().string(), dir, "", {}};
+      const DirCheck shard = detail::check_private_dir(dir.parent_path(), false);
+      if (!shard.ok()) {
+        f.problem = "unsafe shard dir: " + shard.reason;
+      } else {
+        try {
+          f.problem = detail::verify_entry(dir, f.key, &f.meta);
+        } catch (const std::exception& e) {
+          f.problem = e.what();
+        }
+        if (!f.problem.empty()) f.problem = "corrupt: " + f.problem;
+      }
+      out.push_back(std::move(f));
+    }
+    const int64_t cutoff = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count() -
+                           kStaleTmpNs;
+    std::error_code ec;
+    if (detail::is_real_dir(tmp_dir())) {
+      for (fs::directory_iterator it(tmp_dir(), ec); !ec && it != fs::directory_iterator();
+           it.increment(ec)) {
+        const std::optional<int64_t> t = detail::mtime_ns(it->path());
+        if (t && *t < cutoff)
+          out.push_back({"", it->path(), "stale: left in tmp/ by a process that died", {}});
+      }
+    }
+  } catch (const std::exception& e) {
+    out.push_back({"", config_.root, std::string("unreadable: ") + e.what(), {}});
+  }
+  return out;
 }
 
 Store::Summary Store::summary() const {

@@ -148,7 +148,23 @@ class Store {
   /// in the root, which may hold unrelated things. Never follows symlinks. Returns the number
   /// of entries removed. Meant for an idle cache: builds running concurrently fall back to
   /// Uncached or rebuild.
-  size_t clear();
+  /// `refused` (if non-null) receives the entry dirs it could not remove (another user's).
+  size_t clear(std::vector<std::string>* refused = nullptr);
+
+  /// One finding of verify_entries(): an entry (key set) or a leftover in tmp/ (key empty);
+  /// `problem` is "" for a good entry, else starts with what kind: "unsafe" (a root or shard
+  /// dir of another user or writable by others), "corrupt" (meta.json, a missing file, a
+  /// size or SHA-256 that does not match, a symlink) or "stale" (a build directory older than
+  /// an hour left by a process that died).
+  struct Finding {
+    std::string key;
+    std::filesystem::path path;
+    std::string problem;
+    nlohmann::json meta;  ///< meta.json of a good entry
+  };
+  /// Every entry and tmp/ leftover, checked as lookup() checks an entry, but nothing is
+  /// removed, touched or created (`python -m inductor_cpp.cache verify`). Never throws.
+  std::vector<Finding> verify_entries() const;
 
   /// Entry count and total bytes (files of entry dirs, including meta.json), without
   /// verifying checksums.

@@ -479,8 +479,35 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("cache_clear", [] {
     kernels_cache::Store store(kernels_cache::cache_config_from_env());
-    return store.clear();
-  });
+    std::vector<std::string> refused;
+    const size_t removed = store.clear(&refused);
+    return py::make_tuple(removed, refused);
+  }, "Removes every entry; returns (entries removed, entries refused with why).");
+  m.def("cache_verify", [] {
+    // Every entry checked as a lookup would check it, then its plan as a load would parse it
+    // (checksums alone do not make a plan safe: whoever can write the entry can reseal it).
+    py::list out;
+    for (kernels_cache::Store::Finding& f :
+         kernels_cache::Store(kernels_cache::cache_config_from_env()).verify_entries()) {
+      if (f.problem.empty() && !f.key.empty()) {
+        try {
+          const kernels_cache::Entry entry{f.key, f.path, f.meta};
+          runtime::plan_from_json(nlohmann::json::parse(entry.read("plan.json")));
+        } catch (const std::exception& e) {
+          f.problem = std::string("corrupt: plan.json: ") + e.what();
+        }
+      }
+      const nlohmann::json extra = f.meta.is_object() ? f.meta.value("extra", nlohmann::json::object())
+                                                      : nlohmann::json::object();
+      py::dict d;
+      d["key"] = f.key;
+      d["path"] = f.path.string();
+      d["problem"] = f.problem;
+      d["kind"] = extra.is_object() ? extra.value("kind", std::string()) : std::string();
+      out.append(d);
+    }
+    return out;
+  }, "Checks every cache entry and leftover without changing anything (cache.py verify).");
   python::register_matrix_bench_bindings(m);
   python::register_knobs_bindings(m);
 }

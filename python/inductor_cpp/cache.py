@@ -1,7 +1,15 @@
 """The on-disk cache from the command line.
 
     python -m inductor_cpp.cache info     # where it is, how many entries, bytes and the cap
+    python -m inductor_cpp.cache verify   # every entry and leftover checked; nothing changed
     python -m inductor_cpp.cache clear    # remove every entry (and nothing else in the root)
+
+`verify` prints one line per entry: `ok`, or the problem — `corrupt` (meta.json, a missing
+file, a size or SHA-256 that does not match, a symlink, a plan.json that fails validation),
+`unsafe` (a directory of another user or writable by others: such an entry is never loaded)
+or `stale` (a build directory in tmp/ left by a process that died). It exits with 1 when it
+found a problem. A lookup removes a corrupt entry and rebuilds it; `clear` removes them all and
+names the entries it could not remove (another user's).
 
 The root is $INDUCTOR_CPP_CACHE_DIR, else ~/.cache/inductor_cpp (docs/cache.md).
 """
@@ -18,20 +26,44 @@ def info() -> dict:
     return {"root": _C.cache_root(), "entries": entries, "bytes": size, "max_bytes": cap}
 
 
+def verify() -> list[dict]:
+    """One dict per entry or leftover: key ("" for a leftover), path, kind (forward, backward,
+    inference; "" when unknown) and problem ("" when good)."""
+    return list(_C.cache_verify())
+
+
 def clear() -> int:
-    return _C.cache_clear()
+    """Removes every entry; returns how many (clear_report() also names the refused ones)."""
+    return clear_report()[0]
+
+
+def clear_report() -> tuple[int, list[str]]:
+    removed, refused = _C.cache_clear()
+    return removed, list(refused)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m inductor_cpp.cache", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["info", "clear"])
+    parser.add_argument("command", choices=["info", "verify", "clear"])
     args = parser.parse_args(argv)
     if args.command == "info":
         i = info()
         print(f"root: {i['root']}\nentries: {i['entries']}\nbytes: {i['bytes']} (cap {i['max_bytes']})")
-    else:
-        print(f"removed {clear()} entries from {_C.cache_root()}")
+        return 0
+    if args.command == "verify":
+        findings = verify()
+        bad = [f for f in findings if f["problem"]]
+        for f in findings:
+            what = f["key"] or f["path"]
+            print(f"{f['problem'] or 'ok'}: {what}" + (f" ({f['kind']})" if f["kind"] else ""))
+        entries = sum(1 for f in findings if f["key"])
+        print(f"{entries} entries in {_C.cache_root()}, {len(bad)} problem(s)")
+        return 1 if bad else 0
+    removed, refused = clear_report()
+    print(f"removed {removed} entries from {_C.cache_root()}")
+    for r in refused:
+        print(f"refused: {r}")
     return 0
 
 

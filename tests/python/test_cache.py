@@ -117,6 +117,48 @@ def test_cache_cli_info_and_clear(tmp_path):
     assert "entries: 0" in again
 
 
+def _verify(env: dict) -> tuple[int, str]:
+    done = subprocess.run([sys.executable, "-m", "inductor_cpp.cache", "verify"], env=env,
+                          capture_output=True, text=True)
+    return done.returncode, done.stdout
+
+
+def test_cache_cli_verify_lists_corrupt_unsafe_and_stale_and_changes_nothing(tmp_path):
+    first = run_python(CHILD, cache_env(tmp_path))
+    key = first["keys"][0]
+    entry, root = entry_dir(tmp_path, key), tmp_path / "shared-cache"
+    env = dict(os.environ, **cache_env(tmp_path))
+    rc, out = _verify(env)
+    assert rc == 0 and f"ok: {key}" in out and "1 entries" in out, out
+    # a plan that fails validation although its checksums were resealed
+    plan = json.loads((entry / "plan.json").read_text())
+    plan["kernel_library"] = "../../evil.so"
+    (entry / "plan.json").write_text(json.dumps(plan))
+    _reseal(entry, "plan.json")
+    rc, out = _verify(env)
+    assert rc == 1 and f"corrupt: plan.json" in out and key in out, out
+    # a library whose bytes no longer match meta.json
+    with open(entry / "kernels.so", "ab") as f:
+        f.write(b"\0")
+    rc, out = _verify(env)
+    assert rc == 1 and "corrupt:" in out and "kernels.so" in out, out
+    # a leftover build directory of a process that died two hours ago
+    stale = root / "tmp" / f"{key}.4242.deadbeef"
+    stale.mkdir(parents=True, exist_ok=True)
+    os.utime(stale, (time.time() - 7200, time.time() - 7200))
+    # a shard directory others may write to: unsafe, whatever its entry holds
+    entry.parent.chmod(0o777)
+    rc, out = _verify(env)
+    assert rc == 1 and "unsafe shard dir" in out and "stale:" in out and str(stale) in out, out
+    assert entry.is_dir() and stale.is_dir()  # verify changes nothing
+    entry.parent.chmod(0o700)
+    cleared = subprocess.run([sys.executable, "-m", "inductor_cpp.cache", "clear"], env=env,
+                             capture_output=True, text=True, check=True).stdout
+    assert "removed 1 entries" in cleared and not entry.exists() and not stale.exists()
+    rc, out = _verify(env)
+    assert rc == 0 and "0 entries" in out, out
+
+
 def _reseal(entry: Path, name: str) -> None:
     """Rewrites meta.json's size and sha256 for `name`: an attacker who can write the entry can
     do that too, so the checksums alone do not make a tampered entry safe."""
