@@ -6,13 +6,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "codegen/cpu/emit_cpp.h"
 #include "knobs/knobs.h"
@@ -71,8 +75,13 @@ std::vector<NodeDecision> decisions_from_json(const json& j) {
 /// any build may run (twice the tool deadline, at least an hour; a day without a deadline).
 /// Once per process, best effort.
 void remove_stale_scratch_dirs(const std::filesystem::path& tmp) {
-  static std::once_flag once;
-  std::call_once(once, [&] {
+  static std::mutex mutex;
+  static std::set<std::string> done;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!done.insert(tmp.string()).second) return;
+  }
+  {
     const uint64_t deadline = knobs::get_count(knobs::Knob::ToolTimeoutS).value_or(600);
     const int64_t max_age = deadline == 0 ? 86400 : std::max<int64_t>(3600, 2 * static_cast<int64_t>(deadline));
     const auto now = std::filesystem::file_time_type::clock::now();
@@ -89,17 +98,33 @@ void remove_stale_scratch_dirs(const std::filesystem::path& tmp) {
       std::error_code ignored;
       std::filesystem::remove_all(d.path(), ignored);
     }
-  });
+  }
 }
 
-/// A private scratch directory, removed with its contents when this goes out of scope.
+/// A private scratch directory, removed with its contents when this goes out of scope. Made in
+/// $TMPDIR; where that is missing, not a directory, unwritable or full, in the cache's own
+/// tmp/ (`cache_tmp`, when a cache is in use), then in /tmp: a TMPDIR fault costs nothing
+/// while one of them works. Throws only when none does (the caller falls back for that graph).
 struct ScratchDir {
   std::filesystem::path path;
-  ScratchDir() {
-    remove_stale_scratch_dirs(std::filesystem::temp_directory_path());
-    std::string tmpl = (std::filesystem::temp_directory_path() / "inductor_cpp-build-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a scratch directory in " + tmpl);
-    path = tmpl;
+  explicit ScratchDir(const std::filesystem::path& cache_tmp = {}) {
+    std::vector<std::filesystem::path> bases;
+    std::error_code ec;
+    const std::filesystem::path tmpdir = std::filesystem::temp_directory_path(ec);
+    if (!ec) bases.push_back(tmpdir);
+    if (!cache_tmp.empty() && std::filesystem::is_directory(cache_tmp, ec)) bases.push_back(cache_tmp);
+    bases.emplace_back("/tmp");
+    std::string why;
+    for (const std::filesystem::path& base : bases) {
+      remove_stale_scratch_dirs(base);
+      std::string tmpl = (base / "inductor_cpp-build-XXXXXX").string();
+      if (mkdtemp(tmpl.data())) {
+        path = tmpl;
+        return;
+      }
+      why += (why.empty() ? "" : "; ") + base.string() + ": " + std::strerror(errno);
+    }
+    throw std::runtime_error("cannot create a scratch directory (" + why + ")");
   }
   ~ScratchDir() {
     std::error_code ignored;
@@ -209,7 +234,7 @@ kernels_cache::Artifacts build_artifacts(const ir::Graph& graph, const CompileCo
     record["gpu"] = gpu;
     artifacts["build.json"] = record.dump();
   } else if (!built.cpp_source.empty()) {
-    ScratchDir scratch;
+    ScratchDir scratch(ctx.store != nullptr ? ctx.store->config().root / "tmp" : std::filesystem::path());
     if (ctx.stats) ++ctx.stats->cxx_compiler_invocations;
     report_progress(ctx, "C++ compiler on " + std::to_string(built.kernels.size()) + " kernel(s)");
     const runtime::CppCompileResult r =

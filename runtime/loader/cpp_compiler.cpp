@@ -88,6 +88,9 @@ CppCompileResult compile_shared_library(const std::string& dir, const std::strin
   write_file(source_path, source);
   std::vector<std::string> args = compiler_command(options);
   args.insert(args.end(), options.flags.begin(), options.flags.end());
+  // Stages talk through pipes, not temporary files in $TMPDIR: a missing, unwritable or full
+  // TMPDIR must not fail the build (the scratch dir itself may live elsewhere: ScratchDir).
+  args.push_back("-pipe");
   args.push_back("-I" + dir);
   args.push_back(source_path);
   args.push_back("-o");

@@ -239,3 +239,19 @@ def test_scratch_dirs_of_killed_builds_are_removed(tmp_path):
     assert result["ok"] and result["outcomes"] == ["built"]
     assert not stale.exists() and fresh.exists() and other.exists()
     assert sorted(p.name for p in tmp.iterdir()) == ["inductor_cpp-build-fresh1", "unrelated-old"]
+
+
+def test_tmpdir_faults_cost_nothing_while_the_cache_can_stage_builds(tmp_path):
+    """A TMPDIR that is missing or a file: the build's scratch dir goes to the cache's tmp/
+    (ScratchDir), the compiler pipes its stages (-pipe), the graph runs generated code and is
+    cached, and no scratch dir is left behind."""
+    not_a_dir = tmp_path / "a-file"
+    not_a_dir.write_text("")
+    for n, tmpdir in enumerate((tmp_path / "missing", not_a_dir)):
+        env = {"INDUCTOR_CPP_CACHE_DIR": str(tmp_path / f"cache{n}"), "TMPDIR": str(tmpdir)}
+        out = run_python(CHILD, env)
+        assert out["ok"] and out["outcomes"] == ["built"], (tmpdir, out)
+        assert out["cxx_compiler_invocations"] == 1, out
+        staged = tmp_path / f"cache{n}" / "tmp"
+        assert not list(staged.glob("inductor_cpp-build-*")) if staged.exists() else True
+
