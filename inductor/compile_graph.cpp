@@ -237,8 +237,15 @@ kernels_cache::Artifacts build_artifacts(const ir::Graph& graph, const CompileCo
     ScratchDir scratch(ctx.store != nullptr ? ctx.store->config().root / "tmp" : std::filesystem::path());
     if (ctx.stats) ++ctx.stats->cxx_compiler_invocations;
     report_progress(ctx, "C++ compiler on " + std::to_string(built.kernels.size()) + " kernel(s)");
-    const runtime::CppCompileResult r =
-        runtime::compile_shared_library(scratch.path.string(), built.cpp_source, codegen::runtime_header_text());
+    runtime::CppCompileResult r;
+    try {
+      r = runtime::compile_shared_library(scratch.path.string(), built.cpp_source, codegen::runtime_header_text());
+    } catch (const std::runtime_error& e) {
+      // No compiler to start (an image without g++, an empty PATH, its identity taken from
+      // the toolchain record): like a failed compile, the graph runs as ATen calls.
+      r.ok = false;
+      r.output = e.what();
+    }
     const json record = make_build_record(built, plan_build_ms, &r, scratch.path.string());
     if (r.ok) {
       artifacts["kernels.so"] = read_file(scratch.path / "kernels.so");

@@ -107,6 +107,13 @@ CppCompileResult compile_shared_library(const std::string& dir, const std::strin
   return result;
 }
 
+std::string compiler_path(const CppCompileOptions& options) {
+  const std::vector<std::string> command = compiler_command(options);
+  size_t at = 0;
+  while (at + 1 < command.size() && is_launcher(command[at])) ++at;
+  return resolve_executable(command[at]);
+}
+
 std::string compiler_identity(const CppCompileOptions& options) {
   const std::vector<std::string> command = compiler_command(options);
   // The compiler proper: the first word after any launchers ("ccache g++ -O3": g++).

@@ -48,7 +48,12 @@ CppCompileResult compile_shared_library(const std::string& dir, const std::strin
                                         const std::string& header_text,
                                         const CppCompileOptions& options = {});
 
-/// "g++ 12.2.0" or similar: part of the cache key.
+/// "g++ 12.2.0" or similar: part of the cache key. Runs the compiler (`-dumpfullversion`);
+/// throws std::runtime_error when it cannot be started (no compiler on PATH).
 std::string compiler_identity(const CppCompileOptions& options = {});
+
+/// The compiler proper of `options` (after launchers such as ccache) resolved through PATH and
+/// symlinks, without running it; the bare name when it is not found.
+std::string compiler_path(const CppCompileOptions& options = {});
 
 }  // namespace inductor_cpp::runtime

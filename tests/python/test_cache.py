@@ -255,3 +255,27 @@ def test_tmpdir_faults_cost_nothing_while_the_cache_can_stage_builds(tmp_path):
         staged = tmp_path / f"cache{n}" / "tmp"
         assert not list(staged.glob("inductor_cpp-build-*")) if staged.exists() else True
 
+
+
+def test_warm_cache_runs_generated_kernels_without_a_compiler_on_path(tmp_path):
+    """The compiler's identity is recorded next to the cache at build time (fingerprint.cpp):
+    with an empty PATH the key is the same, the entry loads and its kernels run; and while the
+    compiler's file is unchanged the identity is read from the record, not by running it."""
+    env = cache_env(tmp_path)
+    first = run_python(CHILD, env)
+    assert first["outcomes"] == ["built"], first
+    records = list((tmp_path / "shared-cache" / "toolchains").glob("*.json"))
+    assert len(records) == 1 and json.loads(records[0].read_text())["identity"]
+    second = run_python(CHILD, dict(env, PATH=""))
+    assert second["ok"] and second["outcomes"] == ["hit"], second
+    assert second["keys"] == first["keys"] and second["eager_graph_fallbacks"] == 0, second
+    # a miss without a compiler: the graph runs as ATen calls (its plan), nothing cached
+    assert subprocess.run([sys.executable, "-m", "inductor_cpp.cache", "clear"], check=True,
+                          env=dict(os.environ, **env), capture_output=True).returncode == 0
+    miss = run_python(CHILD, dict(env, PATH=""))
+    assert miss["ok"] and miss["outcomes"] == ["uncached"] and miss["eager_graph_fallbacks"] == 0, miss
+    assert miss["cxx_compile_failures"] == 1, miss
+    # no compiler and no record: the key cannot be made, the graph runs eagerly, correctly
+    records[0].unlink()
+    third = run_python(CHILD, dict(env, PATH=""))
+    assert third["ok"] and third["eager_graph_fallbacks"] == 1, third
