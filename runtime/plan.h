@@ -269,5 +269,8 @@ nlohmann::json plan_to_json(const Plan& plan);
 std::string plan_to_text(const Plan& plan);
 /// Throws std::runtime_error naming the path on malformed input.
 Plan plan_from_json(const nlohmann::json& j);
+/// Throws std::runtime_error naming the field unless every slot, parameter index, buffer shape
+/// and GPU launch shape of `p` is in range (plan_validate.cpp); plan_from_json calls it.
+void validate_plan(const Plan& p);
 
 }  // namespace inductor_cpp::runtime

@@ -336,6 +336,7 @@ Plan plan_from_json(const json& j) {
     if (std::find(std::begin(kLibraryNames), std::end(kLibraryNames), p.kernel_library) ==
         std::end(kLibraryNames))
       throw std::runtime_error("plan: kernel_library is not a kernel file name: " + p.kernel_library);
+    validate_plan(p);
     return p;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("plan: malformed: ") + e.what());
