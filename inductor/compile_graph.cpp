@@ -2,6 +2,7 @@
 /// compile_graph(): import, key, cache protocol, plan build, strict checks, logs.
 #include "inductor/compile_graph.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "codegen/cpu/emit_cpp.h"
+#include "kernels_cache/sha256.h"
 #include "knobs/knobs.h"
 #include "runtime/loader/cpp_compiler.h"
 #include "runtime/cuda/ptxas.h"
@@ -274,6 +276,41 @@ kernels_cache::Artifacts build_artifacts(const ir::Graph& graph, const CompileCo
   return artifacts;
 }
 
+/// The entry's kernel library, opened once and loaded through that descriptor: the file is
+/// ours (owner, not group/other-writable), a regular file (O_NOFOLLOW: no symlink), its bytes
+/// hash to what meta.json records, and dlopen("/proc/self/fd/N") maps that same file, so no
+/// one can swap it between the check and the load. Throws std::runtime_error on any mismatch
+/// (the caller discards the entry and rebuilds). Without /proc, the checked path is loaded.
+std::shared_ptr<runtime::KernelLibrary> open_entry_library(const kernels_cache::Entry& entry,
+                                                           const std::string& name) {
+  const std::filesystem::path path = entry.dir / name;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot open " + path.string() + ": " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0)
+    throw std::runtime_error(path.string() + " is not a private regular file of this user");
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
+    if (n <= 0) throw std::runtime_error("cannot read " + path.string());
+    done += static_cast<size_t>(n);
+  }
+  const json& files = entry.meta.is_object() ? entry.meta.value("files", json::object()) : json::object();
+  if (files.is_object() && files.contains(name)) {
+    const json& record = files.at(name);
+    if (!record.is_object() || record.value("sha256", std::string()) != kernels_cache::sha256_hex(bytes))
+      throw std::runtime_error(path.string() + " does not match meta.json's sha256");
+  }
+  const std::string through_fd = "/proc/self/fd/" + std::to_string(fd);
+  return runtime::KernelLibrary::open(::access(through_fd.c_str(), R_OK) == 0 ? through_fd : path.string(),
+                                      path.string());
+}
+
 /// Reads a plan and loads its kernels from an entry's directory.
 void load_entry(const kernels_cache::Entry& entry, CompiledPlan& out) {
   out.plan = runtime::plan_from_json(json::parse(entry.read("plan.json")));
@@ -296,7 +333,7 @@ void load_entry(const kernels_cache::Entry& entry, CompiledPlan& out) {
     }
   } else if (!out.plan.kernel_library.empty()) {
     out.cpp_source = entry.read("kernels.cpp");
-    out.library = runtime::KernelLibrary::open((entry.dir / out.plan.kernel_library).string());
+    out.library = open_entry_library(entry, out.plan.kernel_library);
   }
 }
 

@@ -8,18 +8,18 @@
 
 namespace inductor_cpp::runtime {
 
-std::shared_ptr<KernelLibrary> KernelLibrary::open(const std::string& path) {
+std::shared_ptr<KernelLibrary> KernelLibrary::open(const std::string& path, const std::string& shown) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* error = dlerror();
-    throw std::runtime_error("cannot load kernel library " + path + ": " +
+    throw std::runtime_error("cannot load kernel library " + (shown.empty() ? path : shown) + ": " +
                              (error ? error : "unknown error"));
   }
   // Kernels use OpenMP. If this library is what brought libgomp in (a process without torch,
   // e.g. a test), its last dlclose would unmap libgomp under its still-parked pool threads:
   // pin libgomp for the life of the process (a no-op when torch already holds it).
   dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-  return std::shared_ptr<KernelLibrary>(new KernelLibrary(handle, path));
+  return std::shared_ptr<KernelLibrary>(new KernelLibrary(handle, shown.empty() ? path : shown));
 }
 
 KernelLibrary::~KernelLibrary() {

@@ -13,8 +13,9 @@ using KernelFn = int32_t (*)(char* const* bufs, const int64_t* symbols, int32_t 
 
 class KernelLibrary {
  public:
-  /// dlopen(RTLD_NOW | RTLD_LOCAL); throws std::runtime_error with dlerror() text.
-  static std::shared_ptr<KernelLibrary> open(const std::string& path);
+  /// dlopen(RTLD_NOW | RTLD_LOCAL); throws std::runtime_error with dlerror() text. `shown`:
+  /// the path() to report when `path` is only a way to it (/proc/self/fd/N).
+  static std::shared_ptr<KernelLibrary> open(const std::string& path, const std::string& shown = "");
   ~KernelLibrary();
   KernelLibrary(const KernelLibrary&) = delete;
   KernelLibrary& operator=(const KernelLibrary&) = delete;

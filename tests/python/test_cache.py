@@ -279,3 +279,15 @@ def test_warm_cache_runs_generated_kernels_without_a_compiler_on_path(tmp_path):
     records[0].unlink()
     third = run_python(CHILD, dict(env, PATH=""))
     assert third["ok"] and third["eager_graph_fallbacks"] == 1, third
+
+
+def test_library_others_may_write_is_not_loaded(tmp_path):
+    """The kernel library is opened once, checked through its descriptor (ours, a regular
+    file, not writable by others, its sha256 as recorded) and loaded through that descriptor
+    (/proc/self/fd/N): a group-writable kernels.so is refused and the entry rebuilt."""
+    first = run_python(CHILD, cache_env(tmp_path))
+    library = entry_dir(tmp_path, first["keys"][0]) / "kernels.so"
+    library.chmod(0o664)
+    second = run_python(CHILD, cache_env(tmp_path))
+    assert second["ok"] and second["outcomes"] == ["rebuilt_corrupt"], second
+    assert (library.stat().st_mode & 0o022) == 0
