@@ -288,7 +288,9 @@ std::shared_ptr<runtime::KernelLibrary> open_entry_library(const kernels_cache::
   if (fd < 0) throw std::runtime_error("cannot open " + path.string() + ": " + std::strerror(errno));
   struct Closer {
     int fd;
-    ~Closer() { ::close(fd); }
+    ~Closer() {
+      if (fd >= 0) ::close(fd);
+    }
   } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0)
@@ -306,9 +308,10 @@ std::shared_ptr<runtime::KernelLibrary> open_entry_library(const kernels_cache::
     if (!record.is_object() || record.value("sha256", std::string()) != kernels_cache::sha256_hex(bytes))
       throw std::runtime_error(path.string() + " does not match meta.json's sha256");
   }
-  const std::string through_fd = "/proc/self/fd/" + std::to_string(fd);
-  return runtime::KernelLibrary::open(::access(through_fd.c_str(), R_OK) == 0 ? through_fd : path.string(),
-                                      path.string());
+  if (::access(("/proc/self/fd/" + std::to_string(fd)).c_str(), R_OK) != 0)
+    return runtime::KernelLibrary::open(path.string());  // no /proc: the checked path
+  closer.fd = -1;  // the library owns the descriptor now (kernel_library.h open_descriptor)
+  return runtime::KernelLibrary::open_descriptor(fd, path.string());
 }
 
 /// Reads a plan and loads its kernels from an entry's directory.

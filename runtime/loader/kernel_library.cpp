@@ -3,6 +3,7 @@
 #include "runtime/loader/kernel_library.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <stdexcept>
 
@@ -22,8 +23,30 @@ std::shared_ptr<KernelLibrary> KernelLibrary::open(const std::string& path, cons
   return std::shared_ptr<KernelLibrary>(new KernelLibrary(handle, shown.empty() ? path : shown));
 }
 
+std::shared_ptr<KernelLibrary> KernelLibrary::open_descriptor(int fd, const std::string& shown) {
+  const std::string name = "/proc/self/fd/" + std::to_string(fd);
+  std::shared_ptr<KernelLibrary> library;
+  try {
+    library = open(name, shown);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  library->fd_ = fd;
+  library->loaded_name_ = name;
+  return library;
+}
+
 KernelLibrary::~KernelLibrary() {
   if (handle_) dlclose(handle_);
+  if (fd_ < 0) return;
+  // Still loaded (a library with unique symbols cannot be unloaded): keep the descriptor, so
+  // its number, hence the library's name, is never reused by another load.
+  if (void* still = dlopen(loaded_name_.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
+    dlclose(still);
+    return;
+  }
+  ::close(fd_);
 }
 
 KernelFn KernelLibrary::kernel(const std::string& name) const {

@@ -16,6 +16,11 @@ class KernelLibrary {
   /// dlopen(RTLD_NOW | RTLD_LOCAL); throws std::runtime_error with dlerror() text. `shown`:
   /// the path() to report when `path` is only a way to it (/proc/self/fd/N).
   static std::shared_ptr<KernelLibrary> open(const std::string& path, const std::string& shown = "");
+  /// dlopen("/proc/self/fd/<fd>"): the file behind an open descriptor, which the library owns
+  /// from then on. It stays open while the library is loaded: the loader knows a library by
+  /// its name, and a reused descriptor number would make the next such dlopen return this
+  /// library. Closed once dlclose really unloads it (never, if the library cannot be unloaded).
+  static std::shared_ptr<KernelLibrary> open_descriptor(int fd, const std::string& shown);
   ~KernelLibrary();
   KernelLibrary(const KernelLibrary&) = delete;
   KernelLibrary& operator=(const KernelLibrary&) = delete;
@@ -28,6 +33,8 @@ class KernelLibrary {
   KernelLibrary(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
   void* handle_;
   std::string path_;
+  int fd_ = -1;                ///< open_descriptor: the descriptor, while loaded
+  std::string loaded_name_;    ///< open_descriptor: the name dlopen knows it by
 };
 
 }  // namespace inductor_cpp::runtime

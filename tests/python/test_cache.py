@@ -291,3 +291,25 @@ def test_library_others_may_write_is_not_loaded(tmp_path):
     second = run_python(CHILD, cache_env(tmp_path))
     assert second["ok"] and second["outcomes"] == ["rebuilt_corrupt"], second
     assert (library.stat().st_mode & 0o022) == 0
+
+
+TWO_GRAPHS = """
+    import json, torch, inductor_cpp
+    f = torch.compile(lambda x: torch.nn.functional.gelu(x) * 2 + x.sum(), backend="inductor_cpp")
+    g = torch.compile(lambda x: x.cos() * 3 - x.exp(), backend="inductor_cpp")
+    x = torch.arange(12.0).reshape(3, 4) / 7
+    with torch.no_grad():
+        ok = [bool(torch.allclose(f(x), torch.nn.functional.gelu(x) * 2 + x.sum())),
+              bool(torch.allclose(g(x), x.cos() * 3 - x.exp()))] * 2
+        ok += [bool(torch.allclose(f(x), torch.nn.functional.gelu(x) * 2 + x.sum()))]
+    print(json.dumps({"ok": all(ok), "outcomes": [g.cache_outcome for g in inductor_cpp.live_graphs()]}))
+"""
+
+
+def test_libraries_loaded_through_descriptors_stay_apart(tmp_path):
+    """Two kernel libraries loaded at once, each through its descriptor: the loader knows a
+    library by name (/proc/self/fd/N), so a descriptor closed after the load let the second
+    graph's dlopen return the first graph's library (its kernel0: wrong code, a crash)."""
+    for expected in ("built", "hit"):
+        out = run_python(TWO_GRAPHS, cache_env(tmp_path))
+        assert out["ok"] and out["outcomes"] == [expected, expected], out
