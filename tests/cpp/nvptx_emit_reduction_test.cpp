@@ -236,6 +236,24 @@ TEST_F(NvptxEmit, ChannelLayerNormOfNchwMapsPositionsToThreads) {
   EXPECT_NE(m.ptx.find("st.global.v4.f32"), std::string::npos) << m.ptx;
 }
 
+// The first stage of a few-column split over an NHWC tensor: per (image, channel) partial
+// sums over the pixels, times a per-pixel value (a layer norm's mean). The per-pixel load is
+// contiguous along the pixels but stays put across neighbouring channels: the channels, read
+// 32 to a warp load, go to threads (thread rows over the pixels), not 256 threads per
+// (image, channel) striding 16 floats per load.
+TEST_F(NvptxEmit, ChannelsLastPartSumsWithPerPixelFactorsWalkDownColumns) {
+  const auto kernels = gpu_kernels(R"(  buffer %in0: float32[2, 16, 32, 32]{16384, 1, 512, 16} input 0 cuda
+  buffer %in1: float32[2, 32, 32]{1024, 32, 1} input 1 cuda
+  buffer %1: float32[2, 16]{16, 1} computed cuda
+  compute %1 (node 1) reduce sum[2, 16] over [32, 32] = mul(load(%in0, [i0, i1, r0, r1]), load(%in1, [i0, r0, r1]))
+  output %1
+)");
+  EXPECT_TRUE(schedule_has(kernels, "for xf in 0..32 parallel gpu(threads=32) {")) << kernels_text(kernels);
+  EXPECT_TRUE(schedule_has(kernels, "for y1 in 0..1024 {")) << "thread rows, no vector chunks along the pixels";
+  const PtxModule m = emit_and_assemble(kernels, "channels_last_part_sums");
+  EXPECT_NE(m.ptx.find("kernel0_columns"), std::string::npos) << m.ptx;
+}
+
 TEST_F(NvptxEmit, SoftmaxIsOneMultiLoopKernel) {
   const auto kernels = gpu_kernels(R"(  buffer %in0: float32[64, 1000]{1000, 1} input 0 cuda
   buffer %1: float32[64]{1} computed cuda
