@@ -236,6 +236,9 @@ class Absorber {
     };
     pending_.clear();
     if (on_gpu(device)) {
+      // cuDNN adds a bias in a second kernel over the output; generated code adds it in the
+      // kernel that reads the output next (python/inductor_cpp/decompositions.py peels it off).
+      if (op == LibraryOp::conv2d) return std::nullopt;
       const auto ops = select_epilogue_ops(epilogue, shape, buffer_of);
       if (!ops || !gpu_epilogue_fits(op, *ops)) return std::nullopt;
       return FoldedEpilogue{epilogue, {}, {}};

@@ -127,7 +127,8 @@ TEST(GpuLibraryCalls, AddmmAbsorbsItsRelu) {
 }
 
 // What the GPU libraries do not apply stays a generated kernel: a relu with no bias before it,
-// an eval batch norm after a convolution (no per-channel scale, no folding kernels), work
+// an eval batch norm after a convolution (no per-channel scale, no folding kernels), a
+// convolution's bias, work
 // that on the CPU would run as a tile.
 TEST(GpuLibraryCalls, OtherConsumersStayKernels) {
   const std::string mm_relu = ir::testing::program(R"(  buffer %in0: float32[8, 16]{16, 1} input 0 cuda:0
@@ -162,6 +163,18 @@ TEST(GpuLibraryCalls, OtherConsumersStayKernels) {
   output %2
 )");
   EXPECT_EQ(absorbed(batch_norm), batch_norm);
+  // A convolution's bias: cuDNN would add it in a second kernel; the generated kernel adds it.
+  const std::string conv_bias = ir::testing::program(R"(  buffer %in0: float32[2, 8, 5, 5]{200, 25, 5, 1} input 0 cuda:0
+  buffer %in1: float32[16, 8, 3, 3]{72, 9, 3, 1} input 1 cuda:0
+  buffer %in2: float32[16]{1} input 2 cuda:0
+  buffer %1: float32[2, 16, 5, 5]{400, 25, 5, 1} extern cuda:0
+  buffer %2: float32[2, 16, 5, 5]{400, 25, 5, 1} computed cuda:0
+  compute %2 (node 2) pointwise[2, 16, 5, 5] = add(load(%1, [i0, i1, i2, i3]), load(%in2, [i1]))
+  extern node 1 (%in0, %in1) -> (%1) library conv2d(%in0, %in1) {padding_h=1, padding_w=1}
+  kernel %2
+  output %2
+)");
+  EXPECT_EQ(absorbed(conv_bias), conv_bias);
 }
 
 }  // namespace

@@ -47,6 +47,53 @@ def test_device_tables_differ_only_where_listed():
     assert cpu[aten.embedding_dense_backward.default] is not cuda[aten.embedding_dense_backward.default]
 
 
+@pytest.mark.parametrize("transposed", [False, True])
+def test_convolution_bias_peeled_matches_aten(transposed):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 4, 7, 6, generator=g)
+    w = torch.randn(4, 6, 3, 3, generator=g)  # [out, in/groups] or, transposed, [in, out/groups]
+    b = torch.randn(6 if transposed else 4, generator=g)
+    if not transposed:
+        w = w[:, :2]  # groups 2: [4, 2, 3, 3]
+    args = ([2, 1], [1, 0], [1, 1], transposed, [1, 0] if transposed else [0, 0], 1 if transposed else 2)
+    peel = decompositions.decomposition_table("cuda")[aten.convolution.default]
+    torch.testing.assert_close(peel(x, w, b, *args), aten.convolution(x, w, b, *args))
+    assert peel(x, w, None, *args) is NotImplemented
+    assert aten.convolution.default not in decompositions.decomposition_table("cpu")
+
+
+def test_convolution_backward_bias_by_sum_matches_aten():
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(2, 4, 9, 9, generator=g)
+    w = torch.randn(6, 4, 3, 3, generator=g)
+    dy = torch.randn(2, 6, 4, 4, generator=g)
+    args = ([6], [2, 2], [0, 0], [1, 1], False, [0, 0], 1)
+    by_sum = decompositions.decomposition_table("cuda")[aten.convolution_backward.default]
+    for mask in ([True, True, True], [False, True, True]):
+        want = aten.convolution_backward(dy, x, w, *args, mask)
+        got = by_sum(dy, x, w, *args, mask)
+        for a, b in zip(got, want):
+            assert (a is None) == (b is None)
+            if a is not None:
+                torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    assert by_sum(dy, x, w, *args, [True, True, False]) is NotImplemented
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_convolution_with_bias_training_on_cuda_matches_float64():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.GELU(),
+                                torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)).cuda()
+    x = torch.randn(2, 3, 12, 12, device="cuda")
+    reference = [p.detach().double().clone().requires_grad_() for p in model.parameters()]
+    compiled = torch.compile(model, backend="inductor_cpp")
+    compiled(x).square().sum().backward()
+    h = torch.nn.functional.gelu(torch.nn.functional.conv2d(x.double(), reference[0], reference[1], padding=1))
+    torch.nn.functional.conv2d(h, reference[2], reference[3], padding=1, groups=8).square().sum().backward()
+    for p, r in zip(model.parameters(), reference):
+        torch.testing.assert_close(p.grad, r.grad.float(), rtol=1e-3, atol=1e-3)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_embedding_training_on_cuda_matches_eager():
     torch.manual_seed(0)
