@@ -495,4 +495,39 @@ std::optional<int64_t> coefficient_within_runs(const Expr& e, const std::string&
   }
 }
 
+std::optional<ChunkStep> chunk_step(const Expr& e, const std::string& var, int64_t lanes) {
+  if (!depends_on(e, var)) return ChunkStep{0, true};
+  switch (e.kind()) {
+    case ExprKind::Var:
+      return ChunkStep{1, true};
+    case ExprKind::Add: {
+      const auto a = chunk_step(e.lhs(), var, lanes), b = chunk_step(e.rhs(), var, lanes);
+      if (!a || !b) return std::nullopt;
+      return ChunkStep{wrap_add(a->coefficient, b->coefficient),
+                       a->steps_keep_alignment && b->steps_keep_alignment};
+    }
+    case ExprKind::Mul: {
+      const Expr& constant = e.rhs().is_const() ? e.rhs() : e.lhs();
+      const Expr& other = e.rhs().is_const() ? e.lhs() : e.rhs();
+      if (!constant.is_const()) return std::nullopt;
+      const auto a = chunk_step(other, var, lanes);
+      if (!a) return std::nullopt;
+      return ChunkStep{wrap_mul(a->coefficient, constant.value()),
+                       a->steps_keep_alignment || constant.value() % lanes == 0};
+    }
+    case ExprKind::Mod:
+    case ExprKind::FloorDiv: {
+      // Only `var // d` and `var % d` with whole chunks per run: chunk starts are multiples of
+      // lanes, so are the run starts, and no chunk crosses one.
+      if (e.lhs().kind() != ExprKind::Var || !e.rhs().is_const() || e.rhs().value() <= 0 ||
+          e.rhs().value() % lanes != 0)
+        return std::nullopt;
+      if (e.kind() == ExprKind::Mod) return ChunkStep{1, true};
+      return ChunkStep{0, false};  // steps by one per run
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
 }  // namespace inductor_cpp::ir

@@ -125,6 +125,19 @@ std::optional<int64_t> coefficient_of(const Expr& e, const std::string& var);
 /// tell how memory is walked, never to compute an address.
 std::optional<int64_t> coefficient_within_runs(const Expr& e, const std::string& var);
 
+/// How `e` moves inside chunks of `lanes` consecutive values of `var` that start at multiples
+/// of `lanes` (a vector of lanes elements): `coefficient` such that e(b + l) = e(b) +
+/// coefficient * l for every chunk start b and 0 <= l < lanes, and whether e(b) = e(0) (mod
+/// lanes) for every chunk start (`steps_keep_alignment`: an aligned first chunk means aligned
+/// chunks everywhere). Exact, unlike coefficient_within_runs: `xf % 96` and `(xf // 96) * 3072`
+/// qualify for lanes 4 (96 is a multiple of 4, so no chunk crosses a run); `xf % 6` does not,
+/// nor does `(xf + 1) % 96`. nullopt where e is not of that form.
+struct ChunkStep {
+  int64_t coefficient = 0;
+  bool steps_keep_alignment = false;
+};
+std::optional<ChunkStep> chunk_step(const Expr& e, const std::string& var, int64_t lanes);
+
 }  // namespace inductor_cpp::ir
 
 template <>

@@ -3,8 +3,9 @@
 /// rows handles W consecutive columns (W = 16 bytes / widest contiguous element: 4 float32),
 /// so each thread reads one 128-bit vector per row instead of W 4-byte words; every column
 /// keeps its own accumulators ("name#lane"), combined across the thread rows column by column.
-/// Taken when every plain access contiguous in the columns keeps whole-vector steps in the
-/// other loop variables and the column count splits into whole vectors; one
+/// Taken when every plain access contiguous in the columns (exactly, or within the runs of a
+/// flattened column variable that hold whole vectors: ir::chunk_step) keeps whole-vector steps
+/// in the other loop variables and the column count splits into whole vectors; one
 /// run-time check of the base addresses (uniform over the kernel) picks the vector row body,
 /// else the columns of a group run one after another (docs/codegen/nvptx.md "Column groups").
 #include <algorithm>
@@ -61,8 +62,12 @@ int KernelEmitter::column_lanes(const Stmt& top) const {
   auto dtype_of = [&](const std::string& b) { return kernel_.params[param_index(b)].dtype; };
   collect(dtype_of, top.body, top.var, accesses, loop_vars, per_column);
   if (per_column) return 1;
+  // Contiguous along the columns, exactly or within the runs of a flattened top loop (the
+  // channels of an NHWC tensor per image): the latter only where the runs hold whole chunks
+  // that keep their alignment from run to run (ir::chunk_step); the others are read lane by
+  // lane.
   auto vectorized = [&](const Access& a) {
-    return a.plain && ir::coefficient_of(a.index, top.var) == std::optional<int64_t>(1);
+    return a.plain && ir::coefficient_within_runs(a.index, top.var) == std::optional<int64_t>(1);
   };
   int64_t widest = 0;
   for (const Access& a : accesses) {
@@ -71,8 +76,12 @@ int KernelEmitter::column_lanes(const Stmt& top) const {
   if (widest == 0 || widest > 8) return 1;
   const int lanes = static_cast<int>(16 / widest);  // 16 bytes of the widest element
   if (top.extent.value() % lanes != 0) return 1;
+  bool any_vector = false;
   for (const Access& a : accesses) {
     if (!vectorized(a)) continue;
+    const std::optional<ir::ChunkStep> step = ir::chunk_step(a.index, top.var, lanes);
+    if (!step || step->coefficient != 1 || !step->steps_keep_alignment) continue;  // per lane
+    any_vector = true;
     const int64_t bytes = lanes * ir::dtype_size(a.dtype);  // this access's vector
     for (const std::string& v : loop_vars) {
       const std::optional<int64_t> c = ir::coefficient_of(a.index, v);
@@ -82,7 +91,7 @@ int KernelEmitter::column_lanes(const Stmt& top) const {
       if (ir::coefficient_of(a.index, v) != std::optional<int64_t>(0)) return 1;
     }
   }
-  return lanes;
+  return any_vector ? lanes : 1;
 }
 
 llvm::Value* KernelEmitter::column_vectors_aligned(const Stmt& top, int lanes) {
@@ -92,7 +101,7 @@ llvm::Value* KernelEmitter::column_vectors_aligned(const Stmt& top, int lanes) {
   auto dtype_of = [&](const std::string& b) { return kernel_.params[param_index(b)].dtype; };
   collect(dtype_of, top.body, top.var, accesses, loop_vars, per_column);
   const VectorChunk saved = vec_;
-  vec_ = {top.var, b_.getInt64(0), lanes, 0};
+  vec_ = {top.var, b_.getInt64(0), lanes, 0, /*within_runs=*/true};
   for (const std::string& v : loop_vars) vars_[v] = b_.getInt64(0);
   llvm::Value* aligned = b_.getTrue();
   for (const Access& a : accesses) {
@@ -112,7 +121,7 @@ void KernelEmitter::column_vector_row(const Stmt& top, llvm::Value* group, int l
   llvm::Value* base = b_.CreateMul(group, b_.getInt64(lanes), top.var + ".base");
   auto vector_columns = [&] {
     const VectorChunk saved = vec_;
-    vec_ = {top.var, base, lanes, 0};
+    vec_ = {top.var, base, lanes, 0, /*within_runs=*/true};
     column_vector_ = true;
     statements(top.body);
     column_vector_ = false;

@@ -359,6 +359,10 @@ llvm::Value* KernelEmitter::load(const ir::ValueNode& n) {
 int64_t KernelEmitter::vector_bytes(const ir::Expr& index, ir::DType t, bool plain) const {
   const int64_t bytes = int64_t{vec_.lanes} * ir::dtype_size(t);
   if (!plain || (bytes != 16 && bytes != 8 && bytes != 4)) return 0;
+  if (vec_.within_runs) {  // column_lanes() checked that such chunks keep their alignment
+    const std::optional<ir::ChunkStep> step = ir::chunk_step(index, vec_.var, vec_.lanes);
+    return step && step->coefficient == 1 && step->steps_keep_alignment ? bytes : 0;
+  }
   return ir::coefficient_of(index, vec_.var) == std::optional<int64_t>(1) ? bytes : 0;
 }
 

@@ -285,6 +285,10 @@ class KernelEmitter {
     llvm::Value* base = nullptr;
     int lanes = 0;
     int lane = 0;
+    /// Column groups: `var` may be a flattened variable whose runs hold whole chunks (an NHWC
+    /// tensor's channels per image): vector accesses are those ir::chunk_step makes
+    /// contiguous, not only those of coefficient 1.
+    bool within_runs = false;
   } vec_;
   /// Group mapping: T threads share an iteration of the top loop (T == 1: thread mapping).
   int group_threads_ = 1;

@@ -258,6 +258,34 @@ TEST(IndexExprTest, CoefficientWithinRuns) {
   EXPECT_EQ(coef("i0*s0 + i1", "i0"), std::nullopt);
 }
 
+TEST(IndexExprTest, ChunkStep) {
+  auto step = [](const char* text, int64_t lanes) { return chunk_step(parse_expr(text), "xf", lanes); };
+  // A per-(image, channel) view of an NHWC tensor: runs of 96 channels, whole chunks of 4.
+  const auto nhwc = step("y2*96 + (xf // 96)*301056 + xf % 96", 4);
+  ASSERT_TRUE(nhwc.has_value());
+  EXPECT_EQ(nhwc->coefficient, 1);
+  EXPECT_TRUE(nhwc->steps_keep_alignment);
+  // A per-image value: stays put within chunks, steps by 3136 (a multiple of 4) per run.
+  const auto per_image = step("y2 + (xf // 96)*3136", 4);
+  ASSERT_TRUE(per_image.has_value());
+  EXPECT_EQ(per_image->coefficient, 0);
+  EXPECT_TRUE(per_image->steps_keep_alignment);
+  // Runs of 6 split chunks of 4; an offset run, too; a run step of 3 loses alignment.
+  EXPECT_EQ(step("(xf // 6)*600 + xf % 6", 4), std::nullopt);
+  EXPECT_EQ(step("(xf + 1) % 96", 4), std::nullopt);
+  EXPECT_FALSE(step("(xf // 96)*3 + xf % 96", 4)->steps_keep_alignment);
+  EXPECT_EQ(step("xf*2", 4)->coefficient, 2);
+  // Check the claim by enumeration.
+  const Expr e = parse_expr("(xf // 8)*20 + xf % 8");
+  for (int64_t b = 0; b < 64; b += 4) {
+    for (int64_t l = 0; l < 4; ++l) {
+      EXPECT_EQ(evaluate(e, {{"xf", b + l}}), evaluate(e, {{"xf", b}}) + l);
+    }
+    EXPECT_EQ(evaluate(e, {{"xf", b}}) % 4, 0);
+  }
+  EXPECT_EQ(chunk_step(e, "xf", 4)->coefficient, 1);
+}
+
 TEST(IndexExprTest, StructuralOrderIsTotalAndNatural) {
   EXPECT_TRUE(v("i2") < v("i10"));
   EXPECT_FALSE(v("i10") < v("i2"));

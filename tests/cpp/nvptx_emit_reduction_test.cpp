@@ -240,7 +240,8 @@ TEST_F(NvptxEmit, ChannelLayerNormOfNchwMapsPositionsToThreads) {
 // sums over the pixels, times a per-pixel value (a layer norm's mean). The per-pixel load is
 // contiguous along the pixels but stays put across neighbouring channels: the channels, read
 // 32 to a warp load, go to threads (thread rows over the pixels), not 256 threads per
-// (image, channel) striding 16 floats per load.
+// (image, channel) striding 16 floats per load; four channels to a thread when the runs of
+// channels hold whole 128-bit vectors.
 TEST_F(NvptxEmit, ChannelsLastPartSumsWithPerPixelFactorsWalkDownColumns) {
   const auto kernels = gpu_kernels(R"(  buffer %in0: float32[2, 16, 32, 32]{16384, 1, 512, 16} input 0 cuda
   buffer %in1: float32[2, 32, 32]{1024, 32, 1} input 1 cuda
@@ -252,6 +253,10 @@ TEST_F(NvptxEmit, ChannelsLastPartSumsWithPerPixelFactorsWalkDownColumns) {
   EXPECT_TRUE(schedule_has(kernels, "for y1 in 0..1024 {")) << "thread rows, no vector chunks along the pixels";
   const PtxModule m = emit_and_assemble(kernels, "channels_last_part_sums");
   EXPECT_NE(m.ptx.find("kernel0_columns"), std::string::npos) << m.ptx;
+  // Runs of 16 channels hold whole chunks of 4: 128-bit loads down the channels (the
+  // per-pixel value, the same in every lane, is one scalar load).
+  EXPECT_TRUE(has_vector_load(m.ptx, "v4.f32", "v4.b32")) << m.ptx;
+  EXPECT_EQ(m.launches[0].block[0] % 32, 0);
 }
 
 TEST_F(NvptxEmit, SoftmaxIsOneMultiLoopKernel) {

@@ -102,6 +102,25 @@ def test_column_reductions_match_eager(name, fn, shape, cols):
     assert generated_ops()[0] > 0
 
 
+@pytest.mark.parametrize("shape,offset", [
+    ((8, 96, 32, 32), 0),   # runs of 96 channels: 128-bit loads down the channels
+    ((4, 6, 40, 40), 0),    # runs of 6: chunks of 4 would cross images, read lane by lane
+    ((4, 96, 20, 20), 1),   # a view one float off: the run-time misaligned fallback
+])
+def test_channels_last_sums_per_image_and_channel(shape, offset):
+    """The first stage of a split channel sum, and a layer norm's backward over NHWC: per
+    (image, channel) sums over the pixels of an NHWC tensor times a per-pixel value. The
+    channels within an image go to threads (column groups over the flattened N, C)."""
+    torch.manual_seed(0)
+    n, c, h, w = shape
+    flat = torch.randn(n * c * h * w + offset, device=DEV)
+    x = flat[offset:].view(n, h, w, c).permute(0, 3, 1, 2)  # channels last
+    m = torch.randn(n, 1, h, w, device=DEV)
+    fn = lambda x, m: (x * m).sum((2, 3)) + x.sum((2, 3))  # noqa: E731
+    torch.testing.assert_close(compiled(fn)(x, m), fn(x, m), rtol=1e-4, atol=1e-3)
+    assert generated_ops()[0] > 0
+
+
 @pytest.mark.parametrize("shape", [(4, 96, 56, 56), (2, 768, 7, 7), (3, 40, 5, 9)])
 def test_channel_layer_norm_of_nchw_matches_eager(shape):
     """convnext's block: layer norm over the channels of an NCHW tensor, written NHWC. The
