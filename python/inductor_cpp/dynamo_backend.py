@@ -151,8 +151,9 @@ def _compile_one_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind
                        opts: options_mod.Options) -> Callable:
     number = next(_graph_numbers)
     start = time.perf_counter()
-    if opts.layout_optimization:
-        layout_opt.channels_last(gm, example_inputs, kind)
+    if opts.layout_optimization and layout_opt.channels_last(gm, example_inputs, kind) \
+            and kind == "forward":
+        layout_opt.report_output_strides(gm)
     pad_mm.pad_matrix_products(gm, example_inputs)
     try:
         description, constants = fx_import.describe(gm, example_inputs, kind)

@@ -16,9 +16,19 @@ The pass runs on inference graphs that hold a 2-D convolution:
   3. every graph output whose strides changed gets a copy back to the layout the original
      graph gave it: the caller sees exactly eager's strides.
 Where anything does not fit (an output whose layout cannot be restored by a clone, a shape
-the metadata pass rejects), the graph is left as it was. Training graphs are left alone: the
-forward's saved activations are the backward's inputs, whose layouts AOT autograd has already
-fixed. `options={"layout_optimization": False}` turns the pass off.
+the metadata pass rejects), the graph is left as it was.
+
+Training graphs, as stock Inductor does them: in a forward graph only the outputs the caller
+sees (AOT autograd's first `num_forward` outputs: mutated inputs, user outputs) get their
+layout back; the activations saved for the backward stay channels-last, and their strides are
+reported to AOT autograd (`TracingContext.output_strides`), which re-strides the backward's
+example inputs to match. The backward graph then takes its inputs' real layouts (placeholder
+metadata from the example inputs), makes its `convolution_backward` operands channels-last and
+gives every gradient eager's layout back. Outside an AOT autograd compile that collects output
+strides (no TracingContext), and on devices outside TRAINING_DEVICES, training graphs are left
+alone. resnet18 training on the H200:
+NCHW convolutions 4.05 ms a step where stock's channels-last ones take 2.87.
+`options={"layout_optimization": False}` turns the pass off.
 """
 
 from __future__ import annotations
@@ -34,16 +44,69 @@ from . import fx_import, logs
 aten = torch.ops.aten
 
 CONVOLUTIONS = (aten.convolution.default,)
+# The operands a convolution (backward) reads as activations or filters: made channels-last;
+# the graph is left alone when its activations already are.
+CONV_OPERANDS = {aten.convolution.default: (0, 1), aten.convolution_backward.default: (0, 1, 2)}
+CONV_ACTIVATIONS = {aten.convolution.default: (0,), aten.convolution_backward.default: (0, 1)}
+# Device types whose training graphs the pass takes. Not yet the CPU: there the batch norm's
+# weight gradient over channels-last activations becomes a column sum whose per-dim loops are
+# each too short for the blocked float sums (10x eager's float32 error on a small CNN) although
+# resnet18 steps at 2 threads went 46.2 -> 33.8 ms (eager 40.4).
+TRAINING_DEVICES = {"cuda"}
 
 
 def _is_conv2d(node: torch.fx.Node) -> bool:
-    if node.op != "call_function" or node.target not in CONVOLUTIONS:
+    if node.op != "call_function" or node.target not in CONV_OPERANDS:
         return False
-    val = node.meta.get("val")
-    weight = node.args[1]
-    return (isinstance(val, torch.Tensor) and val.dim() == 4 and not val.is_complex()
-            and isinstance(weight, torch.fx.Node) and isinstance(weight.meta.get("val"), torch.Tensor)
-            and weight.meta["val"].dim() == 4)
+    operands = [node.args[i] for i in CONV_OPERANDS[node.target]]
+    return all(isinstance(a, torch.fx.Node) and isinstance(a.meta.get("val"), torch.Tensor)
+               and a.meta["val"].dim() == 4 and not a.meta["val"].is_complex() for a in operands)
+
+
+def _caller_outputs(kind: str, count: int, example_inputs: list[Any]) -> int | None:
+    """How many leading outputs of the graph being compiled keep eager's layout: all of an
+    inference or backward graph's; of a forward graph's, AOT autograd's `num_forward` (the
+    rest are activations saved for the backward). None where training graphs are left alone
+    (no AOT autograd compile collecting the forward's output strides)."""
+    if kind != "inference" and any(
+            isinstance(d, torch.SymInt) for x in example_inputs if isinstance(x, torch.Tensor)
+            for d in (*x.shape, *x.stride())):
+        return None  # symbolic sizes: AOT autograd takes concrete strides only
+    if kind != "inference" and not any(
+            isinstance(x, torch.Tensor) and x.device.type in TRAINING_DEVICES for x in example_inputs):
+        return None
+    if kind != "forward":
+        return count
+    context = torch._guards.TracingContext.try_get()
+    if context is None or context.output_strides is None or context.fw_metadata is None:
+        return None
+    return min(count, int(context.fw_metadata.num_forward))
+
+
+def report_output_strides(gm: torch.fx.GraphModule) -> None:
+    """Tells AOT autograd the strides of the forward graph's outputs (after this pass), so it
+    re-strides the backward's example inputs to the activations' real layout."""
+    context = torch._guards.TracingContext.try_get()
+    if context is None or context.output_strides is None:
+        return
+    _, outputs = _outputs(gm.graph)
+    context.output_strides.extend(
+        tuple(v.meta["val"].stride()) if isinstance(v, torch.fx.Node)
+        and isinstance(v.meta.get("val"), torch.Tensor) else None for v in outputs)
+
+
+def _take_input_layouts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
+    """A backward graph's placeholders take the strides of their example inputs (AOT autograd
+    re-strided those of channels-last saved activations); returns whether any changed."""
+    changed = False
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for node, x in zip(placeholders, example_inputs):
+        val = node.meta.get("val")
+        if (isinstance(val, torch.Tensor) and isinstance(x, torch.Tensor)
+                and tuple(val.stride()) != tuple(x.stride())):
+            node.meta["val"] = val.as_strided(val.shape, x.stride(), val.storage_offset())
+            changed = True
+    return changed
 
 
 def _is_channels_last(t: torch.Tensor) -> bool:
@@ -99,34 +162,39 @@ def _propagate(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> None:
 
 
 def channels_last(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str) -> bool:
-    """Makes the convolutions of an inference graph channels-last (module docstring); returns
-    whether the graph changed. On any trouble the graph is restored and False returned."""
-    if kind != "inference":
-        return False
+    """Makes the convolutions of a graph channels-last (module docstring); returns whether the
+    graph changed. On any trouble the graph is restored and False returned."""
     graph = gm.graph
-    convs = [n for n in graph.nodes if _is_conv2d(n)]
-    if not convs or all(_is_channels_last(n.args[0].meta["val"]) for n in convs
-                        if isinstance(n.args[0], torch.fx.Node) and "val" in n.args[0].meta):
-        return False
     output, outputs = _outputs(graph)
-    wanted = {}
-    for value in outputs:
-        if isinstance(value, torch.fx.Node) and isinstance(value.meta.get("val"), torch.Tensor):
-            layout = _layout_of(value.meta["val"])
-            if layout is None and value.meta["val"].dim() == 4:
-                return False  # an output layout a clone could not restore
-            wanted[value] = (layout, tuple(value.meta["val"].stride()))
+    keep = _caller_outputs(kind, len(outputs), example_inputs)
+    if keep is None:
+        return False
     saved_meta = {n: n.meta.get("val") for n in graph.nodes}
+    inputs_changed = kind == "backward" and _take_input_layouts(gm, example_inputs)
+    convs = [n for n in graph.nodes if _is_conv2d(n)]
+    if not inputs_changed and all(_is_channels_last(n.args[i].meta["val"]) for n in convs
+                                  for i in CONV_ACTIVATIONS[n.target]):
+        return False
+    wanted = {}
+    for value in outputs[:keep]:
+        if isinstance(value, torch.fx.Node) and isinstance(saved_meta.get(value), torch.Tensor):
+            layout = _layout_of(saved_meta[value])
+            if layout is None and saved_meta[value].dim() == 4:
+                _restore_meta(saved_meta)
+                return False  # an output layout a clone could not restore
+            wanted[value] = (layout, tuple(saved_meta[value].stride()))
+    original_args = {conv: conv.args for conv in convs}
     original_output_args = output.args
     inserted: list[torch.fx.Node] = []
     try:
         cache: dict[torch.fx.Node, torch.fx.Node] = {}
         for conv in convs:
-            x, w = conv.args[0], conv.args[1]
-            new_x = _make_channels_last(graph, x, conv, cache)
-            new_w = _make_channels_last(graph, w, conv, cache)
-            inserted += [n for n in (new_x, new_w) if n not in (x, w) and n not in inserted]
-            conv.args = (new_x, new_w, *conv.args[2:])
+            args = list(conv.args)
+            for i in CONV_OPERANDS[conv.target]:
+                args[i] = _make_channels_last(graph, args[i], conv, cache)
+                if args[i] is not conv.args[i] and args[i] not in inserted:
+                    inserted.append(args[i])
+            conv.args = tuple(args)
         graph.lint()
         gm.recompile()
         _propagate(gm, example_inputs)
@@ -139,7 +207,7 @@ def channels_last(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str
                 inserted.remove(node)
         restored = []
         for value in outputs:
-            if value not in wanted:
+            if value not in wanted:  # not a tensor, or an activation saved for the backward
                 restored.append(value)
                 continue
             layout, stride = wanted[value]
@@ -157,22 +225,24 @@ def channels_last(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str
                        if isinstance(original_output_args[0], (list, tuple)) else restored[0],)
         graph.lint()
         gm.recompile()
-        logs.emit("perf", f"layout: {len(convs)} convolution(s) made channels-last, "
+        logs.emit("perf", f"layout ({kind}): {len(convs)} convolution(s) made channels-last, "
                           f"{len(inserted)} layout copies added")
         return True
     except Exception as e:  # noqa: BLE001  (an optimization: never fail the compile)
-        for conv in convs:
-            x, w = conv.args[0], conv.args[1]
-            conv.args = (x.args[0] if x in inserted else x, w.args[0] if w in inserted else w,
-                         *conv.args[2:])
+        for conv, args in original_args.items():
+            conv.args = args
         output.args = original_output_args
         for node in reversed(inserted):
             if not node.users:
                 graph.erase_node(node)
-        for node, val in saved_meta.items():
-            if val is not None:
-                node.meta["val"] = val
+        _restore_meta(saved_meta)
         graph.lint()
         gm.recompile()
         logs.emit("perf", f"layout: convolutions left as they are ({type(e).__name__}: {e})")
         return False
+
+
+def _restore_meta(saved_meta: dict) -> None:
+    for node, val in saved_meta.items():
+        if val is not None:
+            node.meta["val"] = val

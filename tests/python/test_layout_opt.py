@@ -7,6 +7,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import inductor_cpp
+from inductor_cpp import layout_opt
 from inductor_cpp.dynamo_backend import observe_compiles
 
 aten = torch.ops.aten
@@ -138,19 +139,50 @@ def test_an_output_layout_a_copy_cannot_restore_leaves_the_graph_alone():
     assert not layout_copies(gm)
 
 
-def test_training_graphs_are_left_alone():
+@pytest.mark.parametrize("layout_optimization", [True, False])
+def test_training_keeps_saved_activations_channels_last(layout_optimization, monkeypatch):
+    """Forward: convolutions channels-last, the activations saved for the backward left so
+    (their strides reported to AOT autograd); backward: its inputs taken in that layout, its
+    convolution_backward operands channels-last. Loss, parameter and input gradients match a
+    float64 reference and keep eager's strides. On the CPU here (the pass takes CUDA training
+    graphs: TRAINING_DEVICES); test_gpu_library.py trains through it on the GPU."""
+    monkeypatch.setattr(layout_opt, "TRAINING_DEVICES", {"cpu", "cuda"})
     torch.manual_seed(0)
     model = Block().train()
+    reference = Block().train().double()
+    reference.load_state_dict(model.state_dict())
     x = torch.randn(2, 4, 10, 10, requires_grad=True)
+    x64 = x.detach().double().requires_grad_()
     torch._dynamo.reset()
     with observe_compiles() as records:
-        out = torch.compile(model, backend="inductor_cpp")(x)
-        out.sum().backward()
-    for record in records:
-        assert not layout_copies(record["gm"]), record["kind"]
-    reference = Block().train()
-    reference.load_state_dict(model.state_dict())
-    assert out.shape == reference(x).shape
+        out = torch.compile(model, backend="inductor_cpp",
+                            options={"layout_optimization": layout_optimization})(x)
+        out.square().sum().backward()
+    expected = reference(x64)
+    expected.square().sum().backward()
+    torch.testing.assert_close(out, expected.float(), rtol=1e-4, atol=1e-4)
+    assert out.stride() == expected.stride()
+    for p, q in zip([x, *model.parameters()], [x64, *reference.parameters()]):
+        torch.testing.assert_close(p.grad, q.grad.float(), rtol=1e-4, atol=1e-4)
+        assert p.grad.stride() == q.grad.stride()
+    by_kind = {r["kind"]: r["gm"] for r in records}
+    assert set(by_kind) == {"forward", "backward"}
+    forward, backward = by_kind["forward"], by_kind["backward"]
+    backward_convs = [n for n in backward.graph.nodes if n.target is aten.convolution_backward.default]
+    assert len(convs(forward)) == 3 and len(backward_convs) == 3
+    if not layout_optimization:
+        assert not layout_copies(forward) and not layout_copies(backward)
+        return
+    assert all(is_channels_last(c.args[0]) for c in convs(forward))
+    assert all(is_channels_last(c.args[0]) and is_channels_last(c.args[1]) for c in backward_convs)
+    # The saved activations arrive channels-last: the backward copies filters, the incoming
+    # gradient (eager's layout, as the caller's output had) and gives the gradients back their
+    # layout, but converts no activation it was handed.
+    saved = [n for n in backward.graph.nodes if n.op == "placeholder"
+             and not n.name.startswith(("tangents", "primals")) and n.meta["val"].dim() == 4]
+    converted = {c.args[0] for c in layout_copies(backward)}
+    assert saved and not any(p in converted for p in saved)
+    assert any(is_channels_last(p) and not p.meta["val"].is_contiguous() for p in saved)
 
 
 def test_dynamic_shapes_stay_correct():
