@@ -26,8 +26,8 @@ example inputs to match. The backward graph then takes its inputs' real layouts 
 metadata from the example inputs), makes its `convolution_backward` operands channels-last and
 gives every gradient eager's layout back. Outside an AOT autograd compile that collects output
 strides (no TracingContext), and on devices outside TRAINING_DEVICES, training graphs are left
-alone. resnet18 training on the H200:
-NCHW convolutions 4.05 ms a step where stock's channels-last ones take 2.87.
+alone ([decision 031](../../docs/decisions/031-channels-last-training-graphs.md)). resnet18
+training on the H200: convolutions 4.08 -> 2.83 ms a step (stock's: 2.78).
 `options={"layout_optimization": False}` turns the pass off.
 """
 
