@@ -46,8 +46,10 @@ Stmt* innermost_loop(std::vector<Stmt>& nest_stmts);
 /// split into blocks of `block` iterations, each summed into its own accumulator that is then
 /// added to the total, recursively while the block loop is still long: the error grows with
 /// the block length times the depth rather than with the row count (vector reduction loops
-/// get the same from the emitter). `counter` numbers the partial accumulators.
-void block_long_float_sums(std::vector<Stmt>& stmts, const RangeMap& ranges, int64_t block,
+/// get the same from the emitter). A loop with serial loops nested alone in it counts their
+/// iterations too (blocks of whole iterations, each blocked inside in turn). `counter`
+/// numbers the partial accumulators.
+void block_long_float_sums(std::vector<Stmt>& stmts, const RangeMap& ranges, int64_t block_elements,
                            int& counter);
 
 // Loop nests per target. `segment_bodies` hold each segment's statements, its inner loop a

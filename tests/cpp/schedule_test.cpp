@@ -168,6 +168,24 @@ TEST(Schedule, SumOverDimZeroVectorizesAcrossOutputs) {
 )");
 }
 
+// A batch norm's weight gradient over an NHWC view whose dims do not merge (rows of a wider
+// tensor): 8 x 16 x 16 rows through three short loops are one long sum too. Blocks of whole
+// images (256 rows each), each blocked again by 4 rows of 16 (64 values).
+TEST(Schedule, NestedShortLoopsSumInBlocks) {
+  const std::string in = program(R"(  buffer %in0: float32[8, 16, 16, 16]{16384, 1, 512, 16} input 0 cpu
+  buffer %1: float32[16]{1} computed cpu
+  compute %1 (node 1) reduce sum[16] over [8, 16, 16] = load(%in0, [r0, i0, r1, r2])
+  kernel %1
+  output %1
+)");
+  const std::string out = scheduled(in);
+  EXPECT_NE(out.find("for y0_blk in 0..8 {"), std::string::npos) << out;
+  EXPECT_NE(out.find("for y1_blk in 0..4 {"), std::string::npos) << out;
+  EXPECT_NE(out.find("t0_p0 = accumulator sum float32"), std::string::npos) << out;
+  EXPECT_NE(out.find("t0_p0_p1 = accumulator sum float32"), std::string::npos) << out;
+  EXPECT_NE(out.find("for y2 in 0..16 {"), std::string::npos) << "64 values per inner block: " << out;
+}
+
 // Layernorm group: both reductions share one loop; results come from registers.
 TEST(Schedule, LayerNormGroupIsOneKernel) {
   const std::string in = program(testing::kLayerNormComputes + R"(  kernel %1, %2, %3, %4
