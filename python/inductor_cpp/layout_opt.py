@@ -24,7 +24,8 @@ layout back; the activations saved for the backward stay channels-last, and thei
 reported to AOT autograd (`TracingContext.output_strides`), which re-strides the backward's
 example inputs to match. The backward graph then takes its inputs' real layouts (placeholder
 metadata from the example inputs), makes its `convolution_backward` operands channels-last and
-gives every gradient eager's layout back. Outside an AOT autograd compile that collects output
+gives every gradient eager's layout back; a backward whose inputs kept their layout (its
+forward was left alone) is left alone too. Outside an AOT autograd compile that collects output
 strides (no TracingContext), and on devices outside TRAINING_DEVICES, training graphs are left
 alone ([decision 031](../../docs/decisions/031-channels-last-training-graphs.md)). resnet18
 training on the H200: convolutions 4.08 -> 2.83 ms a step (stock's: 2.78).
@@ -170,6 +171,8 @@ def channels_last(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str
         return False
     saved_meta = {n: n.meta.get("val") for n in graph.nodes}
     inputs_changed = kind == "backward" and _take_input_layouts(gm, example_inputs)
+    if kind == "backward" and not inputs_changed:
+        return False  # its forward stayed as it was (symbolic sizes): so does the backward
     convs = [n for n in graph.nodes if _is_conv2d(n)]
     if not inputs_changed and all(_is_channels_last(n.args[i].meta["val"]) for n in convs
                                   for i in CONV_ACTIVATIONS[n.target]):
