@@ -60,10 +60,11 @@ bool serial_constant_loop(const Stmt& s) {
 }
 
 /// Iterations of the serial loops nested alone in `body` (a batch norm's sum over N, then H,
-/// then W: 16 x 16 below N), 1 where the body is not one such loop.
+/// then W: 16 x 16 below N), 1 where the body is not one such loop; at least 1 (an empty
+/// tensor's loops run 0 times: no blocks to size).
 int64_t nested_iterations(const std::vector<Stmt>& body) {
   if (body.size() != 1 || !serial_constant_loop(body.front())) return 1;
-  return body.front().extent.value() * nested_iterations(body.front().body);
+  return std::max<int64_t>(1, body.front().extent.value() * nested_iterations(body.front().body));
 }
 
 }  // namespace

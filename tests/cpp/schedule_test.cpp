@@ -184,6 +184,14 @@ TEST(Schedule, NestedShortLoopsSumInBlocks) {
   EXPECT_NE(out.find("t0_p0 = accumulator sum float32"), std::string::npos) << out;
   EXPECT_NE(out.find("t0_p0_p1 = accumulator sum float32"), std::string::npos) << out;
   EXPECT_NE(out.find("for y2 in 0..16 {"), std::string::npos) << "64 values per inner block: " << out;
+  // Empty rows inside (an OpInfo sample of zero size): nothing to block, no division by zero.
+  const std::string empty = program(R"(  buffer %in0: float32[200, 16, 0, 16]{16384, 1, 512, 16} input 0 cpu
+  buffer %1: float32[16]{1} computed cpu
+  compute %1 (node 1) reduce sum[16] over [200, 0, 16] = load(%in0, [r0, i0, r1, r2])
+  kernel %1
+  output %1
+)");
+  EXPECT_NO_THROW(scheduled(empty));
 }
 
 // Layernorm group: both reductions share one loop; results come from registers.
