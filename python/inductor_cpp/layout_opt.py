@@ -44,7 +44,6 @@ from . import fx_import, logs
 
 aten = torch.ops.aten
 
-CONVOLUTIONS = (aten.convolution.default,)
 # The operands a convolution (backward) reads as activations or filters: made channels-last;
 # the graph is left alone when its activations already are.
 CONV_OPERANDS = {aten.convolution.default: (0, 1), aten.convolution_backward.default: (0, 1, 2)}
