@@ -10,9 +10,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 
 #include "knobs/knobs.h"
@@ -20,6 +23,99 @@
 extern char** environ;
 
 namespace inductor_cpp::runtime {
+namespace {
+
+// --- Ctrl-C while a tool runs -------------------------------------------------------------
+// A tool leads its own process group, so a terminal's SIGINT (sent to the foreground group)
+// does not reach it, and Python only notes the signal until control returns to it: without
+// this, Ctrl-C would wait for the compile (up to the tool deadline). While any tool runs, a
+// SIGINT handler kills every running tool's group, counts the signal, then hands it to the
+// handler it replaced (Python's raises KeyboardInterrupt once the compile returns); the
+// compile sees an interrupted tool as a failed one, so nothing is cached.
+
+constexpr size_t kMaxTools = 64;
+std::array<std::atomic<pid_t>, kMaxTools> g_running{};  // process groups of running tools
+std::atomic<uint64_t> g_interrupts{0};
+struct sigaction g_replaced {};  // the handler ours chains to (valid while installed)
+
+void on_interrupt(int sig, siginfo_t* info, void* context) {
+  g_interrupts.fetch_add(1);
+  for (std::atomic<pid_t>& group : g_running) {
+    const pid_t pgid = group.load();
+    if (pgid > 0) kill(-pgid, SIGKILL);
+  }
+  if (g_replaced.sa_flags & SA_SIGINFO) {
+    if (g_replaced.sa_sigaction != nullptr) g_replaced.sa_sigaction(sig, info, context);
+  } else if (g_replaced.sa_handler == SIG_DFL) {
+    // No handler before ours: the default action (the process ends), as without us.
+    signal(sig, SIG_DFL);
+    raise(sig);
+  } else if (g_replaced.sa_handler != SIG_IGN && g_replaced.sa_handler != nullptr) {
+    g_replaced.sa_handler(sig);
+  }
+}
+
+/// Installs on_interrupt while at least one tool runs (unless SIGINT is ignored) and records
+/// the tool's group in g_running; the last one out restores the replaced handler, unless
+/// someone replaced ours meanwhile.
+class InterruptGuard {
+ public:
+  explicit InterruptGuard(pid_t pgid) {
+    std::lock_guard<std::mutex> lock(mutex());
+    if (users()++ == 0) install();
+    for (std::atomic<pid_t>& group : g_running) {
+      pid_t empty = 0;
+      if (group.compare_exchange_strong(empty, pgid)) {
+        slot_ = &group;
+        break;
+      }
+    }
+  }
+  ~InterruptGuard() {
+    std::lock_guard<std::mutex> lock(mutex());
+    if (slot_ != nullptr) slot_->store(0);
+    if (--users() == 0 && installed()) {
+      struct sigaction current {};
+      sigaction(SIGINT, nullptr, &current);
+      if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_interrupt) {
+        sigaction(SIGINT, &g_replaced, nullptr);
+      }
+      installed() = false;
+    }
+  }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static int& users() {
+    static int n = 0;
+    return n;
+  }
+  static bool& installed() {
+    static bool b = false;
+    return b;
+  }
+  static void install() {
+    struct sigaction previous {};
+    if (sigaction(SIGINT, nullptr, &previous) != 0) return;
+    if (!(previous.sa_flags & SA_SIGINFO) && previous.sa_handler == SIG_IGN) return;
+    if ((previous.sa_flags & SA_SIGINFO) && previous.sa_sigaction == on_interrupt) return;
+    g_replaced = previous;
+    struct sigaction ours {};
+    ours.sa_sigaction = on_interrupt;
+    ours.sa_flags = SA_SIGINFO | SA_RESTART | (previous.sa_flags & SA_ONSTACK);
+    sigemptyset(&ours.sa_mask);
+    if (sigaction(SIGINT, &ours, nullptr) == 0) installed() = true;
+  }
+
+  std::atomic<pid_t>* slot_ = nullptr;
+};
+
+}  // namespace
 
 ProcessResult run_process(const std::vector<std::string>& args, double timeout_s) {
   if (timeout_s < 0) timeout_s = static_cast<double>(knobs::get_count(knobs::Knob::ToolTimeoutS).value_or(600));
@@ -46,6 +142,8 @@ ProcessResult run_process(const std::vector<std::string>& args, double timeout_s
     close(fds[0]);
     throw std::runtime_error("cannot start '" + args[0] + "': " + strerror(rc));
   }
+  const uint64_t interrupts_before = g_interrupts.load();
+  InterruptGuard interrupt_guard(pid);
   using Clock = std::chrono::steady_clock;
   const bool limited = timeout_s > 0;
   const Clock::time_point deadline =
@@ -79,6 +177,11 @@ ProcessResult run_process(const std::vector<std::string>& args, double timeout_s
   if (result.timed_out) kill(-pid, SIGKILL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (g_interrupts.load() != interrupts_before && !WIFEXITED(status)) {
+    result.interrupted = true;
+    result.output += "\n[inductor_cpp] '" + args[0] + "' stopped by an interrupt (SIGINT)\n";
+    return result;
   }
   if (result.timed_out) {
     result.output += "\n[inductor_cpp] '" + args[0] + "' killed after " + std::to_string(static_cast<int64_t>(timeout_s)) +

@@ -4,7 +4,9 @@
 /// stdout and stderr on one pipe drained until EOF, then the child reaped. The child leads its
 /// own process group; past its deadline (INDUCTOR_CPP_TOOL_TIMEOUT_S) the whole group (g++ and
 /// the cc1plus / as it started) is killed, so a hung tool cannot hang the compile, nor, through
-/// the cache's per-graph lock, every other process waiting for that graph.
+/// the cache's per-graph lock, every other process waiting for that graph. A SIGINT (Ctrl-C)
+/// while tools run kills them at once and is then passed on to the handler it found (Python's
+/// KeyboardInterrupt), so an interrupted compile stops within moments, as a failed one.
 #pragma once
 
 #include <string>
@@ -15,6 +17,7 @@ namespace inductor_cpp::runtime {
 struct ProcessResult {
   int exit_code = -1;     ///< -1 when the child did not exit normally (a signal, the deadline)
   bool timed_out = false;  ///< killed at its deadline (output then ends with a note saying so)
+  bool interrupted = false;  ///< killed because the process got SIGINT (Ctrl-C) meanwhile
   std::string output;     ///< stdout and stderr, interleaved
 };
 

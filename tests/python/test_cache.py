@@ -221,6 +221,56 @@ def test_hung_compiler_is_killed_at_its_deadline(tmp_path):
     assert second["ok"] and second["outcomes"] == ["built"], second
 
 
+def test_ctrl_c_during_a_compile_stops_it_at_once(tmp_path):
+    """SIGINT while the C++ compiler runs (in its own process group, so a terminal's Ctrl-C
+    misses it): the compiler and its child are killed at once, the program gets its
+    KeyboardInterrupt within seconds (not at the 600 s tool deadline), no scratch directory is
+    left, nothing is cached and the lock is free: the next process builds the graph."""
+    pid_file = tmp_path / "grandchild.pid"
+    hung = tmp_path / "hung-cxx"
+    hung.write_text("#!/bin/sh\n"
+                    'case "$1" in -dump*) echo 12.0; exit 0;; esac\n'
+                    f"sleep 300 & echo $! > {pid_file}\n"
+                    "wait\n")
+    hung.chmod(0o755)
+    scratch = tmp_path / "tmpdir"
+    scratch.mkdir()
+    import signal
+    import textwrap
+    env = dict(os.environ, **cache_env(tmp_path), CXX=str(hung), TMPDIR=str(scratch),
+               INDUCTOR_CPP_TOOL_TIMEOUT_S="600")
+    child = subprocess.Popen([sys.executable, "-c", "import torch\n" + textwrap.dedent(CHILD)],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(1200):  # the compiler starts after Dynamo and lowering
+            if pid_file.exists() and pid_file.read_text().strip():
+                break
+            assert child.poll() is None, child.communicate()
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the compiler never started")
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert time.monotonic() - sent < 30
+    assert child.returncode != 0 and "KeyboardInterrupt" in stderr, stderr[-2000:]
+    grandchild = int(pid_file.read_text())
+    for _ in range(50):
+        try:
+            os.kill(grandchild, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the compiler's child outlived the interrupt")
+    assert not list(scratch.glob("inductor_cpp-build-*"))
+    second = run_python(CHILD, cache_env(tmp_path), timeout=300)
+    assert second["ok"] and second["outcomes"] == ["built"], second
+
+
 def test_scratch_dirs_of_killed_builds_are_removed(tmp_path):
     """A build killed mid-compile leaves its inductor_cpp-build-* directory in TMPDIR; the next
     process that builds removes such directories once they are older than any build may run,
