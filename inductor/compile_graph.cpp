@@ -363,6 +363,7 @@ void load_through_cache(const ir::Graph& graph, kernels_cache::Store& store,
         store.get_or_build(out.key, build, json{{"kind", graph.kind}});
     try {
       load_entry(found.entry, out);
+      if (found.outcome == kernels_cache::Outcome::Hit && ctx.accept_hit) ctx.accept_hit(out);
     } catch (const std::exception& e) {
       read_error = e.what();
       // A hit whose plan fails validation (its checksums matched: meta.json was rewritten with

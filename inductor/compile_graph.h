@@ -61,6 +61,10 @@ struct CompileContext {
   /// Told what the compile is doing as it moves on ("lowering and passes", "g++: 12 kernels",
   /// ...), for a progress line; may be empty.
   std::function<void(const std::string& stage)> progress;
+  /// Called on a plan read from a cache hit before the hit is accepted (the caller binds it
+  /// for execution: an operator, dtype or device a validated plan may still name wrongly).
+  /// Throwing rejects the entry: it is discarded and rebuilt, as a corrupt one. May be empty.
+  std::function<void(const struct CompiledPlan& loaded)> accept_hit;
 
   bool wants(const std::string& artifact) const { return log_artifacts.count(artifact) > 0; }
 };

@@ -2,6 +2,8 @@
 /// Executable: binding each step by its type, and the step loop.
 #include "runtime/executor.h"
 
+#include <algorithm>
+
 #include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 
@@ -55,7 +57,8 @@ Executable::Executable(const Plan& plan, std::vector<at::Tensor> constants, std:
   b->free_at_start = plan.free_at_start;
   b->labels = std::move(labels);
   b->library = std::move(library);
-  if (!plan.kernel_library.empty() && !b->library && !plan.is_gpu())
+  const bool launches = std::any_of(plan.steps.begin(), plan.steps.end(), [](const Step& s) { return s.kernel(); });
+  if ((launches || !plan.kernel_library.empty()) && !b->library && !plan.is_gpu())
     throw std::runtime_error("inductor_cpp: the plan has generated kernels but no kernel library was loaded");
   std::vector<BoundKernelStep*> kernel_steps;  // GPU plans: their kernels' indices, below
   const LibraryBindContext library_ctx{b->library.get(), b->labels, frozen_weights};

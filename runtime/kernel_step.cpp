@@ -5,6 +5,8 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
+#include <stdexcept>
+
 #include "runtime/aten_literals.h"
 #include "runtime/cpu_pool.h"
 
@@ -13,7 +15,13 @@ namespace inductor_cpp::runtime {
 std::unique_ptr<BoundKernelStep> bind_kernel_launch(const KernelLaunch& launch, const KernelLibrary* library,
                                                     const std::vector<std::string>& labels) {
   auto k = std::make_unique<BoundKernelStep>();
-  if (library) k->fn = library->kernel(launch.name);  // GPU plans: set_gpu_kernel_index
+  if (library) {  // GPU plans: set_gpu_kernel_index
+    k->fn = library->kernel(launch.name);
+    const int32_t takes = library->kernel_params(launch.name);
+    if (takes != static_cast<int32_t>(launch.args.size()))
+      throw std::runtime_error("kernel " + launch.name + " takes " + std::to_string(takes) + " buffers, the plan passes " +
+                               std::to_string(launch.args.size()));
+  }
   k->args = launch.args;
   k->layouts = launch.layouts;
   k->written.assign(k->args.size(), false);

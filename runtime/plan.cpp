@@ -89,8 +89,8 @@ std::vector<int32_t> LibraryCall::reads() const {
   std::visit(ReadsOf{all}, args);
   std::vector<int32_t> out;
   for (int32_t s : all) {
-    if (s >= 0) out.push_back(s);
-  }
+    if (s != -1) out.push_back(s);  // -1: an absent optional; any other negative is kept for
+  }                                  // validate_plan to reject
   return out;
 }
 
@@ -99,7 +99,7 @@ std::vector<const BufferAlloc*> LibraryCall::writes() const {
   std::visit(WritesOf{all}, args);
   std::vector<const BufferAlloc*> out;
   for (const BufferAlloc* a : all) {
-    if (a->slot >= 0) out.push_back(a);
+    if (a->slot != -1) out.push_back(a);
   }
   return out;
 }

@@ -4,10 +4,13 @@
 /// not that they are ours (whoever can write the entry can reseal it), so a plan is checked as
 /// untrusted input: every slot a step reads, writes or frees inside [0, num_slots), parameter
 /// indices inside the kernel's parameters, buffer shapes of at most kMaxDims sizes and strides
-/// whose element count fits, GPU launch shapes within CUDA's limits. The error
+/// whose element count fits, GPU launch shapes within CUDA's limits, and every slot a step reads
+/// holding a value by then (an input, a constant or an earlier step's output, not yet freed:
+/// a rewritten index that stays in range must not reach a kernel as an empty slot). The error
 /// names the field ("plan: steps[3].kernel.allocs[0].slot: 99 not in [0, 12)").
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "runtime/plan.h"
 
@@ -65,6 +68,23 @@ struct Checker {
     if (k.name.empty()) bad(where + ".name", "empty");
     for (size_t i = 0; i < k.args.size(); ++i) slot(k.args[i], where + ".args[" + std::to_string(i) + "]");
     for (size_t i = 0; i < k.allocs.size(); ++i) alloc(k.allocs[i], where + ".allocs[" + std::to_string(i) + "]");
+    if (k.layouts.size() != k.args.size()) bad(where + ".layouts", "not one per argument");
+    // Each buffer one parameter; each buffer the step allocates is a parameter, allocated in the
+    // layout the kernel was compiled for (else it would write past a smaller allocation).
+    for (size_t i = 0; i < k.args.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (k.args[j] == k.args[i]) bad(where + ".args", "slot " + std::to_string(k.args[i]) + " passed twice");
+      }
+    }
+    for (size_t a = 0; a < k.allocs.size(); ++a) {
+      const BufferAlloc& b = k.allocs[a];
+      size_t i = 0;
+      while (i < k.args.size() && k.args[i] != b.slot) ++i;
+      const std::string at = where + ".allocs[" + std::to_string(a) + "]";
+      if (i == k.args.size()) bad(at, "allocates slot " + std::to_string(b.slot) + ", which is no parameter");
+      if (b.sizes != k.layouts[i].sizes || b.strides != k.layouts[i].strides)
+        bad(at, "not in the layout of parameter " + std::to_string(i));
+    }
     for (size_t i = 0; i < k.layouts.size(); ++i)
       shape(k.layouts[i].sizes, k.layouts[i].strides, where + ".layouts[" + std::to_string(i) + "]");
     for (int32_t u : k.updates) {
@@ -97,6 +117,47 @@ struct Checker {
   }
 };
 
+/// Which slots hold a value at each point of the step loop (the executor's order: a step's
+/// allocations, then its reads, its outputs, then free_after; a library call's outputs count
+/// before its operands, which may name them).
+class Liveness {
+ public:
+  explicit Liveness(const Plan& p) : held_(static_cast<size_t>(p.num_slots), false) {
+    for (int32_t s = 0; s < p.num_inputs + p.num_constants; ++s) held_[s] = true;
+    for (int32_t s : p.free_at_start) held_[s] = false;
+  }
+
+  void read(int32_t s, const std::string& where) const {
+    if (!held_[s]) bad(where, "slot " + std::to_string(s) + " holds nothing at this step");
+  }
+  void read_arg(const PlanArg& a, const std::string& where) const {
+    if (a.kind == PlanArg::Kind::Slot) read(a.slot, where);
+    for (size_t i = 0; i < a.items.size(); ++i) read_arg(a.items[i], where + "[" + std::to_string(i) + "]");
+  }
+  void write(int32_t s) {
+    if (s >= 0) held_[s] = true;
+  }
+  void free(int32_t s) { held_[s] = false; }
+
+  void step(const Step& s, const std::string& where) {
+    if (const AtenCall* a = s.aten()) {
+      for (size_t i = 0; i < a->args.size(); ++i) read_arg(a->args[i], where + ".aten.args[" + std::to_string(i) + "]");
+      for (const auto& [name, value] : a->kwargs) read_arg(value, where + ".aten.kwargs." + name);
+      for (int32_t o : a->outs) write(o);
+    } else if (const KernelLaunch* k = s.kernel()) {
+      for (const BufferAlloc& b : k->allocs) write(b.slot);
+      for (size_t i = 0; i < k->args.size(); ++i) read(k->args[i], where + ".kernel.args[" + std::to_string(i) + "]");
+    } else if (const LibraryCall* l = s.library()) {
+      for (const BufferAlloc* b : l->writes()) write(b->slot);
+      for (int32_t r : l->reads()) read(r, where + ".library (an operand)");
+    }
+    for (int32_t f : s.free_after) free(f);
+  }
+
+ private:
+  std::vector<bool> held_;
+};
+
 }  // namespace
 
 void validate_plan(const Plan& p) {
@@ -104,6 +165,9 @@ void validate_plan(const Plan& p) {
       int64_t{p.num_inputs} + p.num_constants > p.num_slots)
     bad("num_slots", "inconsistent slot counts");
   const Checker check{p};
+  for (const Step& s : p.steps) {
+    if (s.kernel() && p.kernel_library.empty()) bad("kernel_library", "none, but steps launch kernels");
+  }
   for (int32_t s : p.free_at_start) check.slot(s, "free_at_start");
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const std::string where = "steps[" + std::to_string(i) + "]";
@@ -114,6 +178,10 @@ void validate_plan(const Plan& p) {
     if (const LibraryCall* l = s.library()) check.library(*l, where + ".library");
   }
   for (size_t i = 0; i < p.outputs.size(); ++i) check.arg(p.outputs[i], "outputs[" + std::to_string(i) + "]");
+  // Every index is in range now; what each step reads must be there when it runs.
+  Liveness held(p);
+  for (size_t i = 0; i < p.steps.size(); ++i) held.step(p.steps[i], "steps[" + std::to_string(i) + "]");
+  for (size_t i = 0; i < p.outputs.size(); ++i) held.read_arg(p.outputs[i], "outputs[" + std::to_string(i) + "]");
 }
 
 }  // namespace inductor_cpp::runtime

@@ -115,7 +115,8 @@ std::string KernelEmitter::emit() {
   head += "  int32_t ic_err = 0;\n  (void)symbols;\n  (void)num_threads;\n";
   block(kernel_.body);
   return head + out_ + "  return ic_err ? " + std::to_string(ir::kKernelIndexOutOfBounds) + " : " +
-         std::to_string(ir::kKernelOk) + ";\n}\n";
+         std::to_string(ir::kKernelOk) + ";\n}\nextern \"C\" const int32_t " + kernel_.name + "__params = " +
+         std::to_string(kernel_.params.size()) + ";\n";
 }
 
 void KernelEmitter::line(const std::string& text) {

@@ -26,7 +26,10 @@ struct CppTarget {
 
 /// One translation unit holding every kernel, each as
 ///   extern "C" int32_t <name>(char* const* bufs, const int64_t* symbols, int32_t num_threads)
-/// (see ir/kernel_ir.h for the contract).
+/// (see ir/kernel_ir.h for the contract), followed by
+///   extern "C" const int32_t <name>__params = <how many bufs it reads>;
+/// which the runtime checks a plan's argument count against (a cache entry's plan.json is
+/// untrusted input: a kernel handed fewer buffers would read past them).
 std::string emit_cpp(const std::vector<ir::Kernel>& kernels, const CppTarget& target);
 
 /// The text of ic_runtime.h, embedded at build time; write it next to the source to compile.

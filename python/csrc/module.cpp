@@ -214,7 +214,10 @@ class ProgressLine {
 /// A compiled graph as Python sees it.
 class CompiledGraph {
  public:
-  CompiledGraph(inductor::CompiledPlan compiled, std::vector<at::Tensor> constants, bool frozen_weights)
+  /// `bound`: the plan already bound for execution (a cache hit's, by compile()'s accept_hit),
+  /// else null and bound here.
+  CompiledGraph(inductor::CompiledPlan compiled, std::vector<at::Tensor> constants, bool frozen_weights,
+                std::unique_ptr<runtime::Executable> bound = nullptr)
       : key_(compiled.key),
         cache_outcome_(compiled.cache_outcome),
         plan_json_(runtime::plan_to_json(compiled.plan).dump()),
@@ -230,8 +233,10 @@ class CompiledGraph {
                     matrix_steps_),
         logs_(std::move(compiled.logs)),
         debug_(debug_info_of(compiled)),
-        executable_(compiled.plan, std::move(constants), std::move(compiled.labels),
-                    compiled.library, frozen_weights) {}
+        executable_(bound ? std::move(bound)
+                          : std::make_unique<runtime::Executable>(compiled.plan, std::move(constants),
+                                                                  std::move(compiled.labels),
+                                                                  compiled.library, frozen_weights)) {}
 
   /// The boxed calling convention of AOT autograd: a list of inputs, which we empty so that
   /// inputs die as soon as the plan is done with them (a tuple is accepted and left alone).
@@ -243,7 +248,7 @@ class CompiledGraph {
     std::vector<c10::IValue> outputs;
     try {
       py::gil_scoped_release no_gil;
-      outputs = executable_.run(std::move(inputs));
+      outputs = executable_->run(std::move(inputs));
     } catch (const runtime::StepError& e) {
       raise_step_error(e);
     }
@@ -262,7 +267,7 @@ class CompiledGraph {
     d["aten_calls"] = aten_steps_;
     d["calls"] = calls_.load();
     d["cache"] = cache_outcome_;
-    const runtime::WeightCacheCounts weights = executable_.weight_cache_counts();
+    const runtime::WeightCacheCounts weights = executable_->weight_cache_counts();
     d["weight_packs"] = weights.packs;  // weights packed into a matrix step's cross-call cache
     d["weight_stale_drops"] = weights.stale_drops;  // of those, dropped for writes behind .data
     d["weight_shared"] = weights.adopted;  // copies another graph's step packed, taken as they are
@@ -304,7 +309,7 @@ class CompiledGraph {
   int64_t aten_steps_;
   std::vector<inductor::LogRecord> logs_;
   nlohmann::json debug_;  ///< debug_info(): texts as strings, structured parts as JSON
-  runtime::Executable executable_;
+  std::unique_ptr<const runtime::Executable> executable_;
   std::atomic<int64_t> calls_{0};
 };
 
@@ -383,6 +388,7 @@ std::unique_ptr<CompiledGraph> compile(const std::string& description,
   ctx.store = store.get();
   const json parsed = json::parse(description);
   inductor::CompiledPlan compiled;
+  std::unique_ptr<runtime::Executable> bound;
   {
     // The compile is pure C++ (and may run the C++ compiler for seconds): other Python
     // threads run meanwhile.
@@ -394,9 +400,17 @@ std::unique_ptr<CompiledGraph> compile(const std::string& description,
                                                 p.value("after_s", 1.0));
       ctx.progress = [line = progress.get()](const std::string& stage) { line->set_stage(stage); };
     }
+    // A hit is bound before it is accepted: a plan that passed validation but names an
+    // operator, dtype or device that cannot be bound is then discarded and rebuilt.
+    ctx.accept_hit = [&](const inductor::CompiledPlan& loaded) {
+      bound = std::make_unique<runtime::Executable>(loaded.plan, constants, loaded.labels,
+                                                    loaded.library, ctx.options.freezing);
+    };
     compiled = inductor::compile_graph(parsed, ctx);
+    if (compiled.cache_outcome != "hit") bound.reset();
   }
-  return std::make_unique<CompiledGraph>(std::move(compiled), std::move(constants), ctx.options.freezing);
+  return std::make_unique<CompiledGraph>(std::move(compiled), std::move(constants), ctx.options.freezing,
+                                         std::move(bound));
 }
 
 }  // namespace

@@ -60,4 +60,11 @@ KernelFn KernelLibrary::kernel(const std::string& name) const {
   return reinterpret_cast<KernelFn>(symbol);
 }
 
+int32_t KernelLibrary::kernel_params(const std::string& name) const {
+  dlerror();
+  const void* symbol = dlsym(handle_, (name + "__params").c_str());
+  if (!symbol) throw std::runtime_error("kernel " + name + ": " + path_ + " does not say how many buffers it takes");
+  return *static_cast<const int32_t*>(symbol);
+}
+
 }  // namespace inductor_cpp::runtime

@@ -27,6 +27,9 @@ class KernelLibrary {
 
   /// Throws std::runtime_error naming the symbol when it is missing.
   KernelFn kernel(const std::string& name) const;
+  /// How many buffers kernel `name` takes (its `<name>__params` symbol, codegen/cpu/emit_cpp.h);
+  /// throws std::runtime_error when the library does not say.
+  int32_t kernel_params(const std::string& name) const;
   const std::string& path() const { return path_; }
 
  private:

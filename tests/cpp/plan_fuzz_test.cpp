@@ -144,6 +144,14 @@ TEST(PlanFuzz, OutOfRangeFieldsAreNamed) {
   rejects([](Plan& p) { p.steps[2].free_after = {5}; }, "steps[2].free_after");
   rejects([](Plan& p) { p.outputs[1].items[0].slot = 9; }, "outputs[1][0]");
   rejects([](Plan& p) { p.num_inputs = 6; }, "num_slots");
+  rejects([](Plan& p) { p.steps[1].kernel()->args = {3, 3}; }, "steps[1].kernel.args: slot 3 passed twice");
+  rejects([](Plan& p) { p.steps[1].kernel()->allocs[0].sizes = {4, 7}; }, "steps[1].kernel.allocs[0]: not in the layout");
+  rejects([](Plan& p) { p.steps[1].kernel()->allocs[0].slot = 4; }, "allocates slot 4, which is no parameter");
+  // In range, but empty when read: not yet written, or freed by an earlier step.
+  rejects([](Plan& p) { p.steps[1].kernel()->args[0] = 4; }, "steps[1].kernel.args[0]: slot 4 holds nothing");
+  rejects([](Plan& p) { p.steps[2].library()->as<GemmCall>().a = 2; }, "steps[2].library (an operand): slot 2");
+  rejects([](Plan& p) { p.outputs[0].slot = 2; }, "outputs[0]: slot 2 holds nothing");
+  rejects([](Plan& p) { p.free_at_start = {1}; }, "steps[0].aten.args[1]: slot 1 holds nothing");
 }
 
 }  // namespace

@@ -49,14 +49,16 @@ std::vector<LibraryCall> one_of_each() {
 }
 
 Plan plan_of(std::vector<LibraryCall> calls) {
+  // Every slot an input, so each step's operands hold values (validate_plan's liveness);
+  // the last step frees one.
   Plan p;
-  p.num_inputs = 4;
+  p.num_inputs = 9;
   p.num_slots = 9;
   for (LibraryCall& c : calls) {
     Step s;
     s.node = 0;
     s.action = std::move(c);
-    s.free_after = {0};
+    if (p.steps.size() + 1 == calls.size()) s.free_after = {0};
     p.steps.push_back(std::move(s));
   }
   return p;
