@@ -302,8 +302,12 @@ std::shared_ptr<runtime::KernelLibrary> open_entry_library(const kernels_cache::
     if (n <= 0) throw std::runtime_error("cannot read " + path.string());
     done += static_cast<size_t>(n);
   }
-  const json& files = entry.meta.is_object() ? entry.meta.value("files", json::object()) : json::object();
-  if (files.is_object() && files.contains(name)) {
+  // A cache entry's library must be one meta.json lists, with that sha256 (a scratch dir of an
+  // uncached build has no meta.json: its files were written just now by this process).
+  if (entry.meta.is_object()) {
+    const json files = entry.meta.value("files", json::object());
+    if (!files.is_object() || !files.contains(name))
+      throw std::runtime_error(path.string() + " is not among the files meta.json lists");
     const json& record = files.at(name);
     if (!record.is_object() || record.value("sha256", std::string()) != kernels_cache::sha256_hex(bytes))
       throw std::runtime_error(path.string() + " does not match meta.json's sha256");

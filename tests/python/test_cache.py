@@ -54,10 +54,12 @@ def test_second_process_hits_and_builds_nothing(tmp_path):
 
 
 def test_concurrent_processes_build_once(tmp_path):
-    env = dict(os.environ, **cache_env(tmp_path), START_AT=str(time.time() + 6.0))
+    """Four processes compile one graph at the same moment: one builds, three wait for its lock
+    and load what it published."""
+    env = dict(os.environ, **cache_env(tmp_path), START_AT=str(time.time() + 12.0))
     import textwrap
     procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(CHILD)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
     results = []
     for p in procs:
         out, err = p.communicate(timeout=300)
@@ -65,7 +67,7 @@ def test_concurrent_processes_build_once(tmp_path):
         results.append(json.loads(out.strip().splitlines()[-1]))
     assert all(r["ok"] for r in results)
     assert sum(r["plan_builds"] for r in results) == 1
-    assert sorted(o for r in results for o in r["outcomes"]) == ["built", "hit"]
+    assert sorted(o for r in results for o in r["outcomes"]) == ["built", "hit", "hit", "hit"]
 
 
 def test_corrupt_entry_is_detected_and_rebuilt(tmp_path):
@@ -341,6 +343,28 @@ def test_library_others_may_write_is_not_loaded(tmp_path):
     second = run_python(CHILD, cache_env(tmp_path))
     assert second["ok"] and second["outcomes"] == ["rebuilt_corrupt"], second
     assert (library.stat().st_mode & 0o022) == 0
+
+
+def test_symlinked_or_foreign_owned_library_is_not_loaded(tmp_path):
+    """kernels.so replaced by a symlink to an identical copy (its sha256 still matches), then
+    (as root) chowned to another user: each is refused (O_NOFOLLOW; the descriptor's owner) and
+    the entry rebuilt."""
+    import shutil
+    first = run_python(CHILD, cache_env(tmp_path))
+    library = entry_dir(tmp_path, first["keys"][0]) / "kernels.so"
+    elsewhere = tmp_path / "elsewhere.so"
+    shutil.copy2(library, elsewhere)
+    library.unlink()
+    library.symlink_to(elsewhere)
+    second = run_python(CHILD, cache_env(tmp_path))
+    assert second["ok"] and second["outcomes"] == ["rebuilt_corrupt"], second
+    assert library.is_file() and not library.is_symlink()
+    if os.geteuid() != 0:
+        return
+    os.chown(library, 65534, 65534)
+    third = run_python(CHILD, cache_env(tmp_path))
+    assert third["ok"] and third["outcomes"] == ["rebuilt_corrupt"], third
+    assert library.stat().st_uid == os.geteuid()
 
 
 TWO_GRAPHS = """
