@@ -276,13 +276,14 @@ kernels_cache::Artifacts build_artifacts(const ir::Graph& graph, const CompileCo
   return artifacts;
 }
 
-/// The entry's kernel library, opened once and loaded through that descriptor: the file is
-/// ours (owner, not group/other-writable), a regular file (O_NOFOLLOW: no symlink), its bytes
-/// hash to what meta.json records, and dlopen("/proc/self/fd/N") maps that same file, so no
-/// one can swap it between the check and the load. Throws std::runtime_error on any mismatch
-/// (the caller discards the entry and rebuilds). Without /proc, the checked path is loaded.
-std::shared_ptr<runtime::KernelLibrary> open_entry_library(const kernels_cache::Entry& entry,
-                                                           const std::string& name) {
+/// One file of an entry, opened once and checked through that descriptor: ours (owner, not
+/// group/other-writable), a regular file (O_NOFOLLOW: no symlink), and, in a cache entry, one
+/// that meta.json lists, whose bytes hash to its sha256 (a scratch dir of an uncached build has
+/// no meta.json: this process wrote its files just now). The bytes returned are the bytes
+/// checked: nothing can be swapped in between. `keep_fd`: the descriptor is handed over open
+/// (the kernel library is loaded through it), else closed. Throws std::runtime_error on any
+/// mismatch (the caller discards the entry and rebuilds).
+std::string read_entry_file(const kernels_cache::Entry& entry, const std::string& name, int* keep_fd = nullptr) {
   const std::filesystem::path path = entry.dir / name;
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error("cannot open " + path.string() + ": " + std::strerror(errno));
@@ -302,8 +303,6 @@ std::shared_ptr<runtime::KernelLibrary> open_entry_library(const kernels_cache::
     if (n <= 0) throw std::runtime_error("cannot read " + path.string());
     done += static_cast<size_t>(n);
   }
-  // A cache entry's library must be one meta.json lists, with that sha256 (a scratch dir of an
-  // uncached build has no meta.json: its files were written just now by this process).
   if (entry.meta.is_object()) {
     const json files = entry.meta.value("files", json::object());
     if (!files.is_object() || !files.contains(name))
@@ -312,34 +311,50 @@ std::shared_ptr<runtime::KernelLibrary> open_entry_library(const kernels_cache::
     if (!record.is_object() || record.value("sha256", std::string()) != kernels_cache::sha256_hex(bytes))
       throw std::runtime_error(path.string() + " does not match meta.json's sha256");
   }
-  if (::access(("/proc/self/fd/" + std::to_string(fd)).c_str(), R_OK) != 0)
-    return runtime::KernelLibrary::open(path.string());  // no /proc: the checked path
-  closer.fd = -1;  // the library owns the descriptor now (kernel_library.h open_descriptor)
-  return runtime::KernelLibrary::open_descriptor(fd, path.string());
+  if (keep_fd != nullptr) {
+    *keep_fd = fd;
+    closer.fd = -1;
+  }
+  return bytes;
+}
+
+/// The entry's kernel library, checked by read_entry_file and loaded through that descriptor
+/// (dlopen("/proc/self/fd/N") maps the file that was checked). Without /proc, the checked path
+/// is loaded.
+std::shared_ptr<runtime::KernelLibrary> open_entry_library(const kernels_cache::Entry& entry,
+                                                           const std::string& name) {
+  int fd = -1;
+  read_entry_file(entry, name, &fd);
+  const std::string path = (entry.dir / name).string();
+  if (::access(("/proc/self/fd/" + std::to_string(fd)).c_str(), R_OK) != 0) {
+    ::close(fd);
+    return runtime::KernelLibrary::open(path);  // no /proc: the checked path
+  }
+  return runtime::KernelLibrary::open_descriptor(fd, path);  // owns the descriptor now
 }
 
 /// Reads a plan and loads its kernels from an entry's directory.
 void load_entry(const kernels_cache::Entry& entry, CompiledPlan& out) {
-  out.plan = runtime::plan_from_json(json::parse(entry.read("plan.json")));
-  out.decisions = decisions_from_json(json::parse(entry.read("decisions.json")));
+  auto read = [&](const std::string& name) { return read_entry_file(entry, name); };
+  out.plan = runtime::plan_from_json(json::parse(read("plan.json")));
+  out.decisions = decisions_from_json(json::parse(read("decisions.json")));
   // Diagnostic artifacts: absent from the all-ATen fallback of a failed kernel compile.
   auto has = [&](const char* name) { return std::filesystem::exists(entry.path(name)); };
-  out.kernels = has("kernels.json")
-                    ? kernel_infos_from_json(json::parse(entry.read("kernels.json")))
-                    : std::vector<KernelInfo>{};
-  out.schedule_text = has("schedule.txt") ? entry.read("schedule.txt") : "";
-  out.build_record = has("build.json") ? json::parse(entry.read("build.json")) : json::object();
+  out.kernels = has("kernels.json") ? kernel_infos_from_json(json::parse(read("kernels.json")))
+                                    : std::vector<KernelInfo>{};
+  out.schedule_text = has("schedule.txt") ? read("schedule.txt") : "";
+  out.build_record = has("build.json") ? json::parse(read("build.json")) : json::object();
   if (out.plan.is_gpu()) {
     // The module is loaded by the executor (runtime/cuda); output_code shows IR and PTX.
-    out.cpp_source = "// ---- LLVM IR (kernels.ll) ----\n" + entry.read("kernels.ll");
+    out.cpp_source = "// ---- LLVM IR (kernels.ll) ----\n" + read("kernels.ll");
     for (int32_t p = 0; p < out.plan.kernel_parts; ++p) {
-      out.plan.kernel_images.push_back(entry.read(out.plan.kernel_part_name(p)));
+      out.plan.kernel_images.push_back(read(out.plan.kernel_part_name(p)));
       const std::string ptx = runtime::Plan::kernel_part_name("kernels.ptx", p);
       out.cpp_source += "\n// ---- PTX (" + ptx + "; loaded as " + out.plan.kernel_part_name(p) + ") ----\n" +
-                        entry.read(ptx);
+                        read(ptx);
     }
   } else if (!out.plan.kernel_library.empty()) {
-    out.cpp_source = entry.read("kernels.cpp");
+    out.cpp_source = read("kernels.cpp");
     out.library = open_entry_library(entry, out.plan.kernel_library);
   }
 }
@@ -352,6 +367,9 @@ void load_uncached(const kernels_cache::Artifacts& artifacts, CompiledPlan& out)
   ScratchDir scratch;
   for (const auto& [name, bytes] : artifacts) {
     std::ofstream(scratch.path / name, std::ios::binary) << bytes;
+    // Private whatever the umask (read_entry_file refuses group/other-writable files).
+    std::filesystem::permissions(scratch.path / name, std::filesystem::perms::owner_read |
+                                                          std::filesystem::perms::owner_write);
   }
   kernels_cache::Entry entry;
   entry.dir = scratch.path;

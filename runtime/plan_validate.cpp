@@ -69,21 +69,20 @@ struct Checker {
     for (size_t i = 0; i < k.args.size(); ++i) slot(k.args[i], where + ".args[" + std::to_string(i) + "]");
     for (size_t i = 0; i < k.allocs.size(); ++i) alloc(k.allocs[i], where + ".allocs[" + std::to_string(i) + "]");
     if (k.layouts.size() != k.args.size()) bad(where + ".layouts", "not one per argument");
-    // Each buffer one parameter; each buffer the step allocates is a parameter, allocated in the
-    // layout the kernel was compiled for (else it would write past a smaller allocation).
-    for (size_t i = 0; i < k.args.size(); ++i) {
-      for (size_t j = 0; j < i; ++j) {
-        if (k.args[j] == k.args[i]) bad(where + ".args", "slot " + std::to_string(k.args[i]) + " passed twice");
-      }
-    }
+    // Each buffer the step allocates is a parameter (a slot may be passed more than once, e.g.
+    // a buffer read and updated in place), allocated in the layout the kernel was compiled for
+    // at every parameter it is (else the kernel would write past a smaller allocation).
     for (size_t a = 0; a < k.allocs.size(); ++a) {
       const BufferAlloc& b = k.allocs[a];
-      size_t i = 0;
-      while (i < k.args.size() && k.args[i] != b.slot) ++i;
       const std::string at = where + ".allocs[" + std::to_string(a) + "]";
-      if (i == k.args.size()) bad(at, "allocates slot " + std::to_string(b.slot) + ", which is no parameter");
-      if (b.sizes != k.layouts[i].sizes || b.strides != k.layouts[i].strides)
-        bad(at, "not in the layout of parameter " + std::to_string(i));
+      bool passed = false;
+      for (size_t i = 0; i < k.args.size(); ++i) {
+        if (k.args[i] != b.slot) continue;
+        passed = true;
+        if (b.sizes != k.layouts[i].sizes || b.strides != k.layouts[i].strides)
+          bad(at, "not in the layout of parameter " + std::to_string(i));
+      }
+      if (!passed) bad(at, "allocates slot " + std::to_string(b.slot) + ", which is no parameter");
     }
     for (size_t i = 0; i < k.layouts.size(); ++i)
       shape(k.layouts[i].sizes, k.layouts[i].strides, where + ".layouts[" + std::to_string(i) + "]");

@@ -144,7 +144,10 @@ TEST(PlanFuzz, OutOfRangeFieldsAreNamed) {
   rejects([](Plan& p) { p.steps[2].free_after = {5}; }, "steps[2].free_after");
   rejects([](Plan& p) { p.outputs[1].items[0].slot = 9; }, "outputs[1][0]");
   rejects([](Plan& p) { p.num_inputs = 6; }, "num_slots");
-  rejects([](Plan& p) { p.steps[1].kernel()->args = {3, 3}; }, "steps[1].kernel.args: slot 3 passed twice");
+  rejects([](Plan& p) {
+    p.steps[1].kernel()->args = {3, 3};  // the allocated buffer also where a [4, 7] input was
+    p.steps[1].kernel()->layouts[0].sizes = {4, 7};
+  }, "steps[1].kernel.allocs[0]: not in the layout of parameter 0");
   rejects([](Plan& p) { p.steps[1].kernel()->allocs[0].sizes = {4, 7}; }, "steps[1].kernel.allocs[0]: not in the layout");
   rejects([](Plan& p) { p.steps[1].kernel()->allocs[0].slot = 4; }, "allocates slot 4, which is no parameter");
   // In range, but empty when read: not yet written, or freed by an earlier step.
