@@ -265,7 +265,7 @@ PlanBuild build_aten_plan(const ir::Graph& g, const std::string& reason) {
 }
 
 PlanBuild build_plan(const ir::Graph& g, const CodegenSettings& settings) {
-  if (!settings.enabled) return build_aten_plan(g, "code generation disabled");
+  if (!settings.enabled) return build_aten_plan(g, settings.disabled_reason);
   const std::string device = non_cpu_device(g);
   const bool gpu = !device.empty() && is_gpu_device(device);  // GPU: build_plan_gpu.h
   if (!device.empty() && !gpu) {

@@ -30,6 +30,7 @@ struct NodeDecision {
 
 struct CodegenSettings {
   bool enabled = true;
+  std::string disabled_reason = "code generation disabled";  ///< the decisions' reason when off
   ir::PipelineOptions pipeline;
   /// CPU matrix ops (mm, addmm, bmm, convolution and its backward, flash attention and its
   /// backward) as library calls on our kernels (inductor/lower/library_calls.h) instead of

@@ -51,6 +51,13 @@ void CompileStats::reset() {
                   &plan_builds, &cxx_compiler_invocations, &cxx_compile_failures}) {
     c->store(0);
   }
+  std::lock_guard<std::mutex> lock(reported_mutex_);
+  reported_.clear();
+}
+
+bool CompileStats::first_report_of(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(reported_mutex_);
+  return reported_.insert(reason).second;
 }
 
 namespace {
@@ -202,9 +209,35 @@ json add_gpu_artifacts(PlanBuild& built, const CompileContext& ctx, CompiledPlan
   return record;
 }
 
+/// Why a C++ compile failed, in one line: the compiler's first line naming an error (without
+/// the scratch directory's path), else its last line, else that it said nothing.
+std::string compile_failure_summary(const std::string& output) {
+  std::string first_error, last;
+  size_t at = 0;
+  while (at < output.size()) {
+    size_t end = output.find('\n', at);
+    if (end == std::string::npos) end = output.size();
+    const std::string line = output.substr(at, end - at);
+    at = end + 1;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    last = line;
+    if (first_error.empty() && line.find("error") != std::string::npos) first_error = line;
+  }
+  std::string why = !first_error.empty() ? first_error : last;
+  if (why.empty()) return "the compiler failed without a message";
+  const size_t file = why.find("kernels.cpp:");  // "/tmp/inductor_cpp-build-Xyz/kernels.cpp:3:10: ..."
+  if (file != std::string::npos) why = why.substr(file);
+  return why.size() > 200 ? why.substr(0, 200) + "..." : why;
+}
+
 /// The code generation settings the compile options ask for.
 CodegenSettings codegen_settings(const CompileOptions& options, bool keep_ir_text) {
   CodegenSettings settings;
+  // mode="lite": the fastest compile, the graph's ATen plan run by our executor.
+  if (options.codegen.value("mode", std::string("default")) == "lite") {
+    settings.enabled = false;
+    settings.disabled_reason = "mode=\"lite\" generates no code";
+  }
   settings.pipeline.keep_ir_text = keep_ir_text;
   settings.matrix_kernels = options.codegen.value("matrix_kernels", false);
   settings.tile_epilogues = options.codegen.value("matrix_tile_epilogues", true);
@@ -255,9 +288,15 @@ kernels_cache::Artifacts build_artifacts(const ir::Graph& graph, const CompileCo
       artifacts["build.json"] = record.dump();
     } else {
       if (ctx.stats) ++ctx.stats->cxx_compile_failures;
-      out.logs.push_back(
-          {"warning", "generated kernels failed to compile; running the graph as ATen calls. " +
-                          r.command + "\n" + r.output});
+      // One line, once per process and cause (a missing sleef.h is the same hundreds of lines
+      // of g++ errors for every graph); the whole output is the fallbacks log's.
+      const std::string why = compile_failure_summary(r.output);
+      if (!ctx.stats || ctx.stats->first_report_of(why))
+        out.logs.push_back({"warning", "generated kernels failed to compile (" + why +
+                                           "); graphs that fail so run as ATen calls (the compiler's "
+                                           "output: INDUCTOR_CPP_LOGS=fallbacks)"});
+      if (ctx.wants("fallbacks"))
+        out.logs.push_back({"fallbacks", "the C++ compile failed: " + r.command + "\n" + r.output});
       const PlanBuild aten = build_aten_plan(graph, "its generated kernel failed to compile");
       out.timings["build_ms"] = ms_since(start);
       throw KernelCompileFailed{{{"plan.json", runtime::plan_to_json(aten.plan).dump()},

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -37,6 +38,13 @@ struct CompileStats {
 
   nlohmann::json to_json() const;
   void reset();
+  /// True the first time `reason` is given since the last reset(): a compiler failure (a
+  /// missing header, no compiler) is warned about once per process, not once per graph.
+  bool first_report_of(const std::string& reason);
+
+ private:
+  std::mutex reported_mutex_;
+  std::set<std::string> reported_;
 };
 
 /// A message for one logging artifact (docs/observability.md); the caller emits them.

@@ -11,7 +11,8 @@ kernel benchmarks.
 import torch  # noqa: F401  (loads libtorch before our extension)
 
 from . import _C
-from .dynamo_backend import StrictModeError, backend
+from .dynamo_backend import backend
+from .errors import Error, OptionError, StrictModeError
 from .explain import explain
 from .logs import set_logs
 
@@ -50,4 +51,4 @@ def live_graphs() -> list:
 
 
 __all__ = ["backend", "counters", "reset_counters", "live_graphs", "set_logs", "explain",
-           "StrictModeError"]
+           "Error", "OptionError", "StrictModeError"]

@@ -31,6 +31,7 @@ from torch._dynamo.backends.common import aot_autograd
 from . import (_C, debug_dir, decompositions, direct_call, fx_import, joint_graph, knobs,
                layout_opt, logs, pad_mm, specialize)
 from . import options as options_mod
+from .errors import StrictModeError
 
 # Compiled graphs alive in this process, for counters and tests; weak, so that
 # torch.compiler.reset() (which drops Dynamo's references) frees them.
@@ -57,8 +58,6 @@ def _graph_freed() -> None:
         _C.release_matrix_scratch()
 
 
-class StrictModeError(RuntimeError):
-    """Raised in strict mode where we would otherwise fall back."""
 
 
 def _environment() -> str:
@@ -133,7 +132,8 @@ def compile_aten_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind
     """Compile one ATen FX graph (forward, backward or inference) into a boxed callable. A
     graph with symbolic sizes gets its plan of ATen calls plus, per concrete shape, a static
     compile (specialize.py)."""
-    if opts.shape_specializations > 0 and specialize.has_symbolic_sizes(example_inputs):
+    lite = opts.mode == "lite"  # no code generation: no per-shape compiles, no graph rewrites
+    if opts.shape_specializations > 0 and not lite and specialize.has_symbolic_sizes(example_inputs):
         # The layout pass below rewrites gm's graph in place: keep a copy of the graph. Its
         # tensor attributes (constants such as torch.tensor([...]) in user code) are shared,
         # not deep-copied: a deepcopy copies weights, and fails under the fake mode AOT
@@ -151,10 +151,12 @@ def _compile_one_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind
                        opts: options_mod.Options) -> Callable:
     number = next(_graph_numbers)
     start = time.perf_counter()
-    if opts.layout_optimization and layout_opt.channels_last(gm, example_inputs, kind) \
+    lite = opts.mode == "lite"
+    if opts.layout_optimization and not lite and layout_opt.channels_last(gm, example_inputs, kind) \
             and kind == "forward":
         layout_opt.report_output_strides(gm)
-    pad_mm.pad_matrix_products(gm, example_inputs)
+    if not lite:
+        pad_mm.pad_matrix_products(gm, example_inputs)
     try:
         description, constants = fx_import.describe(gm, example_inputs, kind)
     except fx_import.UnsupportedGraph as e:
@@ -169,8 +171,8 @@ def _compile_one_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind
         compiled = _C.compile_graph(json.dumps(description), constants,
                                     json.dumps(opts.for_compiler()), _environment(),
                                     json.dumps(diagnostics))
-    except _C.CompileError:
-        raise
+    except _C.CompileError as e:  # strict="all": an op would run as an ATen fallback
+        raise StrictModeError(str(e)) from e
     except Exception as e:  # a compiler bug must not take the user's program down
         if opts.strict:
             raise

@@ -18,6 +18,7 @@ import logging
 import sys
 
 from . import knobs
+from .errors import OptionError
 
 # In order of how much they print, a few lines per graph first.
 ARTIFACTS: dict[str, str] = {
@@ -62,7 +63,7 @@ def _parse(spec: str) -> set[str]:
             names.discard(name)
     unknown = names - set(ARTIFACTS)
     if unknown:
-        raise ValueError(
+        raise OptionError(
             f"INDUCTOR_CPP_LOGS: unknown artifact(s) {sorted(unknown)}; known: "
             f"{', '.join(ARTIFACTS)} (or 'all', or a level {min(LEVELS)}-{max(LEVELS)})"
         )
@@ -76,7 +77,7 @@ def set_logs(spec: str | None = None, **flags: bool) -> None:
     names = _parse(spec) if spec else set()
     for name, on in flags.items():
         if name not in ARTIFACTS:
-            raise ValueError(f"unknown log artifact {name!r}; known: {', '.join(ARTIFACTS)}")
+            raise OptionError(f"unknown log artifact {name!r}; known: {', '.join(ARTIFACTS)}")
         if on:
             names.add(name)
     _enabled = names

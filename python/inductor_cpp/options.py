@@ -8,13 +8,17 @@ no-op.
 
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import knobs
+from .errors import OptionError
 
-MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# torch.compile's modes. "lite": the fastest compile, no code generation (the graph's ATen plan
+# run by our C++ executor); the others compile as "default" today (docs/README "Options").
+MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "lite")
 
 # option name -> its knob (knobs/knob_list.h: environment variable, type, default, doc).
 KNOWN: dict[str, knobs.Knob] = {k.option: k for k in knobs.KNOBS.values() if k.option}
@@ -33,7 +37,7 @@ def _knob_value(name: str) -> Any:
         return knobs.get_bool(knob.name)
     if knob.type == "count":
         if knobs.malformed(knob.name):
-            raise ValueError(f"inductor_cpp: {knob.name} must be a whole number, not "
+            raise OptionError(f"inductor_cpp: {knob.name} must be a whole number, not "
                              f"{knobs.raw(knob.name)!r}")
         return knobs.get_count(knob.name)
     return knobs.get_text(knob.name)
@@ -63,52 +67,62 @@ def _gpu_tuning_text(value: Any) -> str:
     if isinstance(value, dict):
         value = ",".join(f"{k}={int(v)}" for k, v in value.items())
     if not isinstance(value, str):
-        raise ValueError(f'inductor_cpp: option "gpu_tuning" must be a string "name=value,..." or a '
+        raise OptionError(f'inductor_cpp: option "gpu_tuning" must be a string "name=value,..." or a '
                          f"dict, not {value!r}")
     text = ",".join(item.strip() for item in value.split(",") if item.strip())
     if text:
         from inductor_cpp import _C
 
-        _C.check_gpu_tuning(text)  # ValueError naming the bad item and the known names
+        try:
+            _C.check_gpu_tuning(text)  # ValueError naming the bad item and the known names
+        except ValueError as e:
+            raise OptionError(str(e)) from None
     return text
+
+
+def _did_you_mean(name: str, valid) -> str:
+    close = difflib.get_close_matches(name, [v for v in valid if v], n=2, cutoff=0.6)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
 def resolve(mode: str | None = None, options: dict[str, Any] | None = None) -> Options:
     if mode not in MODES:
-        raise ValueError(f"inductor_cpp: unknown mode {mode!r}; known: {MODES[1:]}")
+        raise OptionError(f"inductor_cpp: unknown mode {mode!r}{_did_you_mean(str(mode), MODES[1:])} "
+                          f"(modes: {', '.join(MODES[1:])})")
     options = dict(options or {})
-    unknown = set(options) - set(KNOWN)
+    unknown = sorted(set(options) - set(KNOWN), key=str)
     if unknown:
-        known = "; ".join(f"{k}: {v.doc}" for k, v in KNOWN.items())
-        raise ValueError(f"inductor_cpp: unknown option(s) {sorted(unknown)}. Known options: {known}")
+        name = unknown[0]
+        raise OptionError(f"inductor_cpp: unknown option {name!r}{_did_you_mean(str(name), KNOWN)} "
+                          f"(options: {', '.join(KNOWN)}; README \"Options\")")
     values = {name: options[name] if name in options else _knob_value(name) for name in KNOWN}
     strict = values["strict"]
     if not (isinstance(strict, bool) or strict == "all"):
-        raise ValueError(f'inductor_cpp: option "strict" must be True, False or "all", not {strict!r}')
+        raise OptionError(f'inductor_cpp: option "strict" must be True, False or "all", not {strict!r}')
     cache = values["cache"]
     if not isinstance(cache, bool):
-        raise ValueError(f'inductor_cpp: option "cache" must be True or False, not {cache!r}')
+        raise OptionError(f'inductor_cpp: option "cache" must be True or False, not {cache!r}')
     freezing = values["freezing"]
     if not isinstance(freezing, bool):
-        raise ValueError(f'inductor_cpp: option "freezing" must be True or False, not {freezing!r}')
+        raise OptionError(f'inductor_cpp: option "freezing" must be True or False, not {freezing!r}')
     debug_dir = values["debug_dir"]
     if debug_dir is not None and not isinstance(debug_dir, (str, os.PathLike)):
-        raise ValueError(f'inductor_cpp: option "debug_dir" must be a path, not {debug_dir!r}')
+        raise OptionError(f'inductor_cpp: option "debug_dir" must be a path, not {debug_dir!r}')
     matrix_kernels = values["matrix_kernels"]
     if not isinstance(matrix_kernels, bool):
-        raise ValueError(f'inductor_cpp: option "matrix_kernels" must be True or False, not {matrix_kernels!r}')
+        raise OptionError(f'inductor_cpp: option "matrix_kernels" must be True or False, not {matrix_kernels!r}')
     tile_epilogues = values["matrix_tile_epilogues"]
     if not isinstance(tile_epilogues, bool):
-        raise ValueError('inductor_cpp: option "matrix_tile_epilogues" must be True or False, '
+        raise OptionError('inductor_cpp: option "matrix_tile_epilogues" must be True or False, '
                          f"not {tile_epilogues!r}")
     layout_optimization = values["layout_optimization"]
     if not isinstance(layout_optimization, bool):
-        raise ValueError('inductor_cpp: option "layout_optimization" must be True or False, '
+        raise OptionError('inductor_cpp: option "layout_optimization" must be True or False, '
                          f"not {layout_optimization!r}")
     shape_specializations = values["shape_specializations"]
     if isinstance(shape_specializations, bool) or not isinstance(shape_specializations, int) or \
             shape_specializations < 0:
-        raise ValueError('inductor_cpp: option "shape_specializations" must be a whole number '
+        raise OptionError('inductor_cpp: option "shape_specializations" must be a whole number '
                          f">= 0, not {shape_specializations!r}")
     gpu_tuning = _gpu_tuning_text(values["gpu_tuning"])
     # Code generation options enter the cache key. matrix_kernels is sent when on (the compiler's

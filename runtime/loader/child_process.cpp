@@ -60,9 +60,13 @@ void on_interrupt(int sig, siginfo_t* info, void* context) {
 /// someone replaced ours meanwhile.
 class InterruptGuard {
  public:
-  explicit InterruptGuard(pid_t pgid) {
+  /// Installed before the tool starts (a Ctrl-C while it starts must not be missed)...
+  InterruptGuard() {
     std::lock_guard<std::mutex> lock(mutex());
     if (users()++ == 0) install();
+  }
+  /// ...and told its process group once it runs.
+  void watch(pid_t pgid) {
     for (std::atomic<pid_t>& group : g_running) {
       pid_t empty = 0;
       if (group.compare_exchange_strong(empty, pgid)) {
@@ -134,6 +138,8 @@ ProcessResult run_process(const std::vector<std::string>& args, double timeout_s
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   pid_t pid = 0;
+  const uint64_t interrupts_before = g_interrupts.load();
+  InterruptGuard interrupt_guard;
   const int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
@@ -142,8 +148,9 @@ ProcessResult run_process(const std::vector<std::string>& args, double timeout_s
     close(fds[0]);
     throw std::runtime_error("cannot start '" + args[0] + "': " + strerror(rc));
   }
-  const uint64_t interrupts_before = g_interrupts.load();
-  InterruptGuard interrupt_guard(pid);
+  interrupt_guard.watch(pid);
+  // A SIGINT between the spawn and watch() found no group to kill: kill it now.
+  if (g_interrupts.load() != interrupts_before) kill(-pid, SIGKILL);
   using Clock = std::chrono::steady_clock;
   const bool limited = timeout_s > 0;
   const Clock::time_point deadline =

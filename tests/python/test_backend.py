@@ -36,7 +36,17 @@ def test_direct_use_of_backend_function():
     assert_same(f(x), x.exp() + 1)
 
 
-@pytest.mark.parametrize("mode", [None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"])
+def _chain(error: BaseException) -> list[BaseException]:
+    """The error and every cause / context behind it (Dynamo wraps a backend's exception)."""
+    out = []
+    while error is not None and error not in out:
+        out.append(error)
+        error = error.__cause__ or error.__context__
+    return out
+
+
+@pytest.mark.parametrize("mode", [None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs",
+                                  "lite"])
 def test_modes_are_accepted(mode):
     f = torch.compile(lambda x: x.cos(), backend="inductor_cpp", mode=mode)
     x = torch.randn(3)
@@ -49,9 +59,39 @@ def test_options_are_accepted_and_unknown_ones_rejected():
     assert_same(f(x), x.cos())
     assert inductor_cpp.counters()["cache_misses"] == 1
     torch._dynamo.reset()
-    g = torch.compile(lambda x: x.sin(), backend="inductor_cpp", options={"max_autotune_gemm": True})
-    with pytest.raises(Exception, match="unknown option.*max_autotune_gemm.*Known options: strict"):
+    g = torch.compile(lambda x: x.sin(), backend="inductor_cpp", options={"stirct": True})
+    with pytest.raises(Exception) as info:
         g(x)
+    ours = [e for e in _chain(info.value) if isinstance(e, inductor_cpp.OptionError)]
+    assert ours and isinstance(ours[0], ValueError) and isinstance(ours[0], inductor_cpp.Error)
+    message = str(ours[0])
+    # one short line: the name, the closest valid one, the list of names (not their docs)
+    assert "\n" not in message and len(message) < 400, message
+    assert "unknown option 'stirct'; did you mean 'strict'?" in message and "cache" in message, message
+    torch._dynamo.reset()
+    h = torch.compile(lambda x: x.sin(), backend="inductor_cpp", mode="reduce_overhead")
+    with pytest.raises(Exception, match="unknown mode 'reduce_overhead'; did you mean 'reduce-overhead'"):
+        h(x)
+
+
+def test_lite_mode_runs_the_aten_plan_without_generating_code():
+    """mode="lite": the fastest compile: no kernels, no C++ compiler, the graph's ATen calls run
+    by our executor, with the reason in each node's decision."""
+    def f(x):
+        return torch.nn.functional.gelu(x) * 2 + x.sum()
+
+    x = torch.randn(8, 16)
+    g = torch.compile(f, backend="inductor_cpp", mode="lite")
+    assert_same(g(x), f(x))
+    graphs = test_graphs()
+    assert len(graphs) == 1
+    c = graphs[0].counters()
+    assert c["kernels"] == 0 and c["aten_calls"] >= 3, c
+    assert inductor_cpp.counters()["cxx_compiler_invocations"] == 0
+    # the default mode generates a kernel for the same graph (lite is a different cache key)
+    torch._dynamo.reset()
+    compile_cpp(f)(x)
+    assert any(g.counters()["kernels"] >= 1 for g in test_graphs())
 
 
 @pytest.mark.parametrize("options", [{"strict": 0}, {"strict": "yes"}, {"cache": "no"}])
@@ -90,12 +130,15 @@ def test_strict_all_accepts_fully_generated_graphs():
     assert_same(f(x), torch.relu(x) + 1)
 
 
-def test_strict_all_raises_the_compile_error_class():
+def test_strict_all_raises_the_strict_mode_error():
     f = torch.compile(f_for_strict, backend="inductor_cpp", options={"strict": "all"})
     with pytest.raises(Exception) as info:
         f(torch.randn(4))
-    chain = [info.value, info.value.__cause__, info.value.__context__]
-    assert any(isinstance(e, inductor_cpp._C.CompileError) for e in chain if e is not None), chain
+    chain = _chain(info.value)
+    strict = [e for e in chain if isinstance(e, inductor_cpp.StrictModeError)]
+    assert strict and isinstance(strict[0], inductor_cpp.Error), chain
+    assert "aten::cumsum" in str(strict[0]), strict[0]
+    assert any(isinstance(e, inductor_cpp._C.CompileError) for e in chain), chain  # its cause
 
 
 def test_strict_env_variable(monkeypatch):

@@ -122,3 +122,11 @@ def test_library_kinds_and_flop_formulas():
     assert sb.op_flops(back) == 2 * (2 * 8 * 8 * 8) * 27
     assert sb.op_flops(Op("aten::mm", 0)) is None  # no shapes recorded
     assert sb.union_us([(0, 2), (1, 3), (5, 6)]) == 4
+
+
+def test_host_cost_probe_times_a_training_step_on_the_cpu():
+    from inductor_cpp.bench import host_cost
+    result = host_cost.main(["resnet18_train", "inductor_cpp", "--steps", "2", "--device", "cpu",
+                             "--quick"])
+    assert set(result) == {"forward_launch_ms", "backward_launch_ms", "step_ms"}
+    assert 0 < result["forward_launch_ms"] + result["backward_launch_ms"] <= result["step_ms"] * 1.01

@@ -224,6 +224,34 @@ def test_failed_kernel_compile_falls_back_to_aten(monkeypatch, caplog):
     assert any("failed to compile" in r.getMessage() for r in caplog.records)
 
 
+def test_a_compiler_failure_is_warned_about_once_in_one_line(monkeypatch, caplog, tmp_path):
+    """A toolchain that fails every graph the same way (here: a missing sleef.h, followed by
+    300 lines of errors, as g++ prints them) is one warning of one line for the process, not
+    one per graph; the graphs still run as ATen calls; reset_counters() re-arms it."""
+    fake = tmp_path / "no-sleef-cxx"
+    fake.write_text("#!/bin/sh\n"
+                    'case "$1" in -dump*) echo 12.0; exit 0;; esac\n'
+                    'for a in "$@"; do case "$a" in *.cpp) src=$a;; esac; done\n'
+                    'echo "$src:3:10: fatal error: sleef.h: No such file or directory" >&2\n'
+                    'i=0; while [ $i -lt 300 ]; do echo "$src:$i: error: more trouble" >&2; i=$((i+1)); done\n'
+                    "exit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("CXX", str(fake))
+    x = torch.randn(64)
+    with caplog.at_level("WARNING", logger="inductor_cpp"):
+        assert_same(compile_cpp(lambda x: torch.sin(x) * 2)(x), torch.sin(x) * 2)
+        assert_same(compile_cpp(lambda x: torch.cos(x) + 3)(x), torch.cos(x) + 3)
+    warned = [r.getMessage() for r in caplog.records if "failed to compile" in r.getMessage()]
+    assert inductor_cpp.counters()["cxx_compile_failures"] == 2
+    assert len(warned) == 1 and "\n" not in warned[0], warned
+    assert "kernels.cpp:3:10: fatal error: sleef.h: No such file or directory" in warned[0], warned
+    inductor_cpp.reset_counters()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="inductor_cpp"):
+        compile_cpp(lambda x: torch.tan(x) - 1)(x)
+    assert sum("failed to compile" in r.getMessage() for r in caplog.records) == 1
+
+
 def test_output_code_prints_the_generated_source(caplog):
     inductor_cpp.set_logs("output_code")
     try:
