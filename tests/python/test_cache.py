@@ -243,7 +243,11 @@ def test_ctrl_c_during_a_compile_stops_it_at_once(tmp_path):
     import textwrap
     env = dict(os.environ, **cache_env(tmp_path), CXX=str(hung), TMPDIR=str(scratch),
                INDUCTOR_CPP_TOOL_TIMEOUT_S="600")
-    child = subprocess.Popen([sys.executable, "-c", "import torch\n" + textwrap.dedent(CHILD)],
+    # As an interactive program: Python's KeyboardInterrupt handler, even when this test runs
+    # in a background job (which starts with SIGINT ignored, inherited by the child; a program
+    # that ignores SIGINT keeps doing so: we do not install ours then).
+    interactive = "import signal, torch\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    child = subprocess.Popen([sys.executable, "-c", interactive + textwrap.dedent(CHILD)],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         for _ in range(1200):  # the compiler starts after Dynamo and lowering
