@@ -6,7 +6,9 @@
     inductor_cpp.set_logs("fusion,perf")                  # same, from Python
 
 Each artifact is a kind of message; enabled artifacts go to stderr through the standard
-`logging` logger "inductor_cpp". Warnings (a graph that runs eagerly, a failed compile) are
+`logging` logger "inductor_cpp". `output_code`, `schedule` and `fusion` are also switched on by
+torch's own `TORCH_LOGS` / `torch._logging.set_logs` names of the same meaning, and
+`TORCH_LOGS="+inductor_cpp"` turns on every artifact (our logger at DEBUG). Warnings (a graph that runs eagerly, a failed compile) are
 always emitted, whatever is enabled. The C++ side produces records only for the artifacts
 asked for (`requested()`) and returns them tagged with these names (CompiledGraph.logs()).
 Examples of every artifact's output: docs/observability.md.
@@ -46,6 +48,10 @@ LEVELS: dict[str, tuple[str, ...]] = {
     "4": tuple(ARTIFACTS),
 }
 
+# Artifacts torch._logging has under the same name and meaning: `TORCH_LOGS=output_code` (or
+# torch._logging.set_logs(output_code=True)) turns ours on too, beside stock Inductor's.
+TORCH_SHARED = ("output_code", "schedule", "fusion")
+
 logger = logging.getLogger("inductor_cpp")
 _enabled: set[str] = set()
 _handler: logging.Handler | None = None
@@ -84,18 +90,41 @@ def set_logs(spec: str | None = None, **flags: bool) -> None:
     _ensure_handler()
 
 
+def _enabled_by_torch() -> set[str]:
+    try:
+        from torch._logging._internal import log_state
+    except ImportError:  # a torch without it: only INDUCTOR_CPP_LOGS
+        return set()
+    return {name for name in TORCH_SHARED if log_state.is_artifact_enabled(name)}
+
+
+def _everything_by_debug_level() -> bool:
+    """TORCH_LOGS="+inductor_cpp" (a module name is a valid TORCH_LOGS entry: torch sets that
+    logger to DEBUG with its own handler, importing us on the way) or an application's
+    logging.getLogger("inductor_cpp").setLevel(DEBUG): every artifact. We never set DEBUG."""
+    return logger.level == logging.DEBUG
+
+
 def enabled(artifact: str) -> bool:
-    return artifact in _enabled
+    return artifact in _enabled or artifact in _enabled_by_torch() or _everything_by_debug_level()
 
 
 def requested() -> list[str]:
     """The enabled artifacts, for the C++ side (which builds records only for these)."""
-    return sorted(_enabled)
+    if _everything_by_debug_level():
+        return sorted(ARTIFACTS)
+    return sorted(_enabled | _enabled_by_torch())
 
 
 def emit(artifact: str, message: str) -> None:
-    if artifact in _enabled:
-        logger.info("[%s] %s", artifact, message)
+    if not enabled(artifact):
+        return
+    if _handler is not None and _handler in logger.handlers and len(logger.handlers) > 1:
+        logger.removeHandler(_handler)  # another handler (torch's) was added after ours: one print
+    if logger.level > logging.INFO:  # switched on through torch._logging
+        _ensure_handler()
+        logger.setLevel(logging.INFO)
+    logger.info("[%s] %s", artifact, message)
 
 
 def warn(message: str) -> None:
@@ -105,10 +134,13 @@ def warn(message: str) -> None:
 def _ensure_handler() -> None:
     global _handler
     if _handler is None:
-        _handler = logging.StreamHandler(sys.stderr)
-        _handler.setFormatter(logging.Formatter("inductor_cpp: %(message)s"))
-        logger.addHandler(_handler)
-        logger.propagate = False
+        if logger.handlers:  # set up by TORCH_LOGS or the application: theirs prints ours
+            _handler = logger.handlers[0]
+        else:
+            _handler = logging.StreamHandler(sys.stderr)
+            _handler.setFormatter(logging.Formatter("inductor_cpp: %(message)s"))
+            logger.addHandler(_handler)
+            logger.propagate = False
     logger.setLevel(logging.INFO if _enabled else logging.WARNING)
 
 

@@ -203,3 +203,45 @@ def test_torch_profiler_names_generated_and_matrix_steps():
     assert "inductor_cpp::matrix::addmm (addmm, gelu) [64, 48]" in ours, ours
     assert any(n.startswith("inductor_cpp::kernel") and "amax" in n and "div" in n for n in ours), ours
     assert "aten::cumsum" in names
+
+
+def test_torch_logs_output_code_shows_our_kernels_too():
+    """TORCH_LOGS=output_code (torch's own switch for stock Inductor's code) prints our plan and
+    generated C++ as well; torch._logging.set_logs(output_code=True) does the same in-process."""
+    from conftest import run_python
+    child = """
+        import json, torch
+        f = torch.compile(lambda x: torch.sin(x) * 3 + 1, backend="inductor_cpp")
+        with torch.no_grad():
+            f(torch.randn(16))
+        print(json.dumps({}))
+    """
+    out = run_python(child, {"TORCH_LOGS": "output_code", "INDUCTOR_CPP_LOGS": ""})
+    assert "[output_code] graph " in out["_stderr"] and 'extern "C"' in out["_stderr"], out["_stderr"][-2000:]
+    assert "[cache]" not in out["_stderr"]  # only what torch's switch asked for
+    torch._logging.set_logs(output_code=True)
+    try:
+        with collect_logs() as messages:
+            compile_cpp(lambda x: x.cos() - 2)(torch.randn(8))
+    finally:
+        torch._logging.set_logs()
+    assert any(m.startswith("[output_code] graph ") and 'extern "C"' in m for m in messages), messages
+    logs.set_logs("")
+
+
+def test_torch_logs_with_our_module_name_turns_on_our_log():
+    """TORCH_LOGS="+inductor_cpp": every artifact of ours (torch set our logger to DEBUG when
+    it was imported, with its handler, which then prints our records once)."""
+    from conftest import run_python
+    child = """
+        import json, torch
+        f = torch.compile(lambda x: torch.sin(x) * 3 + 1, backend="inductor_cpp")
+        with torch.no_grad():
+            f(torch.randn(16))
+        print(json.dumps({}))
+    """
+    out = run_python(child, {"TORCH_LOGS": "+inductor_cpp", "INDUCTOR_CPP_LOGS": ""})
+    err = out["_stderr"]
+    for artifact in ("[cache]", "[perf]", "[fusion]", "[output_code]", "[ir]"):
+        assert artifact in err, (artifact, err[-3000:])
+    assert err.count("[cache] graph ") == 1, err[-3000:]  # one handler, not two
