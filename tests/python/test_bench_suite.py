@@ -22,6 +22,7 @@ def test_quick_suite_runs_end_to_end(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert "inductor_cpp ms (x eager)" in proc.stdout and "run peak MiB" in proc.stdout
     assert "inductor_cpp correctness: PASS" in proc.stdout
+    assert proc.stdout.startswith("SMOKE RUN (--quick"), proc.stdout[:300]
     data = json.loads(out_json.read_text())
     assert data["ok"] and data["variants"] == ["eager", "inductor_cpp"]
     workloads = data["devices"]["cpu"]["workloads"]
@@ -65,3 +66,23 @@ def test_report_verdict_tables_and_geomeans(tmp_path):
     assert "0.50x" in text and "0.10 / 0.10" in text
     suite_report.chart(good, str(tmp_path / "c.png"))
     assert (tmp_path / "c.png").stat().st_size > 0
+
+
+def test_noisy_rows_are_flagged_not_reported():
+    """A variant whose timed calls spread by more than 10% of their median (interquartile range)
+    makes its row's ratio "noisy (...)", with the spreads shown; a tight row keeps its ratio."""
+    results = _results(True)
+    variants = results["devices"]["cpu"]["workloads"]["a"]["variants"]
+    for name, samples in (("eager", [4.0, 4.01, 3.99, 4.0, 4.02]),
+                          ("inductor_cpp", [2.0, 2.6, 1.7, 2.0, 2.9]),
+                          ("inductor", [1.0, 1.01, 0.99, 1.0, 1.0])):
+        variants[name]["timing"]["samples_s"] = [x / 1e3 for x in samples]
+    assert suite_report.spread(variants["inductor_cpp"]) > suite_report.NOISY
+    assert suite_report.spread(variants["eager"]) < 0.01
+    text = suite_report.speed_table(results)
+    assert "noisy (0.50x)" in text and "%!" in text, text
+    for v in variants.values():
+        v["timing"]["samples_s"] = [v["timing"]["median_s"]] * 5
+    text = suite_report.speed_table(results)
+    assert "noisy" not in text and "0.50x" in text and "0% / 0% / 0%" in text, text
+    assert not suite_report.report(results, threads=2).startswith("SMOKE RUN")

@@ -8,11 +8,15 @@ Input is suite.py's result dictionary: results["devices"][device]["workloads"][n
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any
 
 from . import timing
 
 EAGER, OURS, STOCK = "eager", "inductor_cpp", "inductor"
+# A variant whose timed calls spread (interquartile range) by more than this share of their
+# median is noisy: its row's ratio is flagged, not reported as a result.
+NOISY = 0.10
 
 
 def _median(v: dict[str, Any] | None) -> float | None:
@@ -55,24 +59,48 @@ def _speed_cell(v: dict[str, Any] | None, eager_s: float | None) -> str:
     return f"{timing.format_ms(mine)} ({timing.format_ratio(_ratio(eager_s, mine))})"
 
 
+def spread(v: dict[str, Any] | None) -> float | None:
+    """Interquartile range of a variant's timed calls over their median (None under 4 calls)."""
+    t = (v or {}).get("timing") or {}
+    samples = t.get("samples_s") or []
+    if len(samples) < 4 or not t.get("median_s"):
+        return None
+    q1, _, q3 = statistics.quantiles(samples, n=4)
+    return (q3 - q1) / t["median_s"]
+
+
+def _spread_cell(vs: dict[str, Any]) -> tuple[str, bool]:
+    """"3% / 14%! / 5%" over the variants present, and whether any is noisy."""
+    cells, noisy = [], False
+    for variant in (EAGER, OURS, STOCK):
+        if variant not in vs:
+            continue
+        s = spread(vs[variant])
+        noisy |= s is not None and s > NOISY
+        cells.append("-" if s is None else f"{s * 100:.0f}%" + ("!" if s > NOISY else ""))
+    return " / ".join(cells), noisy
+
+
 def speed_table(results: dict[str, Any]) -> str:
     rows = []
     for device, name, w, vs in _rows(results):
         if w.get("skipped"):
-            rows.append([device, name, "train", w["skipped"]] + ["-"] * 5)
+            rows.append([device, name, "train", w["skipped"]] + ["-"] * 6)
             continue
         eager_s = _median(vs.get(EAGER))
         ours, stock = vs.get(OURS), vs.get(STOCK)
         c = (ours or {}).get("compile", {})
         ops = f"{c['ops_generated']}/{c['ops_fallback']}" if "ops_generated" in c else "-"
+        spreads, noisy = _spread_cell(vs)
+        versus = timing.format_ratio(_ratio(_median(stock), _median(ours)))
         rows.append([device, name, "train" if w.get("train") else "infer",
                      timing.format_ms(eager_s) if eager_s else "failed",
                      _speed_cell(ours, eager_s), _speed_cell(stock, eager_s),
-                     timing.format_ratio(_ratio(_median(stock), _median(ours))),
-                     f"{_correct(ours)} / {_correct(stock)}", ops])
+                     f"noisy ({versus})" if noisy else versus,
+                     f"{_correct(ours)} / {_correct(stock)}", ops, spreads])
     headers = ["device", "workload", "mode", "eager ms", "inductor_cpp ms (x eager)",
                "inductor ms (x eager)", "ours vs stock", "correct ours / stock",
-               "ops gen/fallback"]
+               "ops gen/fallback", "spread (IQR / median; ! > 10%)"]
     return timing.format_table(headers, rows)
 
 
@@ -137,7 +165,10 @@ def ours_ok(results: dict[str, Any]) -> bool:
 def report(results: dict[str, Any], threads: int) -> str:
     info = results["environment"]
     load = info.get("load_average_1m")
-    lines = [f"inductor_cpp suite: torch {info['torch']}, {threads} thread(s) of "
+    smoke = (results.get("config") or {}).get("quick")
+    lines = (["SMOKE RUN (--quick: tiny sizes, few rounds): it shows that everything runs; its "
+              "timings are not results"] if smoke else [])
+    lines += [f"inductor_cpp suite: torch {info['torch']}, {threads} thread(s) of "
              f"{info['cpu_count']} CPU(s), load {'-' if load is None else f'{load:.2f}'}; "
              f"variants {', '.join(results['variants'])}; medians of interleaved runs", "",
              speed_table(results), "", compile_memory_table(results), ""]
