@@ -85,6 +85,16 @@ def run_python(code: str, env_extra: dict | None = None, timeout: int = 300) -> 
     return result
 
 
+def fake_compiler(path, body: str):
+    """An executable shell script at `path` standing in for the C++ compiler: it answers the
+    version query (-dumpfullversion / -dumpversion) as g++ 12 would, then runs `body` (a compile
+    that hangs, fails, prints errors, ...). Returns the path."""
+    path.write_text("#!/bin/sh\n"
+                    'case "$1" in -dump*) echo 12.0; exit 0;; esac\n' + body)
+    path.chmod(0o755)
+    return path
+
+
 @contextlib.contextmanager
 def collect_logs():
     """Collects the messages of the "inductor_cpp" logger (it does not propagate to root)."""

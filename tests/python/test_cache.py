@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 import inductor_cpp
-from conftest import collect_logs, compile_cpp, run_python, test_graphs
+from conftest import collect_logs, compile_cpp, fake_compiler, run_python, test_graphs
 
 CHILD = """
     import json, os, time, torch, inductor_cpp
@@ -196,12 +196,7 @@ def test_hung_compiler_is_killed_at_its_deadline(tmp_path):
     at INDUCTOR_CPP_TOOL_TIMEOUT_S; the graph runs as ATen calls, nothing is cached, and the
     next process with a working compiler builds the graph (the lock was released)."""
     pid_file = tmp_path / "grandchild.pid"
-    hung = tmp_path / "hung-cxx"
-    hung.write_text("#!/bin/sh\n"
-                    'case "$1" in -dump*) echo 12.0; exit 0;; esac\n'
-                    f"sleep 300 & echo $! > {pid_file}\n"
-                    "wait\n")
-    hung.chmod(0o755)
+    hung = fake_compiler(tmp_path / "hung-cxx", f"sleep 300 & echo $! > {pid_file}\nwait\n")
     env = {**cache_env(tmp_path), "CXX": str(hung), "INDUCTOR_CPP_TOOL_TIMEOUT_S": "3"}
     start = time.monotonic()
     first = run_python(CHILD, env, timeout=120)
@@ -229,14 +224,9 @@ def test_ctrl_c_during_a_compile_stops_it_at_once(tmp_path):
     KeyboardInterrupt within seconds (not at the 600 s tool deadline), no scratch directory is
     left, nothing is cached and the lock is free: the next process builds the graph."""
     pid_file = tmp_path / "grandchild.pid"
-    hung = tmp_path / "hung-cxx"
     shell_pid = tmp_path / "compiler.pid"
-    hung.write_text("#!/bin/sh\n"
-                    'case "$1" in -dump*) echo 12.0; exit 0;; esac\n'
-                    f"echo $$ >> {shell_pid}\n"
-                    f"sleep 300 & echo $! > {pid_file}\n"
-                    "wait\n")
-    hung.chmod(0o755)
+    hung = fake_compiler(tmp_path / "hung-cxx",
+                         f"echo $$ >> {shell_pid}\nsleep 300 & echo $! > {pid_file}\nwait\n")
     scratch = tmp_path / "tmpdir"
     scratch.mkdir()
     import signal

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 import inductor_cpp
 
-from conftest import assert_same, compile_cpp, test_graphs
+from conftest import assert_same, compile_cpp, fake_compiler, test_graphs
 
 
 def compiled_graph_counters(fn, *args, **options):
@@ -228,14 +228,12 @@ def test_a_compiler_failure_is_warned_about_once_in_one_line(monkeypatch, caplog
     """A toolchain that fails every graph the same way (here: a missing sleef.h, followed by
     300 lines of errors, as g++ prints them) is one warning of one line for the process, not
     one per graph; the graphs still run as ATen calls; reset_counters() re-arms it."""
-    fake = tmp_path / "no-sleef-cxx"
-    fake.write_text("#!/bin/sh\n"
-                    'case "$1" in -dump*) echo 12.0; exit 0;; esac\n'
-                    'for a in "$@"; do case "$a" in *.cpp) src=$a;; esac; done\n'
-                    'echo "$src:3:10: fatal error: sleef.h: No such file or directory" >&2\n'
-                    'i=0; while [ $i -lt 300 ]; do echo "$src:$i: error: more trouble" >&2; i=$((i+1)); done\n'
-                    "exit 1\n")
-    fake.chmod(0o755)
+    fake = fake_compiler(tmp_path / "no-sleef-cxx",
+                         'for a in "$@"; do case "$a" in *.cpp) src=$a;; esac; done\n'
+                         'echo "$src:3:10: fatal error: sleef.h: No such file or directory" >&2\n'
+                         'i=0; while [ $i -lt 300 ]; do echo "$src:$i: error: more trouble" >&2; '
+                         'i=$((i+1)); done\n'
+                         "exit 1\n")
     monkeypatch.setenv("CXX", str(fake))
     x = torch.randn(64)
     with caplog.at_level("WARNING", logger="inductor_cpp"):

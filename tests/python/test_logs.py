@@ -14,7 +14,7 @@ import torch
 
 import inductor_cpp
 from inductor_cpp import dynamo_backend, logs
-from conftest import collect_logs, compile_cpp
+from conftest import collect_logs, compile_cpp, run_python
 
 
 def softmax_cumsum(x):
@@ -205,18 +205,20 @@ def test_torch_profiler_names_generated_and_matrix_steps():
     assert "aten::cumsum" in names
 
 
+# A fresh process compiling one graph (for TORCH_LOGS, which torch reads when it is imported).
+ONE_GRAPH = """
+    import json, torch
+    f = torch.compile(lambda x: torch.sin(x) * 3 + 1, backend="inductor_cpp")
+    with torch.no_grad():
+        f(torch.randn(16))
+    print(json.dumps({}))
+"""
+
+
 def test_torch_logs_output_code_shows_our_kernels_too():
     """TORCH_LOGS=output_code (torch's own switch for stock Inductor's code) prints our plan and
     generated C++ as well; torch._logging.set_logs(output_code=True) does the same in-process."""
-    from conftest import run_python
-    child = """
-        import json, torch
-        f = torch.compile(lambda x: torch.sin(x) * 3 + 1, backend="inductor_cpp")
-        with torch.no_grad():
-            f(torch.randn(16))
-        print(json.dumps({}))
-    """
-    out = run_python(child, {"TORCH_LOGS": "output_code", "INDUCTOR_CPP_LOGS": ""})
+    out = run_python(ONE_GRAPH, {"TORCH_LOGS": "output_code", "INDUCTOR_CPP_LOGS": ""})
     assert "[output_code] graph " in out["_stderr"] and 'extern "C"' in out["_stderr"], out["_stderr"][-2000:]
     assert "[cache]" not in out["_stderr"]  # only what torch's switch asked for
     torch._logging.set_logs(output_code=True)
@@ -232,15 +234,7 @@ def test_torch_logs_output_code_shows_our_kernels_too():
 def test_torch_logs_with_our_module_name_turns_on_our_log():
     """TORCH_LOGS="+inductor_cpp": every artifact of ours (torch set our logger to DEBUG when
     it was imported, with its handler, which then prints our records once)."""
-    from conftest import run_python
-    child = """
-        import json, torch
-        f = torch.compile(lambda x: torch.sin(x) * 3 + 1, backend="inductor_cpp")
-        with torch.no_grad():
-            f(torch.randn(16))
-        print(json.dumps({}))
-    """
-    out = run_python(child, {"TORCH_LOGS": "+inductor_cpp", "INDUCTOR_CPP_LOGS": ""})
+    out = run_python(ONE_GRAPH, {"TORCH_LOGS": "+inductor_cpp", "INDUCTOR_CPP_LOGS": ""})
     err = out["_stderr"]
     for artifact in ("[cache]", "[perf]", "[fusion]", "[output_code]", "[ir]"):
         assert artifact in err, (artifact, err[-3000:])
