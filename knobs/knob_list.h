@@ -48,6 +48,13 @@
     "how many concrete shapes a graph with symbolic sizes (Dynamo's dynamic shapes) is compiled " \
     "for, each as a static graph with generated kernels; 0: none, every shape runs the symbolic " \
     "graph's plan of ATen calls (specialize.py)")                                                 \
+  X(Cudagraphs, "INDUCTOR_CPP_CUDAGRAPHS", Bool, "0", false, Runtime, "cudagraphs",               \
+    "1: record each compiled CUDA graph's whole plan into CUDA graphs and replay them (what "     \
+    "mode=\"reduce-overhead\" turns on; docs/cuda_graphs.md)")                                    \
+  X(CudagraphRecords, "INDUCTOR_CPP_CUDAGRAPH_RECORDS", Count, "8", false, Runtime,               \
+    "cudagraph_records",                                                                          \
+    "how many CUDA graphs one compiled graph records (new input shapes or addresses, outputs "    \
+    "still held); past it, calls that fit none run as plain launches (docs/cuda_graphs.md)")       \
   X(GpuTuning, "INDUCTOR_CPP_GPU_TUNING", Text, "", true, Compiler, "gpu_tuning",                 \
     "GPU graphs: \"name=value,...\" overriding launch-shape limits of the GPU schedule and "      \
     "emitter switches, for measuring alternatives without a rebuild: max_threads, min_threads, "  \
@@ -89,7 +96,7 @@
     "how long a compile waits for another process building the same graph before it builds too")  \
   /* logging */                                                                                   \
   X(Logs, "INDUCTOR_CPP_LOGS", Text, "", false, Logging, "",                                      \
-    "log artifacts on stderr: names (cache,fallbacks,perf,graph,fusion,schedule,output_code,ir), " \
+    "log artifacts on stderr: names (cache,fallbacks,cudagraphs,perf,graph,fusion,schedule,output_code,ir), " \
     "a level 0-4, or all; docs/observability.md")                                                 \
   X(Progress, "INDUCTOR_CPP_PROGRESS", Float, "1", false, Logging, "",                            \
     "seconds a compile runs before a status line appears (only when stderr is a terminal); "      \

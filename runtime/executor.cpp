@@ -112,6 +112,32 @@ WeightCacheCounts Executable::weight_cache_counts() const {
 }
 
 std::vector<c10::IValue> Executable::run(std::vector<c10::IValue> inputs) const {
+  return run_steps(std::move(inputs), nullptr);
+}
+
+std::vector<c10::IValue> Executable::run_for_capture(std::vector<c10::IValue> inputs,
+                                                     at::Tensor& status_words) const {
+  status_words = at::Tensor();
+  return run_steps(std::move(inputs), &status_words);
+}
+
+void Executable::check_earlier_runs() const {
+  const Bound& b = *bound_;
+  if (!b.gpu_checks_bounds) return;
+  try {
+    b.deferred.check(b.gpu_kernels);
+  } catch (...) {
+    std::throw_with_nested(StepError("inductor_cpp: while running the graph's GPU kernels"));
+  }
+}
+
+void Executable::queue_status(const at::Tensor& status_words) const {
+  const Bound& b = *bound_;
+  if (b.gpu_checks_bounds && status_words.defined())
+    b.deferred.queue(cuda::GpuRunStatus(status_words), status_words.device());
+}
+
+std::vector<c10::IValue> Executable::run_steps(std::vector<c10::IValue> inputs, at::Tensor* capture_status) const {
   const Bound& b = *bound_;
   if (static_cast<int32_t>(inputs.size()) != b.num_inputs)
     throw std::runtime_error("inductor_cpp: compiled graph takes " + std::to_string(b.num_inputs) + " inputs, got " +
@@ -122,13 +148,7 @@ std::vector<c10::IValue> Executable::run(std::vector<c10::IValue> inputs) const 
   for (size_t c = 0; c < b.constants.size(); ++c) slots[b.num_inputs + c] = b.constants[c];
   for (int32_t s : b.free_at_start) slots[s] = c10::IValue();
 
-  if (b.gpu_checks_bounds && !b.check_each_run) {  // earlier runs whose status words arrived
-    try {
-      b.deferred.check(b.gpu_kernels);
-    } catch (...) {
-      std::throw_with_nested(StepError("inductor_cpp: while running the graph's GPU kernels"));
-    }
-  }
+  if (!capture_status && !b.check_each_run) check_earlier_runs();  // those whose words arrived
   torch::jit::Stack stack;
   GpuRun gpu{b.gpu_kernels, std::nullopt, std::nullopt, b.gpu_checks_bounds ? nullptr : &b.shared_status};
   RunContext ctx{slots, stack, gpu};
@@ -146,7 +166,9 @@ std::vector<c10::IValue> Executable::run(std::vector<c10::IValue> inputs) const 
     for (int32_t s : step->free_after) slots[s] = c10::IValue();
   }
 
-  if (gpu.status && b.gpu_checks_bounds && b.check_each_run) {  // a synchronizing read
+  if (capture_status) {  // read after each replay instead (queue_status)
+    if (gpu.status && b.gpu_checks_bounds) *capture_status = gpu.status->words();
+  } else if (gpu.status && b.gpu_checks_bounds && b.check_each_run) {  // a synchronizing read
     try {
       gpu.status->check(b.gpu_kernels);
     } catch (...) {

@@ -49,6 +49,20 @@ class Executable {
   /// no step needs them). A failing step throws StepError with the original error nested.
   std::vector<c10::IValue> run(std::vector<c10::IValue> inputs) const;
 
+  /// Runs the plan while the current CUDA stream is being captured into a CUDA graph
+  /// (python/inductor_cpp/cuda_graphs.py): nothing is read on the host (no earlier run's status
+  /// words are queried), and this run's status words, which every replay rewrites, are
+  /// returned through `status_words` (left undefined when no kernel can set them) instead of
+  /// being queued. After each replay the caller passes them to queue_status().
+  std::vector<c10::IValue> run_for_capture(std::vector<c10::IValue> inputs, at::Tensor& status_words) const;
+
+  /// Queues a replay's status words (from run_for_capture) for a later, non-blocking read.
+  void queue_status(const at::Tensor& status_words) const;
+
+  /// Throws StepError if an earlier run's (or replay's) status words that have arrived report
+  /// an out-of-range index; never waits.
+  void check_earlier_runs() const;
+
   /// The library steps' packed-weight caches (runtime/matmul_step.h), summed: how many times a
   /// weight was packed into a cache, how many copies another step packed were taken, and how
   /// many cached copies were dropped because the weight's contents changed behind its version
@@ -57,6 +71,7 @@ class Executable {
 
  private:
   struct Bound;
+  std::vector<c10::IValue> run_steps(std::vector<c10::IValue> inputs, at::Tensor* capture_status) const;
   std::unique_ptr<const Bound> bound_;
 };
 

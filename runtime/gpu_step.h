@@ -41,6 +41,8 @@ std::vector<GpuKernel> bind_gpu_kernels(const Plan& plan,
 class GpuRunStatus {
  public:
   GpuRunStatus(int32_t count, c10::Device device);
+  /// Words allocated elsewhere (a CUDA graph's, rewritten by each replay).
+  explicit GpuRunStatus(at::Tensor words) : words_(std::move(words)) {}
   int32_t* word(int32_t index) const;
   /// Reads the words (synchronizes with the stream); throws c10::IndexError naming the first
   /// kernel whose word is set.

@@ -27,6 +27,7 @@
 #include "inductor/gpu_tuning.h"
 #include "inductor/graph_json.h"
 #include "kernels_cache/store.h"
+#include "python/csrc/cuda_graph_io.h"
 #include "knobs/knobs.h"
 #include "runtime/executor.h"
 #include "runtime/cpu_pool.h"
@@ -258,6 +259,40 @@ class CompiledGraph {
     return result;
   }
 
+  /// call() while the current CUDA stream is being captured (cuda_graphs.py): the outputs
+  /// and the status words each replay rewrites (None when no kernel can set them).
+  py::tuple run_for_capture(py::sequence args) {
+    std::vector<c10::IValue> inputs;
+    inputs.reserve(py::len(args));
+    for (const py::handle& a : args) inputs.push_back(to_ivalue(a));
+    std::vector<c10::IValue> outputs;
+    at::Tensor status;
+    try {
+      py::gil_scoped_release no_gil;
+      outputs = executable_->run_for_capture(std::move(inputs), status);
+    } catch (const runtime::StepError& e) {
+      raise_step_error(e);
+    }
+    py::list result;
+    for (const c10::IValue& v : outputs) result.append(to_python(v));
+    return py::make_tuple(result, status.defined() ? to_python(status) : py::none());
+  }
+
+  /// After a replay: its status words, for a later non-blocking read (None: nothing to read).
+  void queue_status(const py::object& words) {
+    ++calls_;
+    if (!words.is_none()) executable_->queue_status(THPVariable_Unpack(words.ptr()));
+  }
+
+  /// Before a replay: raises for an earlier run whose status words report a bad index.
+  void check_earlier_runs() {
+    try {
+      executable_->check_earlier_runs();
+    } catch (const runtime::StepError& e) {
+      raise_step_error(e);
+    }
+  }
+
   py::dict counters() const {
     py::dict d;
     d["ops_generated"] = ops_generated_;
@@ -429,8 +464,13 @@ PYBIND11_MODULE(_C, m) {
   py::register_exception<inductor::CompileError>(m, "CompileError", PyExc_RuntimeError);
   py::register_exception<inductor::GraphSchemaError>(m, "GraphSchemaError", PyExc_ValueError);
 
+  python::register_cuda_graph_io(m);
+
   py::class_<CompiledGraph>(m, "CompiledGraph")
       .def("__call__", &CompiledGraph::call, py::arg("args"))
+      .def("run_for_capture", &CompiledGraph::run_for_capture, py::arg("args"))
+      .def("queue_status", &CompiledGraph::queue_status, py::arg("words"))
+      .def("check_earlier_runs", &CompiledGraph::check_earlier_runs)
       .def("counters", &CompiledGraph::counters)
       .def("logs", &CompiledGraph::logs)
       .def_property_readonly("key", &CompiledGraph::key)

@@ -22,22 +22,26 @@ __version__ = "0.1.0"
 def counters() -> dict:
     """Process-wide compile counters: graphs compiled, cache hits/misses, plan builds, ...,
     plus the number of graphs that ran eagerly (whole-graph fallbacks) and of inference graphs
-    called without / within AOT autograd's runtime wrappers (direct_call.py)."""
+    called without / within AOT autograd's runtime wrappers (direct_call.py), and the CUDA
+    graphs recorded and replayed (cuda_graphs.py)."""
     import json
 
-    from . import direct_call, dynamo_backend
+    from . import cuda_graphs, direct_call, dynamo_backend
 
     c = json.loads(_C.stats())
     c["eager_graph_fallbacks"] = dynamo_backend.eager_graph_fallbacks
     c["direct_inference_graphs"] = direct_call.direct_graphs
     c["aot_wrapped_inference_graphs"] = direct_call.wrapped_graphs
+    c.update(cuda_graphs.stats)
     return c
 
 
 def reset_counters() -> None:
-    from . import direct_call, dynamo_backend
+    from . import cuda_graphs, direct_call, dynamo_backend
 
     _C.reset_stats()
+    for name in cuda_graphs.stats:
+        cuda_graphs.stats[name] = 0
     dynamo_backend.eager_graph_fallbacks = 0
     direct_call.direct_graphs = direct_call.wrapped_graphs = 0
     dynamo_backend.recent_eager_fallback_reasons.clear()

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch._dynamo.backends.common import aot_autograd
 
-from . import (_C, debug_dir, decompositions, direct_call, fx_import, joint_graph, knobs,
+from . import (_C, cuda_graphs, debug_dir, decompositions, direct_call, fx_import, joint_graph, knobs,
                layout_opt, logs, pad_mm, specialize)
 from . import options as options_mod
 from .errors import StrictModeError
@@ -204,7 +204,11 @@ def _compile_one_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind
     _live_graphs.add(compiled)
     _track_for_pool(compiled)
     _notify({"number": number, "kind": kind, "gm": gm, "compiled": compiled, "eager_reason": None})
-    return _boxed(compiled, first_call)
+    call = compiled
+    if opts.cudagraphs:
+        call = cuda_graphs.wrap(compiled, gm, example_inputs, kind, f"{kind} graph {number}",
+                                opts.cudagraph_records)
+    return _boxed(compiled, first_call, call)
 
 
 def _dump(root: str, number: int, kind: str, gm: torch.fx.GraphModule, example_inputs: list[Any],
@@ -220,18 +224,21 @@ def _dump(root: str, number: int, kind: str, gm: torch.fx.GraphModule, example_i
         return None
 
 
-def _boxed(compiled: Any, first_call: Callable[[list[Any]], None] | None = None) -> Callable:
+def _boxed(compiled: Any, first_call: Callable[[list[Any]], None] | None = None,
+           call: Callable[[list[Any]], Any] | None = None) -> Callable:
     """The boxed calling convention AOT autograd looks for (`_boxed_call`): inputs arrive as
     one list, which the C++ side empties so inputs die as soon as the plan is done with them.
     A Python function rather than the C++ object itself, because wrappers on the way (Dynamo's
     disable()) copy attributes with functools.wraps, which sees only a function's __dict__.
-    `first_call` sees the inputs of the first call before the graph runs (debug dumps)."""
+    `first_call` sees the inputs of the first call before the graph runs (debug dumps);
+    `call` runs it (default: the compiled graph itself; cuda_graphs.py's replays)."""
     pending = [first_call] if first_call is not None else []
+    call = call or compiled
 
     def run(args: list[Any]) -> list[Any]:
         if pending:
             pending.pop()(args)
-        return compiled(args)
+        return call(args)
 
     run._boxed_call = True  # type: ignore[attr-defined]
     run.compiled_graph = compiled  # type: ignore[attr-defined]

@@ -27,6 +27,8 @@ ARTIFACTS: dict[str, str] = {
     "cache": "cache key and outcome (hit, built, rebuilt_corrupt, uncached) per graph",
     "fallbacks": "each op that runs as an ATen call or graph that runs eagerly, with the "
     "reason and the user's source line",
+    "cudagraphs": "each CUDA graph recorded (mode=\"reduce-overhead\") and why a graph is not "
+    "recorded",
     "perf": "where each graph's compile time went: import, key, cache, lowering, each pass, "
     "C++ emission and the C++ compiler (with its command line)",
     "graph": "the ATen-level graph each compile receives, in its text form",
@@ -42,9 +44,9 @@ ARTIFACTS: dict[str, str] = {
 # INDUCTOR_CPP_LOGS=<level>: each level adds to the one before (tinygrad's DEBUG=n idea).
 LEVELS: dict[str, tuple[str, ...]] = {
     "0": (),
-    "1": ("cache", "fallbacks", "perf"),
-    "2": ("cache", "fallbacks", "perf", "graph", "fusion"),
-    "3": ("cache", "fallbacks", "perf", "graph", "fusion", "schedule", "output_code"),
+    "1": ("cache", "fallbacks", "cudagraphs", "perf"),
+    "2": ("cache", "fallbacks", "cudagraphs", "perf", "graph", "fusion"),
+    "3": ("cache", "fallbacks", "cudagraphs", "perf", "graph", "fusion", "schedule", "output_code"),
     "4": tuple(ARTIFACTS),
 }
 

@@ -17,7 +17,8 @@ from . import knobs
 from .errors import OptionError
 
 # torch.compile's modes. "lite": the fastest compile, no code generation (the graph's ATen plan
-# run by our C++ executor); the others compile as "default" today (docs/README "Options").
+# run by our C++ executor); "reduce-overhead": CUDA graphs (cuda_graphs.py); the others compile
+# as "default" today (docs/README "Options").
 MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "lite")
 
 # option name -> its knob (knobs/knob_list.h: environment variable, type, default, doc).
@@ -52,6 +53,8 @@ class Options:
     debug_dir: str | None
     layout_optimization: bool  # a graph rewrite in Python: the graph's hash covers it
     shape_specializations: int  # Python-side (specialize.py): each static graph has its key
+    cudagraphs: bool = False  # run-time only (cuda_graphs.py): not in the cache key
+    cudagraph_records: int = 8
     extra: dict[str, Any] = field(default_factory=dict)
 
     def for_compiler(self) -> dict[str, Any]:
@@ -125,6 +128,16 @@ def resolve(mode: str | None = None, options: dict[str, Any] | None = None) -> O
         raise OptionError('inductor_cpp: option "shape_specializations" must be a whole number '
                          f">= 0, not {shape_specializations!r}")
     gpu_tuning = _gpu_tuning_text(values["gpu_tuning"])
+    # CUDA graphs: the option, else INDUCTOR_CPP_CUDAGRAPHS when set, else the mode.
+    cudagraphs = values["cudagraphs"]
+    if "cudagraphs" not in options and not knobs.raw(KNOWN["cudagraphs"].name):
+        cudagraphs = mode == "reduce-overhead"
+    if not isinstance(cudagraphs, bool):
+        raise OptionError(f'inductor_cpp: option "cudagraphs" must be True or False, not {cudagraphs!r}')
+    records = values["cudagraph_records"]
+    if isinstance(records, bool) or not isinstance(records, int) or records < 1:
+        raise OptionError('inductor_cpp: option "cudagraph_records" must be a whole number >= 1, '
+                         f"not {records!r}")
     # Code generation options enter the cache key. matrix_kernels is sent when on (the compiler's
     # own default is off, for callers that build options by hand); other options only when not
     # at their default, so default keys stay what they were.
@@ -136,4 +149,5 @@ def resolve(mode: str | None = None, options: dict[str, Any] | None = None) -> O
     return Options(mode=mode, strict=strict, cache=cache, freezing=freezing,
                    debug_dir=os.fspath(debug_dir) if debug_dir else None,
                    layout_optimization=layout_optimization,
-                   shape_specializations=shape_specializations, extra=extra)
+                   shape_specializations=shape_specializations, cudagraphs=cudagraphs,
+                   cudagraph_records=records, extra=extra)

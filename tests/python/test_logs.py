@@ -105,7 +105,7 @@ def test_perf_artifact_reports_passes_and_the_cxx_compiler(logs_on):
 def test_levels_and_all():
     try:
         inductor_cpp.set_logs("1")
-        assert logs.requested() == ["cache", "fallbacks", "perf"]
+        assert logs.requested() == ["cache", "cudagraphs", "fallbacks", "perf"]
         inductor_cpp.set_logs("2")
         assert {"graph", "fusion"} <= set(logs.requested()) and not logs.enabled("ir")
         inductor_cpp.set_logs("3")

@@ -67,6 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="all: the CPU, and CUDA when torch sees a GPU")
     p.add_argument("--quick", action="store_true",
                    help="tiny sizes and no stock Inductor (for tests and smoke runs)")
+    p.add_argument("--compile-mode", default=None,
+                   choices=["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"],
+                   help="torch.compile's mode for both backends (reduce-overhead: CUDA graphs)")
     p.add_argument("--no-stock", action="store_true", help="skip stock Inductor")
     p.add_argument("--threads", type=int, default=None,
                    help="torch intra-op threads (default: torch.get_num_threads())")
@@ -127,6 +130,8 @@ def _worker(phase: str, variants: list[str], names: list[str], device: str,
         command += ["--threads", str(args.threads)]
     if args.autocast:
         command += ["--autocast", args.autocast]
+    if args.compile_mode:
+        command += ["--compile-mode", args.compile_mode]
     if phase == "cold" and _breakdown(args, device):
         steps = BREAKDOWN_STEPS["quick" if args.quick else device]
         command += ["--breakdown", str(steps)]

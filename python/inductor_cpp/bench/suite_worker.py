@@ -84,10 +84,16 @@ class PeakMemory:
 # ------------------------------------------------------------------------------- running
 
 def _synced(fn: Callable[[], Any], device: str) -> Callable[[], Any]:
+    """The step, waiting for the GPU at its end; under reduce-overhead each step also starts
+    with torch.compiler.cudagraph_mark_step_begin() (stock's CUDA-graph trees ask for it in
+    training loops; ours ignores it)."""
     if device != "cuda":
         return fn
+    mark = COMPILE_MODE == "reduce-overhead"
 
     def call() -> Any:
+        if mark:
+            torch.compiler.cudagraph_mark_step_begin()
         out = fn()
         torch.cuda.synchronize()
         return out
@@ -125,6 +131,10 @@ def _before_compile() -> set[int]:
     return {id(g) for g in inductor_cpp.live_graphs()}
 
 
+# torch.compile's mode for both backends (--compile-mode), set once by main().
+COMPILE_MODE: str | None = None
+
+
 def _compiler(backend: str) -> Callable[[Any], Callable]:
     """fn -> what the variant calls: fn itself (eager) or torch.compile'd by the backend."""
     if backend == EAGER:
@@ -132,8 +142,9 @@ def _compiler(backend: str) -> Callable[[Any], Callable]:
     if backend == OURS:  # the function itself: works where the package is not pip-installed
         import inductor_cpp
 
-        return lambda fn: torch.compile(fn, backend=inductor_cpp.backend, dynamic=False)
-    return lambda fn: torch.compile(fn, backend=backend, dynamic=False)
+        return lambda fn: torch.compile(fn, backend=inductor_cpp.backend, mode=COMPILE_MODE,
+                                        dynamic=False)
+    return lambda fn: torch.compile(fn, backend=backend, mode=COMPILE_MODE, dynamic=False)
 
 
 def _new_graphs(backend: str, before: set[int]) -> list[Any]:
@@ -246,13 +257,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--autocast", choices=["bf16"], default=None)
+    p.add_argument("--compile-mode", default=None)
     p.add_argument("--breakdown", type=int, default=0, metavar="STEPS")
     p.add_argument("--out", required=True)
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
+    global COMPILE_MODE
     args = parse_args(argv)
+    COMPILE_MODE = args.compile_mode
     timing.set_threads(args.threads)
     import inductor_cpp  # noqa: F401  (registers nothing, but fails early if broken)
 
