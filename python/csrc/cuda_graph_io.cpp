@@ -54,10 +54,14 @@ constexpr int64_t kOtherMemory = -2;  ///< memory no replay writes (a constant's
 
 struct RecordedOutput {
   int64_t source = kGraphMemory;  ///< or an input's index: the output is a view of it
-  at::Tensor tensor;              ///< a tensor output as recorded
-  int64_t element_offset = 0;     ///< input views: from the input's first element
-  bool whole_input = false;       ///< the input itself (same sizes and strides)
-  py::object value;               ///< a non-tensor output
+  at::Tensor tensor;              ///< a tensor in graph or other memory, as recorded
+  bool is_tensor = false;
+  /// Input views: their geometry only (holding the view would hold the input: a recording's
+  /// output that another recording's view kept alive would make that one busy for good).
+  std::vector<int64_t> sizes, strides;
+  int64_t element_offset = 0;  ///< from the input's first element
+  bool whole_input = false;    ///< the input itself (same sizes and strides)
+  py::object value;            ///< a non-tensor output
 };
 
 bool fits(const RecordedInput& r, const py::handle& arg) {
@@ -112,18 +116,22 @@ class CudaGraphIO {
       RecordedOutput o;
       o.source = sources[j];
       if (THPVariable_Check(out.ptr())) {
-        o.tensor = THPVariable_Unpack(out.ptr());
+        const at::Tensor& t = THPVariable_Unpack(out.ptr());
+        o.is_tensor = true;
         if (o.source >= 0) {
           const RecordedInput& in = inputs_.at(static_cast<size_t>(o.source));
-          const auto delta = static_cast<const char*>(o.tensor.data_ptr()) - static_cast<const char*>(in.address);
-          if (in.kind == InputKind::kValue || o.tensor.scalar_type() != in.dtype || delta < 0 ||
-              delta % static_cast<int64_t>(o.tensor.element_size()) != 0)
+          const auto delta = static_cast<const char*>(t.data_ptr()) - static_cast<const char*>(in.address);
+          if (in.kind == InputKind::kValue || t.scalar_type() != in.dtype || delta < 0 ||
+              delta % static_cast<int64_t>(t.element_size()) != 0)
             throw py::value_error("CudaGraphIO: output " + std::to_string(j) + " is not a view of input " +
                                   std::to_string(o.source));
-          o.element_offset = delta / static_cast<int64_t>(o.tensor.element_size());
-          o.whole_input = o.element_offset == 0 && o.tensor.sizes().equals(in.sizes) &&
-                          o.tensor.strides().equals(in.strides);
+          o.sizes = t.sizes().vec();
+          o.strides = t.strides().vec();
+          o.element_offset = delta / static_cast<int64_t>(t.element_size());
+          o.whole_input = o.element_offset == 0 && t.sizes().equals(in.sizes) && t.strides().equals(in.strides);
           needed_.push_back(o.source);
+        } else {
+          o.tensor = t;
         }
       } else {
         o.value = py::reinterpret_borrow<py::object>(out);
@@ -165,7 +173,7 @@ class CudaGraphIO {
     held_.clear();
     py::list result;
     for (const RecordedOutput& o : outputs_) {
-      if (!o.tensor.defined()) {
+      if (!o.is_tensor) {
         result.append(o.value);
       } else if (o.source >= 0) {
         result.append(input_view(o));
@@ -201,7 +209,7 @@ class CudaGraphIO {
       if (o.whole_input) return arg;
       const at::Tensor& t = THPVariable_Unpack(arg.ptr());
       return py::reinterpret_steal<py::object>(
-          THPVariable_Wrap(t.as_strided(o.tensor.sizes(), o.tensor.strides(), t.storage_offset() + o.element_offset)));
+          THPVariable_Wrap(t.as_strided(o.sizes, o.strides, t.storage_offset() + o.element_offset)));
     }
     throw std::logic_error("CudaGraphIO: output source not kept");
   }

@@ -7,8 +7,9 @@ CUDA graph records the whole plan once and replays it with one launch. Per compi
 
 - the first call runs as plain launches (a warm-up: modules loaded, cuBLAS / cuDNN handles and
   plans made, lazily allocated state in place);
-- a later call that no recording fits records one: one more plain run on a side stream, then
-  the plan run under capture (`CompiledGraph.run_for_capture`) into a memory pool of its own;
+- a later call that no recording fits records one: one more plain run on a side stream (not
+  when the graph writes an input), then the plan run under capture
+  (`CompiledGraph.run_for_capture`) into a memory pool of its own;
 - each tensor input is *baked* (read where it lies: parameters and buffers, Dynamo's static
   inputs, outputs of a recording, whose memory stays put) or *copied* into a static buffer on
   each call (everything else). A recording fits a call when every tensor has its recorded
@@ -20,8 +21,10 @@ CUDA graph records the whole plan once and replays it with one launch. Per compi
 - at most `cudagraph_records` recordings per graph; past that, a call that fits none runs as
   plain launches (logged once).
 
-A graph that cannot be recorded safely runs as plain launches, its reason logged once: CPU
-tensors in the graph, inputs the graph writes, host synchronisations, a capture that fails.
+Inputs the graph writes (batch-norm statistics, input mutations) are written by the replays
+too; a copied one is copied back. A graph that cannot be recorded safely runs as plain
+launches, its reason logged once: CPU tensors in the graph, host synchronisations, inputs with
+overlapping strides, a capture that fails.
 """
 
 from __future__ import annotations
@@ -190,16 +193,22 @@ class CudaGraphRunner:
         graph = torch.cuda.CUDAGraph()
         try:
             stream.wait_stream(torch.cuda.current_stream(device))
+            # cuBLAS keeps a workspace per stream. Dropped before the capture, the recording
+            # gets one of its own, in its own pool; dropped after it, no later work (nor a
+            # recording by stock Inductor, which drops them too) shares or frees that one.
+            torch._C._cuda_clearCublasWorkspaces()
             if not self.written:  # (a warm-up would write the inputs once more)
                 with torch.cuda.stream(stream):
                     self.plain(list(recorded))  # warm-up on the capture stream
+                torch._C._cuda_clearCublasWorkspaces()
             with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
                 outputs, status = self.compiled.run_for_capture(list(recorded))
-            torch.cuda.current_stream(device).wait_stream(stream)
         except Exception as e:  # noqa: BLE001 - any failed capture: plain launches, reason logged
-            torch.cuda.current_stream(device).wait_stream(stream)
             self._disable(f"the capture failed: {type(e).__name__}: {str(e).splitlines()[0]}")
             return None
+        finally:
+            torch._C._cuda_clearCublasWorkspaces()
+            torch.cuda.current_stream(device).wait_stream(stream)
         sources = []
         for j, out in enumerate(outputs):
             source = _GRAPH_MEMORY
@@ -245,9 +254,9 @@ def _inside(t: torch.Tensor, span: tuple[int, int]) -> bool:
 def wrap(compiled: Any, gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str,
          label: str, max_records: int) -> Callable[[list[Any]], Any]:
     """The compiled graph (boxed calling convention) replaying CUDA graphs where the graph
-    allows it; else the compiled graph itself, the reason logged. Called inside the compiler, where the tracing context
-    names a forward or inference graph's static inputs (a backward's saved values are
-    recognised at run time: recordings' outputs or parameters)."""
+    allows it; else the compiled graph itself, the reason logged. Called inside the compiler,
+    where the tracing context names a forward or inference graph's static inputs (a
+    backward's saved values are recognised at run time: recordings' outputs or parameters)."""
     reason, written = analyse(gm, example_inputs)
     if reason is not None:
         stats["cudagraph_skipped_graphs"] += 1

@@ -221,3 +221,27 @@ def test_reset_frees_the_recordings():
     gc.collect()
     torch.cuda.empty_cache()
     assert torch.cuda.memory_reserved() < before
+
+
+@needs_cuda
+def test_a_view_of_an_earlier_graphs_output_does_not_pin_that_graphs_recording():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(32, 32).to(DEV)
+
+    def f(x):
+        h = lin(x).relu()
+        torch._dynamo.graph_break()
+        return h.t().sin(), h.t()  # the second graph returns a view of its input
+
+    g = torch.compile(f, backend="inductor_cpp", mode="reduce-overhead")
+    inductor_cpp.reset_counters()
+    with torch.no_grad():
+        for _ in range(8):
+            x = torch.randn(8, 32, device=DEV)
+            got = g(x)
+            expected = f(x)
+            for a, b in zip(got, expected):
+                torch.testing.assert_close(a, b)
+            del got
+    s = stats()
+    assert s["cudagraph_records"] <= 4 and s["cudagraph_replays"] >= 10, s
