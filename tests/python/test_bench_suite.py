@@ -86,3 +86,20 @@ def test_noisy_rows_are_flagged_not_reported():
     text = suite_report.speed_table(results)
     assert "noisy" not in text and "0.50x" in text and "0% / 0% / 0%" in text, text
     assert not suite_report.report(results, threads=2).startswith("SMOKE RUN")
+
+
+def test_models_mode_builds_all_sixteen_models():
+    """`suite --mode models`: every inference model builds at --quick sizes and runs eagerly
+    (timing them compiled is the on-demand run, not CI's)."""
+    import torch
+
+    from inductor_cpp.bench import suite
+    from inductor_cpp.bench.suite_workloads import INFER_MODELS, build
+
+    assert len(INFER_MODELS) == 16 and list(suite.MODES["models"]) == list(INFER_MODELS)
+    for name in INFER_MODELS:
+        torch.manual_seed(0)
+        w = build(name, "cpu", quick=True)
+        assert not w.train and w.description, name
+        out = w.step(w.fn)
+        assert out and all(torch.isfinite(t).all() for t in out), name

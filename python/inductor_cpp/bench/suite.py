@@ -32,14 +32,14 @@ from typing import Any
 import torch
 
 from . import suite_breakdown, suite_report, timing
-from .suite_workloads import ALL, MICRO, TRAIN_MODELS
+from .suite_workloads import ALL, INFER_MODELS, KNOWN, MICRO, TRAIN_MODELS
 
 HELP = ("micro workloads + models (inference and training), eager vs stock Inductor vs "
         "inductor_cpp: speed, correctness, cold/warm compile, peak memory; JSON + PNG")
 
 EAGER, OURS, STOCK = "eager", "inductor_cpp", "inductor"
 DEFAULT_REPS = {"micro": (20, 3), "model": (10, 2), "train": (20, 3)}  # (iters, warmup)
-MODES = {"infer": ALL, "train": TRAIN_MODELS, "all": ALL + TRAIN_MODELS}
+MODES = {"infer": ALL, "train": TRAIN_MODELS, "models": INFER_MODELS, "all": ALL + TRAIN_MODELS}
 BREAKDOWN_STEPS = {"quick": 2, "cpu": 3, "cuda": 5}  # profiled steps per variant
 WORKER_TIMEOUT_S = 3600
 
@@ -52,9 +52,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=list(MODES), default="infer",
                    help="infer: the micro workloads and small models (the suite as it was, two "
                         "small training rows included); train: the training models of issue 40 "
-                        f"({','.join(TRAIN_MODELS)}); all: both")
+                        f"({','.join(TRAIN_MODELS)}); models: 16 inference models of issues "
+                        f"41 and 51 ({','.join(INFER_MODELS)}); all: infer and train")
     p.add_argument("--only", default=None, metavar="NAME,NAME",
-                   help=f"workloads to run (any mode's), of: {','.join(ALL + TRAIN_MODELS)}")
+                   help=f"workloads to run (any mode's), of: {','.join(KNOWN)}")
     p.add_argument("--breakdown", action=argparse.BooleanOptionalAction, default=None,
                    help="per workload and variant, a few more steps under torch.profiler: time "
                         "in generated kernels / gemm / conv / attention / ATen / host, and the "
@@ -90,10 +91,10 @@ def _selected(args: argparse.Namespace) -> list[str]:
     if args.only is None:
         return list(MODES[args.mode])
     names = [n.strip() for n in args.only.split(",") if n.strip()]
-    unknown = [n for n in names if n not in ALL + TRAIN_MODELS]
+    unknown = [n for n in names if n not in KNOWN]
     if unknown or not names:
         raise SystemExit(f"--only: unknown workload(s) {unknown}; choose from "
-                         f"{list(ALL + TRAIN_MODELS)}")
+                         f"{list(KNOWN)}")
     return names
 
 

@@ -32,6 +32,11 @@ MODELS = ("resnet18", "mlp_train", "transformer", "transformer_train")
 ALL = MICRO + MODELS  # --mode infer (the default): the suite as it was before --mode
 TRAIN_MODELS = tuple(f"{m}_train" for m in ("resnet18", "resnet50", "mobilenet_v3_small",
                                            "convnext_tiny", "deit_tiny", "bert", "gpt2"))
+# --mode models: the inference model suite of issues 41 and 51 (suite_models.py).
+INFER_MODELS = ("resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
+                "regnet_y_400mf", "densenet121", "convnext_tiny", "shufflenet_v2_x1_0", "vit_b_16",
+                "deit_tiny", "mixer_s16", "bert4", "distilbert", "gpt2_4", "t5_small2")
+KNOWN = ALL + TRAIN_MODELS + INFER_MODELS[1:]
 
 
 @dataclass
@@ -157,6 +162,10 @@ def build(name: str, device: str, quick: bool, seed: int = 0,
         from .suite_train import build_train
 
         return _to(build_train(name, device, quick, autocast), device)
+    if name in INFER_MODELS[1:]:
+        from .suite_models import build_model
+
+        return _to(build_model(name, device, quick), device)
     if name in MICRO:
         w = _micro(name, *sizes["matrix"])
     elif name == "resnet18":
@@ -185,7 +194,7 @@ def build(name: str, device: str, quick: bool, seed: int = 0,
             w = Workload(name, label, _encoder(d, heads, layers).eval(), (x,),
                          tol=dict(MODEL_TOL))
     else:
-        raise ValueError(f"unknown workload {name!r}; known: {', '.join(ALL + TRAIN_MODELS)}")
+        raise ValueError(f"unknown workload {name!r}; known: {', '.join(KNOWN)}")
     w.autocast = autocast if w.train else None
     return _to(w, device)
 
