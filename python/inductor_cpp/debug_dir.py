@@ -45,9 +45,32 @@ MAX_SAVED_INPUT_BYTES = 64 << 20
 
 
 def root(opts: Any) -> str | None:
-    """The debug directory the options (or else the environment) ask for, or None."""
+    """The debug directory the options (or else the environment) ask for, or None. With
+    neither, TORCH_COMPILE_DEBUG=1 (torch._inductor.config.trace.enabled) puts it beside
+    stock's, in this process's torch_compile_debug/run_*/inductor_cpp."""
     chosen = getattr(opts, "debug_dir", None) or knobs.get_text(ENV)
+    if not chosen and _torch_compile_debug():
+        chosen = _torch_debug_root()
     return os.path.abspath(chosen) if chosen else None
+
+
+_torch_root: list[str] = []  # this process's, chosen once
+
+
+def _torch_compile_debug() -> bool:
+    try:
+        from torch._inductor import config
+    except ImportError:
+        return False
+    return bool(config.trace.enabled)
+
+
+def _torch_debug_root() -> str:
+    if not _torch_root:
+        from torch._dynamo.utils import get_debug_dir
+
+        _torch_root.append(os.path.join(get_debug_dir(), "inductor_cpp"))
+    return _torch_root[0]
 
 
 def graph_dir_name(number: int, kind: str, key: str) -> str:

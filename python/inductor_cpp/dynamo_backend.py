@@ -163,7 +163,9 @@ def _compile_one_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind
         return _run_eagerly(gm, kind, str(e), opts, number)
     described = time.perf_counter()
     dump_root = debug_dir.root(opts)
-    wanted = set(logs.requested()) | ({"fusion"} if dump_root else set())
+    tracing = logs.tracing()
+    wanted = set(logs.requested()) | ({"fusion"} if dump_root or tracing else set()) | \
+        ({"graph", "perf"} if tracing else set())
     diagnostics = {"log_artifacts": sorted(wanted),
                    "keep_ir_text": logs.enabled("ir") or dump_root is not None,
                    "progress": _progress(f"graph {number} ({kind})")}
@@ -179,18 +181,22 @@ def _compile_one_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind
         return _run_eagerly(gm, kind, f"compile failed: {e}", opts, number)
     python_ms = {"describe": (described - start) * 1e3,
                  "compile_graph": (time.perf_counter() - described) * 1e3}
-    fusion_text = ""
+    texts: dict[str, str] = {}
     for artifact, message in compiled.logs():
         if artifact == "warning":
             logs.warn(message)
             continue
-        if artifact == "fusion":
-            fusion_text = message
+        texts[artifact] = message
         logs.emit(artifact, message)
+    fusion_text = texts.get("fusion", "")
     if logs.enabled("output_code"):
         source = compiled.cpp_source or "// no generated kernels in this graph\n"
         logs.emit("output_code", f"graph {compiled.key}:\n{compiled.plan_text}\n{source}")
     python_ms["total"] = (time.perf_counter() - start) * 1e3
+    if tracing:
+        logs.trace({"graph": texts.get("graph", ""), "fusion": fusion_text,
+                    "plan": compiled.plan_text, "source": compiled.cpp_source,
+                    "compile_times": texts.get("perf", "") + "\n" + json.dumps(python_ms)})
     logs.emit("perf", f"graph {compiled.key}: {kind} graph {number} ready in "
                       f"{python_ms['total']:.1f} ms in all (describe "
                       f"{python_ms['describe']:.1f} ms, compile_graph "

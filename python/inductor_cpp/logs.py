@@ -8,8 +8,10 @@
 Each artifact is a kind of message; enabled artifacts go to stderr through the standard
 `logging` logger "inductor_cpp". `output_code`, `schedule` and `fusion` are also switched on by
 torch's own `TORCH_LOGS` / `torch._logging.set_logs` names of the same meaning, and
-`TORCH_LOGS="+inductor_cpp"` turns on every artifact (our logger at DEBUG). Warnings (a graph that runs eagerly, a failed compile) are
-always emitted, whatever is enabled. The C++ side produces records only for the artifacts
+`TORCH_LOGS="+inductor_cpp"` turns on every artifact (our logger at DEBUG). Under `TORCH_TRACE`
+each graph's graph, fusion, plan, generated source and compile times also go into torch's
+structured trace as `inductor_cpp_*` artifacts (tlparse shows them). Warnings (a graph that runs
+eagerly, a failed compile) are always emitted, whatever is enabled. The C++ side produces records only for the artifacts
 asked for (`requested()`) and returns them tagged with these names (CompiledGraph.logs()).
 Examples of every artifact's output: docs/observability.md.
 """
@@ -131,6 +133,30 @@ def emit(artifact: str, message: str) -> None:
 
 def warn(message: str) -> None:
     logger.warning("%s", message)
+
+
+def tracing() -> bool:
+    """Whether TORCH_TRACE (torch's structured trace, read by tlparse) is on."""
+    try:
+        from torch._logging._internal import trace_log
+    except ImportError:
+        return False
+    return bool(trace_log.handlers)
+
+
+def trace(artifacts: dict[str, str]) -> None:
+    """Each text as a TORCH_TRACE artifact named `inductor_cpp_<name>` (tlparse lists them
+    under the compile that made them). Nothing when tracing is off."""
+    if not tracing():
+        return
+    from torch._logging import trace_structured
+
+    for name, text in artifacts.items():
+        if text:
+            trace_structured("artifact",
+                             metadata_fn=lambda n=name: {"name": f"inductor_cpp_{n}",
+                                                         "encoding": "string"},
+                             payload_fn=lambda t=text: t)
 
 
 def _ensure_handler() -> None:
