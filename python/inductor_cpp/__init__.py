@@ -10,7 +10,7 @@ kernel benchmarks.
 
 import torch  # noqa: F401  (loads libtorch before our extension)
 
-from . import _C
+from . import _C, cache_transfer  # noqa: F401  (registers our torch mega-cache artifact type)
 from .dynamo_backend import backend
 from .errors import Error, OptionError, StrictModeError
 from .explain import explain

@@ -3,13 +3,16 @@
     python -m inductor_cpp.cache info     # where it is, how many entries, bytes and the cap
     python -m inductor_cpp.cache verify   # every entry and leftover checked; nothing changed
     python -m inductor_cpp.cache clear    # remove every entry (and nothing else in the root)
+    python -m inductor_cpp.cache export FILE   # every sound entry into one tar file
+    python -m inductor_cpp.cache import FILE   # its entries into this cache, checked first
 
 `verify` prints one line per entry: `ok`, or the problem — `corrupt` (meta.json, a missing
 file, a size or SHA-256 that does not match, a symlink, a plan.json that fails validation),
 `unsafe` (a directory of another user or writable by others: such an entry is never loaded)
 or `stale` (a build directory in tmp/ left by a process that died). It exits with 1 when it
 found a problem. A lookup removes a corrupt entry and rebuilds it; `clear` removes them all and
-names the entries it could not remove (another user's).
+names the entries it could not remove (another user's). export / import carry entries to
+another cache (cache_transfer.py, which also puts them in torch.compiler.save_cache_artifacts()).
 
 The root is $INDUCTOR_CPP_CACHE_DIR, else ~/.cache/inductor_cpp (docs/cache.md).
 """
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import _C
+from . import _C, cache_transfer
 
 
 def info() -> dict:
@@ -45,8 +48,22 @@ def clear_report() -> tuple[int, list[str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m inductor_cpp.cache", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["info", "verify", "clear"])
+    parser.add_argument("command", choices=["info", "verify", "clear", "export", "import"])
+    parser.add_argument("file", nargs="?", help="export / import: the tar file")
     args = parser.parse_args(argv)
+    if args.command in ("export", "import"):
+        if not args.file:
+            parser.error(f"{args.command} needs a FILE")
+        if args.command == "export":
+            print(f"exported {cache_transfer.export(args.file)} entries to {args.file}")
+        else:
+            try:
+                installed, present = cache_transfer.import_(args.file)
+            except (ValueError, OSError) as e:
+                print(f"import failed: {e}")
+                return 1
+            print(f"imported {installed} entries into {_C.cache_root()} ({present} already there)")
+        return 0
     if args.command == "info":
         i = info()
         print(f"root: {i['root']}\nentries: {i['entries']}\nbytes: {i['bytes']} (cap {i['max_bytes']})")

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch._dynamo.backends.common import aot_autograd
 
-from . import (_C, cuda_graphs, debug_dir, decompositions, direct_call, fx_import, joint_graph, knobs,
+from . import (_C, cache_transfer, cuda_graphs, debug_dir, decompositions, direct_call, fx_import, joint_graph, knobs,
                layout_opt, logs, pad_mm, specialize)
 from . import options as options_mod
 from .errors import StrictModeError
@@ -209,6 +209,8 @@ def _compile_one_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind
             first_call = lambda args: debug_dir.save_inputs(directory, args)  # noqa: E731
     _live_graphs.add(compiled)
     _track_for_pool(compiled)
+    if compiled.cache_outcome in ("hit", "built", "rebuilt_corrupt"):
+        cache_transfer.record(compiled.key)  # for torch.compiler.save_cache_artifacts()
     _notify({"number": number, "kind": kind, "gm": gm, "compiled": compiled, "eager_reason": None})
     call = compiled
     if opts.cudagraphs:
