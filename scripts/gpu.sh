@@ -138,10 +138,10 @@ stage_build() {
 
 stage_test() {
   setup_carry
-  log "${GPU_TESTS:-test_gpu.py test_gpu_library.py test_hf_models.py test_optional_args.py test_decompositions.py}"
+  log "${GPU_TESTS:-test_gpu.py test_gpu_library.py test_cuda_graphs.py test_hf_models.py test_optional_args.py test_decompositions.py}"
   # shellcheck disable=SC2086  # GPU_TESTS is a list of files and pytest options
   (cd "$ROOT/tests/python" && timeout "${TEST_SECONDS:-420}" "$PY" -m pytest -q -p no:cacheprovider \
-    -p no:logging --tb=short -rfE ${GPU_TESTS:-test_gpu.py test_gpu_library.py test_hf_models.py test_optional_args.py test_decompositions.py} >"$OUT/test_gpu.txt" 2>&1)
+    -p no:logging --tb=short -rfE ${GPU_TESTS:-test_gpu.py test_gpu_library.py test_cuda_graphs.py test_hf_models.py test_optional_args.py test_decompositions.py} >"$OUT/test_gpu.txt" 2>&1)
   local rc=$?
   tail -40 "$OUT/test_gpu.txt"
   return $rc

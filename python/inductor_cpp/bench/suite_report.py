@@ -187,6 +187,20 @@ def report(results: dict[str, Any], threads: int) -> str:
     return "\n".join(lines)
 
 
+# One colour per backend in every chart (cold and warm first calls: the same hue).
+COLORS = {OURS: "tab:blue", STOCK: "tab:orange", EAGER: "tab:gray"}
+
+
+def _environment_line(results: dict[str, Any]) -> str:
+    env = results.get("environment", {})
+    parts = [env.get("date_utc") and f"{env['date_utc']} UTC", env.get("cpu_model"),
+             env.get("gpu"), env.get("threads") and f"{env['threads']} thread(s)",
+             env.get("torch") and f"torch {env['torch']}",
+             f"commit {env['commit']}" if env.get("commit")
+             else env.get("build_id") and f"build {env['build_id']}"]
+    return " | ".join(str(p) for p in parts if p)
+
+
 def chart(results: dict[str, Any], path: str) -> None:
     """Speedup over eager per workload (ours and stock) and first-call times, as a PNG."""
     import matplotlib
@@ -206,29 +220,37 @@ def chart(results: dict[str, Any], path: str) -> None:
             for phase, value in (("cold", v.get("first_call_s")),
                                  ("warm", v.get("warm", {}).get("first_call_s"))):
                 first.setdefault(f"{variant} {phase}", []).append(value or 0.0)
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(max(8, 1.1 * len(labels)), 9))
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(max(8, 1.1 * len(labels)), 9.5))
     x = range(len(labels))
     width = 0.4
-    ax1.bar([i - width / 2 for i in x], speed[OURS], width, label="inductor_cpp")
+    ax1.bar([i - width / 2 for i in x], [v or 1e-3 for v in speed[OURS]], width,
+            label="inductor_cpp", color=COLORS[OURS])
     if any(speed[STOCK]):
-        ax1.bar([i + width / 2 for i in x], speed[STOCK], width, label="stock Inductor")
+        ax1.bar([i + width / 2 for i in x], [v or 1e-3 for v in speed[STOCK]], width,
+                label="stock Inductor", color=COLORS[STOCK])
+    ax1.set_yscale("log", base=2)
+    shown = [v for v in speed[OURS] + speed[STOCK] if v]
+    ax1.set_ylim(min(shown + [1.0]) / 1.5, max(shown + [1.0]) * 1.5)
     for position in failed:
-        ax1.text(position, 0.05, "failed", rotation=90, ha="center", va="bottom", fontsize=8)
-    ax1.axhline(1.0, color="gray", linewidth=1, linestyle="--")
-    ax1.set_ylabel("speedup over eager (x)")
+        ax1.text(position, 1.0, "failed", rotation=90, ha="center", va="bottom", fontsize=8)
+    ax1.axhline(1.0, color="black", linewidth=1, linestyle="--", label="eager (1x)")
+    ax1.set_ylabel("speedup over eager (x, log; higher is better)")
     ax1.set_xticks(list(x), labels, fontsize=8)
     ax1.legend()
     ax1.set_title("inductor_cpp suite: median time, eager / compiled")
     series = [(k, v) for k, v in first.items() if any(v)]
     bar = 0.8 / max(len(series), 1)
     for k, (label, values) in enumerate(series):
-        ax2.bar([i - 0.4 + bar * (k + 0.5) for i in x], values, bar, label=label)
+        variant, phase = label.rsplit(" ", 1)
+        ax2.bar([i - 0.4 + bar * (k + 0.5) for i in x], values, bar, label=label,
+                color=COLORS[variant], alpha=1.0 if phase == "cold" else 0.5)
     ax2.set_yscale("log")
-    ax2.set_ylabel("first call, s (log)")
+    ax2.set_ylabel("first call, s (log; lower is better)")
     ax2.set_xticks(list(x), labels, fontsize=8)
     if series:
         ax2.legend(fontsize=8)
     ax2.set_title("compile: first call with empty caches (cold) and in a new process (warm)")
-    fig.tight_layout()
+    fig.text(0.01, 0.005, _environment_line(results), fontsize=7, color="dimgray")
+    fig.tight_layout(rect=(0, 0.02, 1, 1))
     fig.savefig(path, dpi=100)
     plt.close(fig)

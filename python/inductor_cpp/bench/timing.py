@@ -10,6 +10,7 @@ plain-text table formatter, the report header and JSON output.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -60,16 +61,59 @@ def seed_all(seed: int) -> None:
 
 
 def environment_info() -> dict[str, Any]:
-    """What a reader needs to interpret the numbers."""
+    """What a reader needs to interpret the numbers (charts print it too)."""
     return {
         "torch": torch.__version__,
         "python": platform.python_version(),
         "machine": platform.machine(),
         "processor": platform.processor() or platform.machine(),
+        "cpu_model": cpu_model(),
+        "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
         "cpu_count": os.cpu_count(),
         "threads": torch.get_num_threads(),
         "load_average_1m": load_average(),
+        "commit": commit(),
+        "build_id": build_id(),
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
     }
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def build_id() -> str | None:
+    """The extension's build id (first 12 hex digits): names the sources where git cannot."""
+    try:
+        from inductor_cpp import _C
+
+        return _C.build_id()[:12]
+    except ImportError:
+        return None
+
+
+def commit() -> str | None:
+    """The source tree's git commit (a `+` when it has changes), None outside a checkout."""
+    import subprocess
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        rev = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=10)
+        if rev.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+        return rev.stdout.strip() + ("+" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 def load_average() -> float | None:
