@@ -11,7 +11,7 @@ torch at the benchmark's thread count:
   * matmul rate: float32 GFLOP/s of a square matmul (the ceiling for compute-bound work).
 
 Each is the median of several runs after a warm-up. The result is cached as JSON under
-~/.cache/inductor_cpp/machine/<hostname>-<threads>.json (directory overridable with
+~/.cache/inductor_cpp/machine/<cpu model>-<cores>cpus-<threads>t.json (directory overridable with
 INDUCTOR_CPP_MACHINE_DIR) and reused while its probe sizes match, since a 1 GiB probe costs
 seconds; --remeasure redoes it (e.g. after the machine changed).
 """
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import socket
 import time
 from dataclasses import asdict, dataclass
@@ -132,7 +133,12 @@ def cache_dir() -> str:
 
 
 def cache_path(threads: int) -> str:
-    return os.path.join(cache_dir(), f"{socket.gethostname()}-{threads}.json")
+    """Keyed by the CPU model and core count, not the host name: a host name moves to other
+    hardware (cloud machines, containers) and the limits with it would go stale."""
+    from .timing import cpu_model
+
+    model = re.sub(r"[^A-Za-z0-9]+", "_", cpu_model()).strip("_") or "cpu"
+    return os.path.join(cache_dir(), f"{model}-{os.cpu_count()}cpus-{threads}t.json")
 
 
 def _load_cached(path: str, config: ProbeConfig) -> MachineLimits | None:
