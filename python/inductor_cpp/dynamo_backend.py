@@ -28,8 +28,8 @@ from typing import Any, Callable, Iterator
 import torch
 from torch._dynamo.backends.common import aot_autograd
 
-from . import (_C, cache_transfer, cuda_graphs, debug_dir, decompositions, direct_call, fx_import, joint_graph, knobs,
-               layout_opt, logs, pad_mm, specialize)
+from . import (_C, cache_transfer, cuda_graphs, debug_dir, decompositions, direct_call,
+               few_row_conv, fx_import, joint_graph, knobs, layout_opt, logs, pad_mm, specialize)
 from . import options as options_mod
 from .errors import StrictModeError
 
@@ -157,6 +157,8 @@ def _compile_one_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind
         layout_opt.report_output_strides(gm)
     if not lite:
         pad_mm.pad_matrix_products(gm, example_inputs)
+        if opts.extra.get("matrix_kernels") and opts.strict != "all":
+            few_row_conv.rewrite_few_row_convolutions(gm, example_inputs)
     try:
         description, constants = fx_import.describe(gm, example_inputs, kind)
     except fx_import.UnsupportedGraph as e:

@@ -136,12 +136,20 @@ def warn(message: str) -> None:
 
 
 def tracing() -> bool:
-    """Whether TORCH_TRACE (torch's structured trace, read by tlparse) is on."""
+    """Whether torch's structured trace (TORCH_TRACE, read by tlparse, or a handler someone
+    attached to it) is on. Not for pytest's capture handlers, which its logging plugin puts on
+    every logger, nor for torch's trace handler while it has no directory."""
     try:
-        from torch._logging._internal import trace_log
+        from torch._logging._internal import LazyTraceHandler, trace_log
     except ImportError:
         return False
-    return bool(trace_log.handlers)
+    for handler in trace_log.handlers:
+        if type(handler).__module__.startswith("_pytest"):
+            continue
+        if isinstance(handler, LazyTraceHandler) and handler.root_dir is None and handler.stream is None:
+            continue
+        return True
+    return False
 
 
 def trace(artifacts: dict[str, str]) -> None:

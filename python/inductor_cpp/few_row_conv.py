@@ -1,0 +1,128 @@
+"""CPU convolutions with few output positions as matrix products that read the filter in place
+(an FX pass before lowering).
+
+A convolution whose output has at most MAX_ROWS positions (batch x height x width) is a GEMM
+of that few rows against the whole filter: reading the filter dominates. The matrix library's
+convolution packs the filter first, and in a training step (weights change every step) it
+packs it on every call; resnet18's last stage on 64x64 images (a 2x2 map, 512 x 512 x 3 x 3
+filters, 9.4 MB each) spent 1.9 ms per convolution there on 2 threads, where eager's took 0.8.
+A Linear layer on that few rows reads its weight in place instead (docs/matrix/in_graphs.md
+"few rows"), so such a convolution becomes one:
+
+    im2col(x) -> [N*L, C*KH*KW] rows  x  weight.view(O, C*KH*KW).t()  (+ bias)  -> [N, OH, OW, O]
+
+returned as the NCHW tensor with channels-last strides the convolution gives in our
+channels-last graphs. Measured on 2 threads of the development machine, the filter updated
+between calls: 512 -> 512 channels, 3x3, 2x2 map, batch 4: 1.37 -> 0.46 ms; at 4x4 (64 rows)
+the convolution kernel is faster (0.53 vs 0.62 ms), hence the bound.
+
+Only float32 CPU convolutions (not transposed, one group, 2-D) whose filter is contiguous
+(OIHW) and at least MIN_FILTER_BYTES, and only where the matrix kernels are on. The rows are
+gathered by ATen's im2col (an ATen call: under strict="all", which forbids those, nothing is
+rewritten).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch._guards import detect_fake_mode
+
+from . import logs
+
+aten = torch.ops.aten
+
+MAX_ROWS = 32  # output positions: the matrix library's few-row bound for Linear layers
+MIN_FILTER_BYTES = 1 << 20  # smaller filters: packing is cheap, nothing to win
+rewritten_total = 0  # convolutions rewritten in this process (tests read it)
+
+
+def _val(node: Any) -> torch.Tensor | None:
+    v = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    return v if isinstance(v, torch.Tensor) else None
+
+
+def _contiguous_filter(w: Any) -> Any:
+    """The filter node in OIHW order: w itself, or what layout_opt's channels-last clone of it
+    copies (the clone is then left to dead-code elimination)."""
+    val = _val(w)
+    if val is not None and val.is_contiguous():
+        return w
+    if (isinstance(w, torch.fx.Node) and w.op == "call_function" and w.target is aten.clone.default
+            and isinstance(w.args[0], torch.fx.Node)):
+        source = _val(w.args[0])
+        if source is not None and source.is_contiguous() and source.shape == val.shape:
+            return w.args[0]
+    return None
+
+
+def _wanted(node: torch.fx.Node) -> bool:
+    if node.op != "call_function" or node.target is not aten.convolution.default:
+        return False
+    x, w = _val(node.args[0]), _val(node.args[1])
+    out = _val(node)
+    transposed, groups = node.args[6], node.args[8]
+    if x is None or w is None or out is None or transposed or groups != 1 or x.dim() != 4:
+        return False
+    if x.device.type != "cpu" or x.dtype != torch.float32 or w.dtype != torch.float32:
+        return False
+    n, _, oh, ow = out.shape
+    return (n * oh * ow <= MAX_ROWS and _contiguous_filter(node.args[1]) is not None
+            and w.numel() * w.element_size() >= MIN_FILTER_BYTES)
+
+
+def rewrite_few_row_convolutions(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> int:
+    """Rewrites gm's qualifying convolutions (module docstring) in place; returns how many."""
+    fake_mode = detect_fake_mode(example_inputs)
+    graph = gm.graph
+    count = 0
+    for node in list(graph.nodes):
+        if not _wanted(node):
+            continue
+        x, w, bias, stride, padding, dilation = node.args[:6]
+        w = _contiguous_filter(w)
+        n, _, oh, ow = _val(node).shape
+        o, c, kh, kw = _val(w).shape
+
+        def add(target: Any, args: tuple[Any, ...], **kwargs: Any) -> torch.fx.Node:
+            new = graph.call_function(target, args, kwargs)
+            vals = [(_val(a) if isinstance(a, torch.fx.Node) else a) for a in args]
+            if fake_mode is not None:
+                with fake_mode:
+                    new.meta["val"] = target(*vals, **kwargs)
+            else:
+                new.meta["val"] = target(*vals, **kwargs)
+            for key in ("stack_trace", "nn_module_stack", "source_fn_stack"):
+                if key in node.meta:
+                    new.meta[key] = node.meta[key]
+            return new
+
+        with graph.inserting_before(node):
+            cols = add(aten.im2col.default, (x, [kh, kw], list(dilation), list(padding), list(stride)))
+            rows = add(aten.permute.default, (cols, [0, 2, 1]))
+            rows = add(aten.clone.default, (rows,), memory_format=torch.contiguous_format)
+            rows = add(aten.view.default, (rows, [n * oh * ow, c * kh * kw]))
+            weight = add(aten.view.default, (w, [o, c * kh * kw]))
+            weight = add(aten.permute.default, (weight, [1, 0]))
+            if bias is None:
+                product = add(aten.mm.default, (rows, weight))
+            else:
+                product = add(aten.addmm.default, (bias, rows, weight))
+            result = add(aten.view.default, (product, [n, oh, ow, o]))
+            result = add(aten.permute.default, (result, [0, 3, 1, 2]))
+            if result.meta["val"].stride() != _val(node).stride():
+                fmt = (torch.contiguous_format if _val(node).is_contiguous()
+                       else torch.channels_last)
+                result = add(aten.clone.default, (result,), memory_format=fmt)
+        node.replace_all_uses_with(result)
+        graph.erase_node(node)
+        count += 1
+    if count:
+        global rewritten_total
+        rewritten_total += count
+        graph.lint()
+        gm.recompile()
+        logs.emit("perf", f"few_row_conv: {count} convolution(s) of at most {MAX_ROWS} output "
+                          "positions as matrix products reading the filter in place")
+    return count
