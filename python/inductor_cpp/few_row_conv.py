@@ -67,6 +67,8 @@ def _wanted(node: torch.fx.Node) -> bool:
         return False
     if x.device.type != "cpu" or x.dtype != torch.float32 or w.dtype != torch.float32:
         return False
+    if not all(type(d) is int for d in (*x.shape, *w.shape, *out.shape)):
+        return False  # symbolic sizes: comparing them would add guards (specialize.py's copies qualify)
     n, _, oh, ow = out.shape
     return (n * oh * ow <= MAX_ROWS and _contiguous_filter(node.args[1]) is not None
             and w.numel() * w.element_size() >= MIN_FILTER_BYTES)

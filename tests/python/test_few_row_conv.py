@@ -65,3 +65,17 @@ def test_a_training_step_through_few_row_convolutions_matches_eager():
                 q -= 0.1 * q.grad
                 p.grad = q.grad = None
     assert few_row_conv.rewritten_total > before
+
+
+def test_symbolic_sizes_are_left_alone():
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(256, 384, 3, padding=1).eval()
+    f = torch.compile(conv, backend="inductor_cpp", dynamic=True)
+    with torch.no_grad():
+        for side in (2, 3):
+            x = torch.randn(2, 256, side, side)
+            torch.testing.assert_close(f(x), conv(x), rtol=1e-4, atol=1e-4)
+    import inductor_cpp
+
+    assert not any("symbolic number" in r for r in
+                   inductor_cpp.dynamo_backend.recent_eager_fallback_reasons)
