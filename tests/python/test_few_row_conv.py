@@ -64,7 +64,7 @@ def test_a_training_step_through_few_row_convolutions_matches_eager():
                 p -= 0.1 * p.grad
                 q -= 0.1 * q.grad
                 p.grad = q.grad = None
-    assert few_row_conv.rewritten_total > before
+    assert few_row_conv.rewritten_total >= before + 4  # two forward, two backward
 
 
 def test_symbolic_sizes_are_left_alone():
