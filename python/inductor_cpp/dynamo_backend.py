@@ -157,7 +157,7 @@ def _compile_one_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind
         layout_opt.report_output_strides(gm)
     if not lite:
         pad_mm.pad_matrix_products(gm, example_inputs)
-        if opts.extra.get("matrix_kernels") and opts.strict != "all":
+        if opts.extra.get("matrix_kernels") and opts.strict != "all" and kind != "inference":
             few_row_conv.rewrite_few_row_convolutions(gm, example_inputs)
     try:
         description, constants = fx_import.describe(gm, example_inputs, kind)

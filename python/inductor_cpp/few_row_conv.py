@@ -20,9 +20,11 @@ Their backward (`convolution_backward` in a training step's backward graph) like
 dyᵀ · im2col rows, dx = col2im(dy · filter), db = column sums of dy, so neither graph copies
 the filter to channels-last any more (resnet18's backward cloned each 9.4 MB filter per step).
 
-Only float32 CPU convolutions (not transposed, one group, 2-D) whose filter is contiguous
-(OIHW) and at least MIN_FILTER_BYTES, with static sizes, and only where the matrix kernels are
-on. The rows are
+Only in training graphs (forward and backward): in an inference graph the filter does not
+change between calls, the convolution's packed copy is reused, and the batch norm after it is
+absorbed into the convolution, which a matrix product over rows would lose. Only float32 CPU
+convolutions (not transposed, one group, 2-D) whose filter is contiguous (OIHW) and at least
+MIN_FILTER_BYTES, with static sizes, and only where the matrix kernels are on. The rows are
 gathered by ATen's im2col (an ATen call: under strict="all", which forbids those, nothing is
 rewritten).
 """

@@ -61,7 +61,7 @@ def test_micro_runs_and_reports(tmp_path):
 
     # the probe result was cached, and a second run reuses it
     cached = tmp_path / "machine"
-    assert len(list(cached.glob("*-1.json"))) == 1
+    assert len(list(cached.glob("*-1t.json"))) == 1  # <cpu model>-<cpus>cpus-<threads>t
     again = _run_bench(tmp_path, "machine", "--probe-mib", "4", "--threads", "1", "--json",
                        str(tmp_path / "machine.json"))
     assert again.returncode == 0, again.stdout + again.stderr

@@ -1,7 +1,8 @@
-"""Convolutions with at most 32 output positions and a filter of 1 MiB or more run as a matrix
-product reading the filter in place (few_row_conv.py): inference and a training step against
-eager, with and without bias, stride 1 and 2, channels-last and contiguous inputs; smaller
-cases keep the convolution."""
+"""In training graphs, convolutions with at most 32 output positions and a filter of 1 MiB or
+more, and their backward, run as matrix products reading the filter in place
+(few_row_conv.py): forward and gradients against eager, with and without bias, stride 1 and 2,
+channels-last and contiguous inputs, two training steps; inference graphs, more positions,
+smaller filters and symbolic sizes keep the convolution."""
 
 from __future__ import annotations
 
@@ -16,27 +17,34 @@ from inductor_cpp import few_row_conv
 
 @pytest.mark.parametrize("stride,side,bias,channels_last",
                          [(1, 2, True, True), (2, 4, False, False), (1, 3, True, False)])
-def test_few_row_convolution_matches_eager(stride, side, bias, channels_last):
+def test_few_row_convolution_and_its_backward_match_eager(stride, side, bias, channels_last):
     torch.manual_seed(0)
-    conv = torch.nn.Conv2d(256, 384, 3, stride=stride, padding=1, bias=bias).eval()
+    conv = torch.nn.Conv2d(256, 384, 3, stride=stride, padding=1, bias=bias)
+    reference = copy.deepcopy(conv)
     x = torch.randn(2, 256, side, side)
     if channels_last:
         x = x.to(memory_format=torch.channels_last)
+    x_ours, x_ref = x.clone().requires_grad_(), x.clone().requires_grad_()
     before = few_row_conv.rewritten_total
-    f = torch.compile(conv, backend="inductor_cpp")
-    with torch.no_grad():
-        out = f(x)
-        expected = conv(x)
+    out = torch.compile(conv, backend="inductor_cpp")(x_ours)  # a training graph: filters change
+    expected = reference(x_ref)
     torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-4)
     assert out.stride() == expected.stride()
-    assert few_row_conv.rewritten_total == before + 1
+    out.square().sum().backward()
+    expected.square().sum().backward()
+    torch.testing.assert_close(x_ours.grad, x_ref.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(conv.weight.grad, reference.weight.grad, rtol=1e-4, atol=1e-3)
+    if bias:
+        torch.testing.assert_close(conv.bias.grad, reference.bias.grad, rtol=1e-4, atol=1e-3)
+    assert few_row_conv.rewritten_total == before + 2  # the forward and its backward
 
 
-def test_many_positions_or_small_filters_keep_the_convolution():
+def test_inference_many_positions_and_small_filters_keep_the_convolution():
     before = few_row_conv.rewritten_total
-    for conv, x in [(torch.nn.Conv2d(256, 384, 3, padding=1), torch.randn(2, 256, 8, 8)),
-                    (torch.nn.Conv2d(16, 16, 3, padding=1), torch.randn(1, 16, 2, 2))]:
-        with torch.no_grad():
+    for conv, x, grad in [(torch.nn.Conv2d(256, 384, 3, padding=1), torch.randn(2, 256, 2, 2), False),
+                          (torch.nn.Conv2d(256, 384, 3, padding=1), torch.randn(2, 256, 8, 8), True),
+                          (torch.nn.Conv2d(16, 16, 3, padding=1), torch.randn(1, 16, 2, 2), True)]:
+        with torch.set_grad_enabled(grad):
             torch.testing.assert_close(torch.compile(conv, backend="inductor_cpp")(x), conv(x),
                                        rtol=1e-4, atol=1e-4)
     assert few_row_conv.rewritten_total == before
@@ -71,10 +79,9 @@ def test_symbolic_sizes_are_left_alone():
     torch.manual_seed(0)
     conv = torch.nn.Conv2d(256, 384, 3, padding=1).eval()
     f = torch.compile(conv, backend="inductor_cpp", dynamic=True)
-    with torch.no_grad():
-        for side in (2, 3):
-            x = torch.randn(2, 256, side, side)
-            torch.testing.assert_close(f(x), conv(x), rtol=1e-4, atol=1e-4)
+    for side in (2, 3):  # with grad: training graphs, where the rewrite would apply
+        x = torch.randn(2, 256, side, side)
+        torch.testing.assert_close(f(x), conv(x), rtol=1e-4, atol=1e-4)
     import inductor_cpp
 
     assert not any("symbolic number" in r for r in
