@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 import torch
 
-from . import _C, logs
+from . import _C, fx_import, logs
 
 # Ops that read a value on the host or size an output by the data: they synchronise, which a
 # capture cannot contain.
@@ -56,9 +56,8 @@ def _report_once(message: str) -> None:
 
 
 def _source_of(node: torch.fx.Node) -> str:
-    trace = node.meta.get("stack_trace") or ""
-    lines = [line.strip() for line in trace.strip().splitlines() if line.strip()]
-    return f" ({lines[-2]}: {lines[-1]})" if len(lines) >= 2 else ""
+    where = fx_import.source_of(node)
+    return f" ({where})" if where else ""
 
 
 def _is_cuda_tensor(value: Any) -> bool:
@@ -72,7 +71,8 @@ def analyse(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[str | 
     if not any(_is_cuda_tensor(x) for x in example_inputs) and not any(
             _is_cuda_tensor(node.meta.get("val")) for node in gm.graph.nodes):
         return "the graph runs on the CPU", set()
-    placeholders = {node: i for i, node in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")}
+    inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    placeholders = {node: i for i, node in enumerate(inputs)}  # input node -> its index
     for node, i in placeholders.items():
         value = example_inputs[i] if i < len(example_inputs) else None
         if isinstance(value, torch.Tensor) and value.device.type == "cpu":
@@ -89,10 +89,11 @@ def analyse(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[str | 
         if isinstance(target, torch._ops.OpOverload):
             if target.namespace == "aten" and target._opname in _HOST_SYNC_OPS:
                 return f"{target} synchronises with the host{_source_of(node)}", set()
-            for argument, actual in zip(target._schema.arguments, node.args):
+            for i, argument in enumerate(target._schema.arguments):
+                actual = node.args[i] if i < len(node.args) else node.kwargs.get(argument.name)
                 if (argument.alias_info is not None and argument.alias_info.is_write
                         and isinstance(actual, torch.fx.Node) and actual in placeholders):
-                    written.add(placeholders[actual])
+                    written.add(placeholders[actual])  # positional or keyword (out=)
     return None, written
 
 

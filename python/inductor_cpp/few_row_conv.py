@@ -37,7 +37,7 @@ from typing import Any
 import torch
 from torch._guards import detect_fake_mode
 
-from . import logs
+from . import fx_rewrite
 
 aten = torch.ops.aten
 
@@ -46,9 +46,7 @@ MIN_FILTER_BYTES = 1 << 20  # smaller filters: packing is cheap, nothing to win
 rewritten_total = 0  # convolutions rewritten in this process (tests read it)
 
 
-def _val(node: Any) -> torch.Tensor | None:
-    v = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    return v if isinstance(v, torch.Tensor) else None
+_val = fx_rewrite.value
 
 
 def _contiguous_filter(w: Any) -> Any:
@@ -152,20 +150,7 @@ def rewrite_few_row_convolutions(gm: torch.fx.GraphModule, example_inputs: list[
         if not _wanted(node):
             continue
 
-        def add(target: Any, args: tuple[Any, ...], node: torch.fx.Node = node,
-                **kwargs: Any) -> torch.fx.Node:
-            new = graph.call_function(target, args, kwargs)
-            vals = [(_val(a) if isinstance(a, torch.fx.Node) else a) for a in args]
-            if fake_mode is not None:
-                with fake_mode:
-                    new.meta["val"] = target(*vals, **kwargs)
-            else:
-                new.meta["val"] = target(*vals, **kwargs)
-            for key in ("stack_trace", "nn_module_stack", "source_fn_stack"):
-                if key in node.meta:
-                    new.meta[key] = node.meta[key]
-            return new
-
+        add = fx_rewrite.node_adder(graph, fake_mode, node)
         if node.target is aten.convolution_backward.default:
             _rewrite_backward(graph, node, add)
             count += 1
@@ -191,11 +176,8 @@ def rewrite_few_row_convolutions(gm: torch.fx.GraphModule, example_inputs: list[
         node.replace_all_uses_with(result)
         graph.erase_node(node)
         count += 1
-    if count:
-        global rewritten_total
-        rewritten_total += count
-        graph.lint()
-        gm.recompile()
-        logs.emit("perf", f"few_row_conv: {count} convolution(s) of at most {MAX_ROWS} output "
-                          "positions as matrix products reading the filter in place")
+    global rewritten_total
+    rewritten_total += count
+    fx_rewrite.finish(gm, count, f"few_row_conv: {count} convolution(s) of at most {MAX_ROWS} "
+                                 "output positions as matrix products reading the filter in place")
     return count

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch._guards import detect_fake_mode
 
-from . import logs
+from . import fx_rewrite
 
 aten = torch.ops.aten
 
@@ -42,9 +42,7 @@ def _pad_to(n: int) -> int:
     return -n % ALIGN
 
 
-def _val(node: Any) -> torch.Tensor | None:
-    v = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    return v if isinstance(v, torch.Tensor) else None
+_val = fx_rewrite.value
 
 
 def _wanted(node: torch.fx.Node, device_types: tuple[str, ...]) -> tuple[int, int, int] | None:
@@ -88,18 +86,7 @@ def pad_matrix_products(gm: torch.fx.GraphModule, example_inputs: list[Any],
         m, k, n = sizes
         pm, pk, pn = _pad_to(m), _pad_to(k), _pad_to(n)
 
-        def add(target: Any, args: tuple[Any, ...]) -> torch.fx.Node:
-            new = graph.call_function(target, args)
-            vals = [(_val(x) if isinstance(x, torch.fx.Node) else x) for x in args]
-            if fake_mode is not None:
-                with fake_mode:
-                    new.meta["val"] = target(*vals)
-            else:
-                new.meta["val"] = target(*vals)
-            for key in ("stack_trace", "nn_module_stack", "source_fn_stack"):
-                if key in node.meta:
-                    new.meta[key] = node.meta[key]
-            return new
+        add = fx_rewrite.node_adder(graph, fake_mode, node)
 
         with graph.inserting_before(node):
             if node.target is aten.mm.default:
@@ -133,11 +120,8 @@ def pad_matrix_products(gm: torch.fx.GraphModule, example_inputs: list[Any],
         node.replace_all_uses_with(result)
         graph.erase_node(node)
         padded += 1
-    if padded:
-        global padded_total
-        padded_total += padded
-        graph.lint()
-        gm.recompile()
-        logs.emit("perf", f"pad_mm: {padded} half-precision matrix product(s) padded to "
-                          f"multiples of {ALIGN}")
+    global padded_total
+    padded_total += padded
+    fx_rewrite.finish(gm, padded, f"pad_mm: {padded} half-precision matrix product(s) padded "
+                                  f"to multiples of {ALIGN}")
     return padded
