@@ -209,7 +209,9 @@ void KernelEmitter::loop(const Stmt& s) {
   if (width > 0) {
     vector_loop(s, width, parallel_.at(&s));
   } else {
+    begin_transposed_tiles(s);
     scalar_loop(s, parallel_.at(&s));
+    end_transposed_tiles();
   }
   end_kept_values();
 }

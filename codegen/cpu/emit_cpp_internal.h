@@ -195,6 +195,20 @@ class KernelEmitter {
   /// Stores `e`, when `n` is a value the current loop keeps for a later one.
   void store_kept(const ir::ValueNode* n, const Emitted& e);
 
+  // --- transposed tiles (transposed_tiles.cpp)
+  /// A tiled transpose's read, copied transposed into a stack array before its tile's loops.
+  struct TileRead {
+    std::string array;    ///< C name of the array: rows of the serial loop, `columns` apart
+    std::string row_var;  ///< IR name of the serial (row) loop variable
+    int64_t columns = 0;
+  };
+  /// Before emitting the serial loop `u_loop`: copies the tile reads of its vector loop into
+  /// arrays (transposed_tiles.cpp's file comment has the rules). Always paired with end_.
+  void begin_transposed_tiles(const ir::Stmt& u_loop);
+  void end_transposed_tiles();
+  /// A plain vector load from the tile array, when `n` is a tile read of an enclosing loop.
+  std::optional<Emitted> load_tile_read(const ir::ValueNode& n);
+
   // --- loop plan and bookkeeping (loop_plan.cpp)
   void plan_loops(const std::vector<ir::Stmt>& stmts, bool in_vector, bool in_parallel);
   /// The vector widths of loops enclosing Accumulates of `name` in stmts[from..] (0: not in a
@@ -245,6 +259,8 @@ class KernelEmitter {
   /// While emitting a loop with kept values: value -> array.
   std::unordered_map<const ir::ValueNode*, std::string> storing_, loading_;
   int64_t kept_bytes_ = 0;  ///< the kept arrays' total size
+  /// Per enclosing serial loop being emitted: its tile reads, by load node.
+  std::vector<std::unordered_map<const ir::ValueNode*, TileRead>> tile_reads_;
 };
 
 }  // namespace inductor_cpp::codegen::cpu_detail

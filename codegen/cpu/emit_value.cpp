@@ -439,6 +439,7 @@ Emitted KernelEmitter::load(const ir::ValueNode& n) {
   const std::string type = cpp_type(n.dtype);
   const std::string zero = type + "(0)";
   if (n.mask.is_const() && n.mask.value() == 0) return {zero, false};
+  if (std::optional<Emitted> tile = load_tile_read(n)) return *tile;
   std::map<std::string, Emitted> own;
   for (size_t i = 0; i < n.operands.size(); ++i) {
     Emitted ind = value(n.operands[i]);

@@ -195,6 +195,88 @@ IC_INLINE void store_last_lane(T* p, const Vec<T, N>& x, int64_t n = N) {
   std::memcpy(p, &lane, sizeof(lane));
 }
 
+// ---------------------------------------------------------------------------------------------
+// 4b. Transposed tiles (codegen/cpu/transposed_tiles.cpp): a tiled transpose's read copied,
+//     before the tile's loops, into a stack array in the order its vector loop reads it.
+
+#if defined(IC_AVX512)
+constexpr int kTransposeBlock = 16;
+/// The 16 x 16 block of 4-byte elements at src (rows `stride` apart) transposed into dst (rows
+/// `dst_stride` apart): 32-bit, then 64-bit unpacks, then two rounds of 128-bit lane shuffles
+/// (64 one-cycle shuffles; the same count as two-source permutes, which take three cycles).
+IC_INLINE void transpose_block(float* dst, int64_t dst_stride, const float* src, int64_t stride) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * stride);
+  for (int k = 0; k < 8; ++k) {
+    t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+    t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+  }
+  auto pd = [](__m512 x) { return _mm512_castps_pd(x); };
+  for (int k = 0; k < 4; ++k) {
+    r[4 * k + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[4 * k + 0]), pd(t[4 * k + 2])));
+    r[4 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[4 * k + 0]), pd(t[4 * k + 2])));
+    r[4 * k + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[4 * k + 1]), pd(t[4 * k + 3])));
+    r[4 * k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[4 * k + 1]), pd(t[4 * k + 3])));
+  }
+  for (int k = 0; k < 2; ++k) {
+    for (int j = 0; j < 4; ++j) {
+      t[8 * k + j] = _mm512_shuffle_f32x4(r[8 * k + j], r[8 * k + 4 + j], 0x88);
+      t[8 * k + 4 + j] = _mm512_shuffle_f32x4(r[8 * k + j], r[8 * k + 4 + j], 0xdd);
+    }
+  }
+  for (int j = 0; j < 8; ++j) {
+    _mm512_storeu_ps(dst + j * dst_stride, _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88));
+    _mm512_storeu_ps(dst + (8 + j) * dst_stride, _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd));
+  }
+}
+#elif defined(IC_AVX2)
+constexpr int kTransposeBlock = 8;
+/// The 8 x 8 block of 4-byte elements at src transposed into dst: 32-bit unpacks, 64-bit
+/// shuffles, 128-bit lane permutes (24 shuffles).
+IC_INLINE void transpose_block(float* dst, int64_t dst_stride, const float* src, int64_t stride) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * stride);
+  for (int k = 0; k < 4; ++k) {
+    t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+    t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+  }
+  for (int k = 0; k < 2; ++k) {
+    r[4 * k + 0] = _mm256_shuffle_ps(t[4 * k + 0], t[4 * k + 2], 0x44);
+    r[4 * k + 1] = _mm256_shuffle_ps(t[4 * k + 0], t[4 * k + 2], 0xee);
+    r[4 * k + 2] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0x44);
+    r[4 * k + 3] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0xee);
+  }
+  for (int j = 0; j < 4; ++j) {
+    _mm256_storeu_ps(dst + j * dst_stride, _mm256_permute2f128_ps(r[j], r[4 + j], 0x20));
+    _mm256_storeu_ps(dst + (4 + j) * dst_stride, _mm256_permute2f128_ps(r[j], r[4 + j], 0x31));
+  }
+}
+#endif
+
+/// dst[i * DC + j] = src[j * stride + i] for i < nu, j < nv (nu <= DR, nv <= DC). A full tile
+/// of 4-byte elements goes through registers in blocks of the native vector (16 lanes with
+/// AVX-512, 8 with AVX2); a partial one (the matrix's edge) element by element.
+template <int DR, int DC, class T>
+IC_INLINE void transpose_tile(T* dst, const T* src, int64_t stride, int64_t nu, int64_t nv) {
+#if defined(IC_AVX512) || defined(IC_AVX2)
+  constexpr int B = kTransposeBlock;
+  if constexpr (sizeof(T) == 4 && DR % B == 0 && DC % B == 0) {
+    if (nu == DR && nv == DC) {
+      // Bits moved as float lanes: int32 and float32 alike.
+      float* d = reinterpret_cast<float*>(dst);
+      const float* s = reinterpret_cast<const float*>(src);
+      for (int bj = 0; bj < DC; bj += B) {
+        for (int bi = 0; bi < DR; bi += B) transpose_block(d + bi * DC + bj, DC, s + bj * stride + bi, stride);
+      }
+      return;
+    }
+  }
+#endif
+  for (int64_t j = 0; j < nv; ++j) {
+    for (int64_t i = 0; i < nu; ++i) std::memcpy(dst + i * DC + j, src + j * stride + i, sizeof(T));
+  }
+}
+
 /// Indirect index check: whether 0 <= v < bound; a violation in an active lane sets err.
 IC_INLINE bool check_index(int32_t& err, bool active, int64_t v, int64_t bound) {
   const bool ok = v >= 0 && v < bound;

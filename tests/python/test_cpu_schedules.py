@@ -1,6 +1,7 @@
 """CPU schedules that restructure loops, against eager on odd sizes and layouts:
 
-* transposing pointwise kernels, tiled 16 x 16 (schedule_cpu.cpp `transpose_tiles`);
+* transposing pointwise kernels, tiled 16 x 16 (schedule_cpu.cpp `transpose_tiles`), the
+  transposed read copied into a tile through registers (codegen/cpu/transposed_tiles.cpp);
 * concatenations read through masked loads, split into one loop per input's channel range with
   the masks folded (`split_at_mask_points`: densenet121's cat + batch norm + ReLU).
 """
@@ -26,6 +27,13 @@ def _fully_generated():
 def test_transpose_add_matches_eager(shape):
     x, y = torch.randn(shape[1], shape[0]), torch.randn(*shape)
     torch.testing.assert_close(compiled(lambda a, b: a.t() + b)(x, y), x.t() + y)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.bfloat16, torch.float64])
+def test_transposes_of_other_types_match_eager(dtype):
+    """int32 tiles go through registers like float32; 2- and 8-byte types stay gathers."""
+    x, y = (torch.randn(s).mul(50).to(dtype) for s in [(70, 45), (45, 70)])
+    torch.testing.assert_close(compiled(lambda a, b: a.t() * 3 + b)(x, y), x.t() * 3 + y)
 
 
 @pytest.mark.parametrize("channels_last", [False, True])
