@@ -398,7 +398,10 @@ void KernelEmitter::store(const Stmt& s) {
   } else {
     const std::string vv = as_vector(v, p.dtype);
     const std::optional<int64_t> coefficient = ir::coefficient_of(s.index, vec_.var);
-    if (coefficient && *coefficient == 1) {
+    if (const std::string tile = tile_write_address(s); !tile.empty()) {
+      line(vec_.tail ? "ic::storeu_n(" + tile + ", " + vv + ", " + vec_.count + ");"
+                     : "ic::storeu(" + tile + ", " + vv + ");");
+    } else if (coefficient && *coefficient == 1) {
       const std::string base = ptr + " + " + scalar_expr(s.index);
       line(vec_.tail ? "ic::storeu_n(" + base + ", " + vv + ", " + vec_.count + ");"
                      : "ic::storeu(" + base + ", " + vv + ");");

@@ -196,8 +196,9 @@ class KernelEmitter {
   void store_kept(const ir::ValueNode* n, const Emitted& e);
 
   // --- transposed tiles (transposed_tiles.cpp)
-  /// A tiled transpose's read, copied transposed into a stack array before its tile's loops.
-  struct TileRead {
+  /// A tiled transpose's read (copied transposed into a stack array before its tile's loops)
+  /// or write (kept in the array, transposed out after them).
+  struct TileAccess {
     std::string array;    ///< C name of the array: rows of the serial loop, `columns` apart
     std::string row_var;  ///< IR name of the serial (row) loop variable
     int64_t columns = 0;
@@ -208,6 +209,8 @@ class KernelEmitter {
   void end_transposed_tiles();
   /// A plain vector load from the tile array, when `n` is a tile read of an enclosing loop.
   std::optional<Emitted> load_tile_read(const ir::ValueNode& n);
+  /// Where a tile write stores its vector (in the tile array), or "" when `store` is none.
+  std::string tile_write_address(const ir::Stmt& store);
 
   // --- loop plan and bookkeeping (loop_plan.cpp)
   void plan_loops(const std::vector<ir::Stmt>& stmts, bool in_vector, bool in_parallel);
@@ -260,7 +263,9 @@ class KernelEmitter {
   std::unordered_map<const ir::ValueNode*, std::string> storing_, loading_;
   int64_t kept_bytes_ = 0;  ///< the kept arrays' total size
   /// Per enclosing serial loop being emitted: its tile reads, by load node.
-  std::vector<std::unordered_map<const ir::ValueNode*, TileRead>> tile_reads_;
+  std::vector<std::unordered_map<const ir::ValueNode*, TileAccess>> tile_reads_;
+  std::vector<std::unordered_map<const ir::Stmt*, TileAccess>> tile_writes_;
+  std::vector<std::vector<std::string>> pending_tile_stores_;  ///< emitted after each loop
 };
 
 }  // namespace inductor_cpp::codegen::cpu_detail

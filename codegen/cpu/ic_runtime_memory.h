@@ -277,6 +277,28 @@ IC_INLINE void transpose_tile(T* dst, const T* src, int64_t stride, int64_t nu, 
   }
 }
 
+/// dst[j * stride + i] = tile[i * DC + j] for i < nu, j < nv: a tile write (the vector loop
+/// stored rows i of the tile) transposed out to its destination.
+template <int DR, int DC, class T>
+IC_INLINE void transpose_tile_out(T* dst, int64_t stride, const T* tile, int64_t nu, int64_t nv) {
+#if defined(IC_AVX512) || defined(IC_AVX2)
+  constexpr int B = kTransposeBlock;
+  if constexpr (sizeof(T) == 4 && DR % B == 0 && DC % B == 0) {
+    if (nu == DR && nv == DC) {
+      float* d = reinterpret_cast<float*>(dst);
+      const float* s = reinterpret_cast<const float*>(tile);
+      for (int bj = 0; bj < DC; bj += B) {
+        for (int bi = 0; bi < DR; bi += B) transpose_block(d + bj * stride + bi, stride, s + bi * DC + bj, DC);
+      }
+      return;
+    }
+  }
+#endif
+  for (int64_t j = 0; j < nv; ++j) {
+    for (int64_t i = 0; i < nu; ++i) std::memcpy(dst + j * stride + i, tile + i * DC + j, sizeof(T));
+  }
+}
+
 /// Indirect index check: whether 0 <= v < bound; a violation in an active lane sets err.
 IC_INLINE bool check_index(int32_t& err, bool active, int64_t v, int64_t bound) {
   const bool ok = v >= 0 && v < bound;

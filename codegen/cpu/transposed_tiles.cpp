@@ -19,6 +19,9 @@
 ///   * it reads 4-byte elements (float32, int32) with no mask, no indirect operands, and an
 ///     offset `base + u + S * v` with a constant S other than 0 and 1 (base free of u and v);
 ///   * nothing in the loops writes its buffer (the tile is read before the loops run).
+#include <algorithm>
+#include <set>
+
 #include "codegen/cpu/emit_cpp_internal.h"
 #include "ir/simplify.h"
 
@@ -51,53 +54,101 @@ bool writes_buffer(const std::vector<Stmt>& stmts, const std::string& buffer) {
 
 void KernelEmitter::begin_transposed_tiles(const Stmt& u_loop) {
   tile_reads_.emplace_back();
+  tile_writes_.emplace_back();
+  pending_tile_stores_.emplace_back();
   if (u_loop.body.size() != 1 || u_loop.body[0].kind != StmtKind::For) return;
   const Stmt& v_loop = u_loop.body[0];
   const int width = vector_width_.at(&v_loop);
-  if (width <= 0 || parallel_.at(&u_loop) || vector_width_.at(&u_loop) != 0) return;
+  if (width <= 0 || parallel_.at(&u_loop)) return;
   for (const Stmt& s : v_loop.body) {
     if (s.kind == StmtKind::For) return;
   }
   const std::optional<int64_t> rows = extent_limit(u_loop.extent), cols = extent_limit(v_loop.extent);
   if (!rows || !cols || *rows != *cols || (*rows != 8 && *rows != 16 && *rows != 32) || *cols % width != 0) return;
-  const Expr u = Expr::var(u_loop.var), v = Expr::var(v_loop.var);
+  // An access base + u + S v (S a constant other than 0 and 1) of 4-byte elements: its base.
+  auto tile_base = [&](const Expr& index, ir::DType dtype) -> std::optional<std::pair<Expr, int64_t>> {
+    const std::optional<int64_t> stride = ir::coefficient_of(index, v_loop.var);
+    if (ir::dtype_size(dtype) != 4 || ir::coefficient_of(index, u_loop.var) != std::optional<int64_t>(1) ||
+        !stride || *stride == 0 || *stride == 1)
+      return std::nullopt;
+    const Expr base = ir::simplify(ir::substitute(index, {{u_loop.var, Expr(0)}, {v_loop.var, Expr(0)}}));
+    if (ir::simplify(index - (base + Expr::var(u_loop.var) + Expr(*stride) * Expr::var(v_loop.var))) != Expr(0))
+      return std::nullopt;
+    return std::make_pair(base, *stride);
+  };
+  auto declare_tile = [&](ir::DType dtype) {
+    const std::string array = fresh("tile");
+    line("alignas(64) " + cpp_type(dtype) + " " + array + "[" + std::to_string(*rows * *cols) + "];");
+    return array;
+  };
+  const std::string shape = std::to_string(*rows) + ", " + std::to_string(*cols);
+  const std::string extents = scalar_expr(u_loop.extent) + ", " + scalar_expr(v_loop.extent);
+  std::set<std::string> read, written;
   for (const Stmt& s : v_loop.body) {
+    if (s.kind == StmtKind::Store) written.insert(s.buffer);
+    if (!s.value) continue;
+    for (const ir::Value& l : ir::loads_in(s.value)) read.insert(l->name);
+  }
+  for (const Stmt& s : v_loop.body) {
+    // A store of a buffer written once in the tile and not read there (its values reach
+    // memory only after the loops): kept in the tile, transposed out after the u loop.
+    if (s.kind == StmtKind::Store && !read.count(s.buffer) &&
+        std::count_if(v_loop.body.begin(), v_loop.body.end(), [&](const Stmt& o) {
+          return o.kind == StmtKind::Store && o.buffer == s.buffer;
+        }) == 1) {
+      int k = 0;
+      const ir::KernelParam& p = param(s.buffer, &k);
+      if (auto at = tile_base(s.index, p.dtype)) {
+        const std::string array = declare_tile(p.dtype);
+        tile_writes_.back()[&s] = TileAccess{array, u_loop.var, *cols};
+        pending_tile_stores_.back().push_back("ic::transpose_tile_out<" + shape + ">(buf" +
+                                              std::to_string(k) + " + " + scalar_expr(at->first) +
+                                              ", " + int64_literal(at->second) + ", " + array +
+                                              ", " + extents + ");");
+      }
+    }
     if (!s.value) continue;
     for (const ir::Value& l : ir::loads_in(s.value)) {
       const ir::ValueNode& n = *l;
-      if (tile_reads_.back().count(&n) || ir::dtype_size(n.dtype) != 4 || !n.operands.empty() ||
-          !n.mask.is_const() || n.mask.value() == 0 || n.index.size() != 1)
+      if (tile_reads_.back().count(&n) || !n.operands.empty() || !n.mask.is_const() ||
+          n.mask.value() == 0 || n.index.size() != 1 || written.count(n.name))
         continue;
-      const Expr& index = n.index[0];
-      const std::optional<int64_t> stride = ir::coefficient_of(index, v_loop.var);
-      if (ir::coefficient_of(index, u_loop.var) != std::optional<int64_t>(1) || !stride ||
-          *stride == 0 || *stride == 1)
-        continue;
-      const Expr base = ir::simplify(ir::substitute(index, {{u_loop.var, Expr(0)}, {v_loop.var, Expr(0)}}));
-      if (ir::simplify(index - (base + u + Expr(*stride) * v)) != Expr(0)) continue;
-      if (writes_buffer(u_loop.body, n.name)) continue;
-      int k = 0;
-      param(n.name, &k);
-      const std::string array = fresh("tile");
-      const std::string type = cpp_type(n.dtype);
-      line("alignas(64) " + type + " " + array + "[" + std::to_string(*rows * *cols) + "];");
-      line("ic::transpose_tile<" + std::to_string(*rows) + ", " + std::to_string(*cols) + ">(" +
-           array + ", buf" + std::to_string(k) + " + " + scalar_expr(base) + ", " +
-           int64_literal(*stride) + ", " + scalar_expr(u_loop.extent) + ", " +
-           scalar_expr(v_loop.extent) + ");");
-      tile_reads_.back()[&n] = TileRead{array, u_loop.var, *cols};
+      if (auto at = tile_base(n.index[0], n.dtype)) {
+        int k = 0;
+        param(n.name, &k);
+        const std::string array = declare_tile(n.dtype);
+        line("ic::transpose_tile<" + shape + ">(" + array + ", buf" + std::to_string(k) + " + " +
+             scalar_expr(at->first) + ", " + int64_literal(at->second) + ", " + extents + ");");
+        tile_reads_.back()[&n] = TileAccess{array, u_loop.var, *cols};
+      }
     }
   }
 }
 
-void KernelEmitter::end_transposed_tiles() { tile_reads_.pop_back(); }
+void KernelEmitter::end_transposed_tiles() {
+  for (const std::string& text : pending_tile_stores_.back()) line(text);
+  pending_tile_stores_.pop_back();
+  tile_reads_.pop_back();
+  tile_writes_.pop_back();
+}
+
+std::string KernelEmitter::tile_write_address(const Stmt& store) {
+  if (vec_.width == 0) return "";
+  for (const auto& writes : tile_writes_) {
+    auto it = writes.find(&store);
+    if (it == writes.end()) continue;
+    const TileAccess& t = it->second;
+    return t.array + " + " + scalar_expr(Expr::var(t.row_var) * Expr(t.columns) + Expr::var(vec_.var));
+  }
+  return "";
+}
 
 std::optional<Emitted> KernelEmitter::load_tile_read(const ir::ValueNode& n) {
   if (vec_.width == 0) return std::nullopt;
   for (const auto& reads : tile_reads_) {
     auto it = reads.find(&n);
     if (it == reads.end()) continue;
-    const TileRead& t = it->second;
+    const TileAccess& t = it->second;
     const std::string offset =
         scalar_expr(Expr::var(t.row_var) * Expr(t.columns) + Expr::var(vec_.var));
     const std::string w = std::to_string(vec_.width);

@@ -53,8 +53,9 @@ const char* const kKernels[] = {
 })",
     // A tiled transpose as schedule_cpu.cpp's transpose_tiles writes it: 37 x 29 in tiles of
     // 16 (partial tiles of 5 and 13 at the edges); %a and %b are tile reads (contiguous along
-    // xi, 37 apart along yi), %c is written in the loops and stays a gather.
-    R"(kernel tiled_transpose(%a: float32 in, %b: int32 in, %c: float32 out, %o: float32 out, %o2: int32 out) {
+    // xi, 37 apart along yi), %c is written in the loops and stays a gather; %t is a tile write
+    // (contiguous along xi, kept in a tile and transposed out after the xi loop).
+    R"(kernel tiled_transpose(%a: float32 in, %b: int32 in, %d: float32 in, %c: float32 out, %o: float32 out, %o2: int32 out, %t: float32 out) {
   for xb in 0..3 parallel {
     for yb in 0..2 {
       for xi in 0..min(16, 37 - xb*16) {
@@ -62,6 +63,7 @@ const char* const kKernels[] = {
           %c[yb*592 + yi*37 + xb*16 + xi] = load(%a, [yb*592 + yi*37 + xb*16 + xi])
           %o[xb*464 + xi*29 + yb*16 + yi] = add(load(%a, [yb*592 + yi*37 + xb*16 + xi]), load(%c, [yb*592 + yi*37 + xb*16 + xi]))
           %o2[xb*464 + xi*29 + yb*16 + yi] = load(%b, [yb*592 + yi*37 + xb*16 + xi])
+          %t[yb*592 + yi*37 + xb*16 + xi] = mul(load(%d, [xb*464 + xi*29 + yb*16 + yi]), 3.0:float32)
         }
       }
     }
@@ -268,15 +270,17 @@ TEST_F(EmitCppTest, TiledTransposesReadTransposedTiles) {
   std::vector<float> a = random_floats(rows * cols, -1, 1, 13);
   std::vector<int32_t> b(rows * cols);
   for (size_t k = 0; k < b.size(); ++k) b[k] = static_cast<int32_t>(k * 7919 % 100003);
+  std::vector<float> d = random_floats(rows * cols, -1, 1, 17);
   for (const Target& t : *targets_) {
-    std::vector<float> c(rows * cols), o(rows * cols);
+    std::vector<float> c(rows * cols), o(rows * cols), tw(rows * cols);
     std::vector<int32_t> o2(rows * cols);
-    ASSERT_EQ(run(t, "tiled_transpose", {}, 2, a, b, c, o, o2), 0);
+    ASSERT_EQ(run(t, "tiled_transpose", {}, 2, a, b, d, c, o, o2, tw), 0);
     for (int64_t y = 0; y < rows; ++y) {
       for (int64_t x = 0; x < cols; ++x) {
         EXPECT_EQ(c[y * cols + x], a[y * cols + x]);
         EXPECT_EQ(o[x * rows + y], a[y * cols + x] * 2) << t.dir << " " << x << "," << y;
         EXPECT_EQ(o2[x * rows + y], b[y * cols + x]) << t.dir << " " << x << "," << y;
+        EXPECT_EQ(tw[y * cols + x], d[x * rows + y] * 3) << t.dir << " " << x << "," << y;
       }
     }
   }
@@ -288,8 +292,11 @@ TEST(EmitCppSourceTest, TileReadsComeFromTransposedTiles) {
   EXPECT_NE(source.find("ic::transpose_tile<16, 16>(tile0, buf0 + "), std::string::npos) << source;
   EXPECT_NE(source.find("ic::transpose_tile<16, 16>(tile1, buf1 + "), std::string::npos) << source;
   EXPECT_NE(source.find("ic::loadu<16>(tile0 + ((xi * 16) + yi))"), std::string::npos) << source;
-  EXPECT_NE(source.find("ic::gather_strided<16>(buf2 + "), std::string::npos) << source;
-  EXPECT_EQ(source.find("tile2"), std::string::npos) << source;
+  EXPECT_NE(source.find("ic::gather_strided<16>(buf3 + "), std::string::npos) << source;
+  // %t: stored into its tile, transposed out after the xi loop.
+  EXPECT_NE(source.find("ic::storeu(tile2 + ((xi * 16) + yi), "), std::string::npos) << source;
+  EXPECT_NE(source.find("ic::transpose_tile_out<16, 16>(buf6 + "), std::string::npos) << source;
+  EXPECT_EQ(source.find("tile3"), std::string::npos) << source;
 }
 
 TEST_F(EmitCppTest, LoadsThroughFloorDivisionRepeatElements) {

@@ -54,7 +54,8 @@ TEST(Schedule, ContiguousPointwiseIsOneBlockedLoop) {
 
 // Loop order follows the stored buffer.
 // A transpose: the load is contiguous along x0, the store along x1. Both dims are tiled by 16
-// (ScheduleOptions::transpose_tile), so a tile's 16 scattered rows stay in L1 and the TLB.
+// (ScheduleOptions::transpose_tile), so a tile's 16 scattered rows stay in L1 and the TLB; the
+// store's contiguous dim is the vector loop (the load is the tile's transposed read).
 TEST(Schedule, TransposeIsTiled) {
   const std::string in = program(R"(  buffer %in0: float32[512, 256]{256, 1} input 0 cpu
   buffer %1: float32[256, 512]{512, 1} computed cpu
@@ -63,10 +64,10 @@ TEST(Schedule, TransposeIsTiled) {
   output %1
 )");
   EXPECT_EQ(scheduled(in), R"(kernel kernel0(%in0: float32 in, %1: float32 out) {
-  for x1_tb in 0..32 parallel {
-    for x0_tb in 0..16 {
-      for x1_ti in 0..16 {
-        for x0_ti in 0..16 vector(16) {
+  for x0_tb in 0..16 parallel {
+    for x1_tb in 0..32 {
+      for x0_ti in 0..16 {
+        for x1_ti in 0..16 vector(16) {
           let t0 = load(%in0, [x0_tb*16 + x0_ti + x1_tb*4096 + x1_ti*256])
           %1[x0_tb*8192 + x0_ti*512 + x1_tb*16 + x1_ti] = local(t0, float32)
         }
@@ -75,6 +76,21 @@ TEST(Schedule, TransposeIsTiled) {
   }
 }
 )");
+}
+
+// Short rows along the vector dim (2 tiles of 16 channels) and long ones along the other (128
+// tiles): tiles walk along the long dim in chunks of 16 (the parallel loop).
+TEST(Schedule, TransposeWithShortRowsWalksTheLongDim) {
+  const std::string in = program(R"(  buffer %in0: float32[32, 2048]{2048, 1} input 0 cpu
+  buffer %1: float32[2048, 32]{32, 1} computed cpu
+  compute %1 (node 1) pointwise[2048, 32] = load(%in0, [i1, i0])
+  kernel %1
+  output %1
+)");
+  const std::string out = scheduled(in);
+  EXPECT_NE(out.find("for x0_tc in 0..8 parallel {\n    for x1_tb in 0..2 {\n      for x0_tb in 0..16 {"),
+            std::string::npos) << out;
+  EXPECT_EQ(testing::pipeline_mismatch(in), "");
 }
 
 // Odd sizes leave partial tiles (min(16, n - 16 * block) iterations); a batch dim stays
@@ -88,7 +104,7 @@ TEST(Schedule, TiledTransposeOfOddSizesKeepsItsValues) {
   output %1
 )");
   const std::string out = scheduled(text);
-  EXPECT_NE(out.find("_tb in 0..7 parallel"), std::string::npos) << out;
+  EXPECT_NE(out.find("x1_tb in 0..9 parallel"), std::string::npos) << out;
   EXPECT_NE(out.find("min("), std::string::npos) << out;
   EXPECT_EQ(testing::pipeline_mismatch(text), "");
 }

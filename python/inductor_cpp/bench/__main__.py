@@ -33,6 +33,7 @@ SUBCOMMANDS: dict[str, str] = {
     "zoo": ".zoo",
     "ab": ".ab",
     "compile_scaling": ".compile_scaling",
+    "movement": ".movement",
 }
 
 
