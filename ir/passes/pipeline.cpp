@@ -9,6 +9,7 @@
 #include "ir/ir_text.h"
 #include "ir/passes/cse.h"
 #include "ir/passes/dce.h"
+#include "ir/passes/direct_indices.h"
 #include "ir/passes/fuse_kernels.h"
 #include "ir/verify.h"
 
@@ -43,6 +44,7 @@ PipelineResult run_pipeline(const LoopProgram& lowered, const PipelineOptions& o
   p = run_pass("eliminate_common_subexpressions", eliminate_common_subexpressions, p, options, records);
   p = run_pass("inline_producers", [&](const LoopProgram& x) { return inline_producers(x, options.inlining); },
                p, options, records);
+  p = run_pass("direct_indices", direct_indices, p, options, records);
   p = run_pass("eliminate_dead_code", eliminate_dead_code, p, options, records);
   p = run_pass("absorb_epilogues", [&](const LoopProgram& x) { return absorb_epilogues(x, options.absorb); }, p,
                options, records);

@@ -137,8 +137,9 @@ std::optional<std::vector<Stmt>> transpose_tiles(std::vector<Stmt>& body,
 }
 
 /// Where the innermost pointwise loop over `loop.var` changes the value of a comparison its
-/// masks and index values make with a constant (`x1 < 64`, `64 <= x1`): the cut points inside
-/// (0, extent), sorted. Comparisons that involve other variables give none.
+/// masks and index values make with a constant (`x1 < 64`, `64 <= x1`), or a modulo / floor
+/// division of it by a constant wraps: the cut points inside (0, extent), sorted. Comparisons
+/// that involve other variables give none.
 std::vector<int64_t> mask_cut_points(const Stmt& loop) {
   std::vector<Expr> exprs;
   collect_stmt_exprs(loop.body, exprs);
@@ -155,6 +156,18 @@ std::vector<int64_t> mask_cut_points(const Stmt& loop) {
         const bool lt = e.kind() == ExprKind::Lt;
         const int64_t cut = *coef == 1 ? (lt ? -c : -c + 1) : (lt ? c + 1 : c);
         if (cut > 0 && cut < n) cuts.insert(cut);
+      }
+    }
+    if ((e.kind() == ExprKind::Mod || e.kind() == ExprKind::FloorDiv) && e.rhs().is_const() &&
+        e.rhs().value() > 1 && coefficient_of(e.lhs(), loop.var) == std::optional<int64_t>(1)) {
+      // (v + c) % m and (v + c) // m: affine between the v where v + c crosses a multiple of
+      // m (x.repeat(1, 4): x1 % 1024 over 4096 columns, 4 contiguous ranges).
+      const Expr rest = simplify(substitute(e.lhs(), {{loop.var, Expr(0)}}), {});
+      const int64_t m = e.rhs().value();
+      if (rest.is_const() && n / m < 64) {
+        for (int64_t cut = ((-rest.value()) % m + m) % m; cut < n; cut += m) {
+          if (cut > 0) cuts.insert(cut);
+        }
       }
     }
     if (e.kind() != ExprKind::Const && e.kind() != ExprKind::Var) {

@@ -8,6 +8,7 @@
 #include "ir/ir_text.h"
 #include "ir/passes/cse.h"
 #include "ir/passes/dce.h"
+#include "ir/passes/direct_indices.h"
 #include "ir/passes/fuse_kernels.h"
 #include "ir/verify.h"
 
@@ -22,6 +23,7 @@ std::vector<std::pair<std::string, Pass>> loop_passes(const PipelineOptions& o) 
       {"eliminate_dead_code", eliminate_dead_code},
       {"eliminate_common_subexpressions", eliminate_common_subexpressions},
       {"inline_producers", [o](const LoopProgram& p) { return inline_producers(p, o.inlining); }},
+      {"direct_indices", direct_indices},
       {"eliminate_dead_code", eliminate_dead_code},
       {"split_reductions", [o](const LoopProgram& p) { return split_reductions(p, split_options_for(o)); }},
       {"fuse_kernels", fuse_kernels},

@@ -3,7 +3,9 @@
 * transposing pointwise kernels, tiled 16 x 16 (schedule_cpu.cpp `transpose_tiles`), the
   transposed read copied into a tile through registers (codegen/cpu/transposed_tiles.cpp);
 * concatenations read through masked loads, split into one loop per input's channel range with
-  the masks folded (`split_at_mask_points`: densenet121's cat + batch norm + ReLU).
+  the masks folded (`split_at_mask_points`: densenet121's cat + batch norm + ReLU);
+* loads through a modulo of the loop variable (repeat; roll, whose computed index values
+  ir/passes/direct_indices.cpp turns into index expressions), split where the modulo wraps.
 """
 
 from __future__ import annotations
@@ -34,6 +36,32 @@ def test_transposes_of_other_types_match_eager(dtype):
     """int32 tiles go through registers like float32; 2- and 8-byte types stay gathers."""
     x, y = (torch.randn(s).mul(50).to(dtype) for s in [(70, 45), (45, 70)])
     torch.testing.assert_close(compiled(lambda a, b: a.t() * 3 + b)(x, y), x.t() * 3 + y)
+
+
+@pytest.mark.parametrize("shifts,dims", [(7, -1), (-3, 0), ((2, -5), (0, 1)), (40, 1)])
+def test_roll_matches_eager_and_is_generated(shifts, dims):
+    x = torch.randn(37, 45)
+    torch.testing.assert_close(compiled(lambda t: torch.roll(t, shifts, dims) * 2)(x),
+                               torch.roll(x, shifts, dims) * 2)
+    assert _fully_generated()
+
+
+@pytest.mark.parametrize("repeats", [(1, 4), (3, 1), (2, 3)])
+def test_repeat_and_flip_match_eager(repeats):
+    x = torch.randn(19, 33)
+    torch.testing.assert_close(compiled(lambda t: t.repeat(*repeats).flip(-1) + 1)(x),
+                               x.repeat(*repeats).flip(-1) + 1)
+
+
+def test_indexing_with_computed_negative_indices_matches_eager():
+    """Advanced indexing wraps negative indices (a where the ranges decide); index_select
+    raises IndexError for them, as eager does."""
+    x = torch.randn(50, 24)
+    fn = compiled(lambda t: t[torch.arange(-1, -51, -1)] - t)
+    torch.testing.assert_close(fn(x), x[torch.arange(-1, -51, -1)] - x)
+    assert _fully_generated()
+    with pytest.raises(IndexError):
+        compiled(lambda t: t.index_select(0, torch.arange(-1, -51, -1)) - t)(x)
 
 
 @pytest.mark.parametrize("channels_last", [False, True])
