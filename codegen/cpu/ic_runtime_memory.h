@@ -201,12 +201,11 @@ IC_INLINE void store_last_lane(T* p, const Vec<T, N>& x, int64_t n = N) {
 
 #if defined(IC_AVX512)
 constexpr int kTransposeBlock = 16;
-/// The 16 x 16 block of 4-byte elements at src (rows `stride` apart) transposed into dst (rows
-/// `dst_stride` apart): 32-bit, then 64-bit unpacks, then two rounds of 128-bit lane shuffles
-/// (64 one-cycle shuffles; the same count as two-source permutes, which take three cycles).
-IC_INLINE void transpose_block(float* dst, int64_t dst_stride, const float* src, int64_t stride) {
-  __m512 r[16], t[16];
-  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * stride);
+/// Rows r[0..15] of 16 x 32-bit lanes become its columns: 32-bit, then 64-bit unpacks, then
+/// two rounds of 128-bit lane shuffles (64 one-cycle shuffles; as many two-source permutes
+/// would take three cycles each).
+IC_INLINE void transpose16(__m512 (&r)[16]) {
+  __m512 t[16];
   for (int k = 0; k < 8; ++k) {
     t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
     t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
@@ -225,15 +224,45 @@ IC_INLINE void transpose_block(float* dst, int64_t dst_stride, const float* src,
     }
   }
   for (int j = 0; j < 8; ++j) {
-    _mm512_storeu_ps(dst + j * dst_stride, _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88));
-    _mm512_storeu_ps(dst + (8 + j) * dst_stride, _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd));
+    r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
   }
 }
+/// The 16 x 16 block at src (rows `stride` elements apart) transposed into dst (rows
+/// `dst_stride` apart). 2-byte elements (bf16, fp16) ride in 32-bit lanes (zero-extended, then
+/// narrowed back).
+template <class T>
+IC_INLINE void transpose_block(T* dst, int64_t dst_stride, const T* src, int64_t stride) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 2, "4- or 2-byte elements");
+  __m512 r[16];
+  for (int i = 0; i < 16; ++i) {
+    if constexpr (sizeof(T) == 4) {
+      r[i] = _mm512_loadu_ps(src + i * stride);
+    } else {
+      const __m256i row = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i * stride));
+      r[i] = _mm512_castsi512_ps(_mm512_cvtepu16_epi32(row));
+    }
+  }
+  transpose16(r);
+  for (int j = 0; j < 16; ++j) {
+    if constexpr (sizeof(T) == 4) {
+      _mm512_storeu_ps(dst + j * dst_stride, r[j]);
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j * dst_stride),
+                          _mm512_cvtepi32_epi16(_mm512_castps_si512(r[j])));
+    }
+  }
+}
+template <class T>
+constexpr bool kTransposesInRegisters = sizeof(T) == 4 || sizeof(T) == 2;
 #elif defined(IC_AVX2)
 constexpr int kTransposeBlock = 8;
 /// The 8 x 8 block of 4-byte elements at src transposed into dst: 32-bit unpacks, 64-bit
 /// shuffles, 128-bit lane permutes (24 shuffles).
-IC_INLINE void transpose_block(float* dst, int64_t dst_stride, const float* src, int64_t stride) {
+template <class T>
+IC_INLINE void transpose_block(T* dst_elements, int64_t dst_stride, const T* src_elements, int64_t stride) {
+  float* dst = reinterpret_cast<float*>(dst_elements);
+  const float* src = reinterpret_cast<const float*>(src_elements);
   __m256 r[8], t[8];
   for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * stride);
   for (int k = 0; k < 4; ++k) {
@@ -251,22 +280,21 @@ IC_INLINE void transpose_block(float* dst, int64_t dst_stride, const float* src,
     _mm256_storeu_ps(dst + (4 + j) * dst_stride, _mm256_permute2f128_ps(r[j], r[4 + j], 0x31));
   }
 }
+template <class T>
+constexpr bool kTransposesInRegisters = sizeof(T) == 4;
 #endif
 
 /// dst[i * DC + j] = src[j * stride + i] for i < nu, j < nv (nu <= DR, nv <= DC). A full tile
-/// of 4-byte elements goes through registers in blocks of the native vector (16 lanes with
-/// AVX-512, 8 with AVX2); a partial one (the matrix's edge) element by element.
+/// goes through registers in blocks of the native vector (16 x 16 with AVX-512, 4- and 2-byte
+/// elements; 8 x 8 with AVX2, 4-byte); a partial one (the matrix's edge) element by element.
 template <int DR, int DC, class T>
 IC_INLINE void transpose_tile(T* dst, const T* src, int64_t stride, int64_t nu, int64_t nv) {
 #if defined(IC_AVX512) || defined(IC_AVX2)
   constexpr int B = kTransposeBlock;
-  if constexpr (sizeof(T) == 4 && DR % B == 0 && DC % B == 0) {
+  if constexpr (kTransposesInRegisters<T> && DR % B == 0 && DC % B == 0) {
     if (nu == DR && nv == DC) {
-      // Bits moved as float lanes: int32 and float32 alike.
-      float* d = reinterpret_cast<float*>(dst);
-      const float* s = reinterpret_cast<const float*>(src);
       for (int bj = 0; bj < DC; bj += B) {
-        for (int bi = 0; bi < DR; bi += B) transpose_block(d + bi * DC + bj, DC, s + bj * stride + bi, stride);
+        for (int bi = 0; bi < DR; bi += B) transpose_block(dst + bi * DC + bj, DC, src + bj * stride + bi, stride);
       }
       return;
     }
@@ -283,12 +311,10 @@ template <int DR, int DC, class T>
 IC_INLINE void transpose_tile_out(T* dst, int64_t stride, const T* tile, int64_t nu, int64_t nv) {
 #if defined(IC_AVX512) || defined(IC_AVX2)
   constexpr int B = kTransposeBlock;
-  if constexpr (sizeof(T) == 4 && DR % B == 0 && DC % B == 0) {
+  if constexpr (kTransposesInRegisters<T> && DR % B == 0 && DC % B == 0) {
     if (nu == DR && nv == DC) {
-      float* d = reinterpret_cast<float*>(dst);
-      const float* s = reinterpret_cast<const float*>(tile);
       for (int bj = 0; bj < DC; bj += B) {
-        for (int bi = 0; bi < DR; bi += B) transpose_block(d + bj * stride + bi, stride, s + bi * DC + bj, DC);
+        for (int bi = 0; bi < DR; bi += B) transpose_block(dst + bj * stride + bi, stride, tile + bi * DC + bj, DC);
       }
       return;
     }

@@ -13,10 +13,16 @@
 /// 2 threads, `x.t() + y` at 4096 x 1024 float32: the kernel alone 7.9 -> 3.1 ms on one core
 /// (the gathered tile vs the transposed tile, same loops).
 ///
+/// A transposed store goes the other way: the vector loop stores into the tile, and
+/// `ic::transpose_tile_out` writes it to its destination after the u loop (a store whose
+/// buffer the loops do not read, stored once there). The schedule prefers the store's layout
+/// for the vector loop (schedule_cpu.cpp), so this is for kernels with several outputs.
+///
 /// A load becomes a tile read when all of these hold:
 ///   * the loop is serial with a single statement, a vector loop without nested loops, and
 ///     both extents are at most a constant (16 or 8, the same for both: a square tile);
-///   * it reads 4-byte elements (float32, int32) with no mask, no indirect operands, and an
+///   * it reads 4- or 2-byte elements (float32, int32, bf16, fp16; the 2-byte ones go through
+///     registers with AVX-512 only, else element by element) with no mask, no indirect operands, and an
 ///     offset `base + u + S * v` with a constant S other than 0 and 1 (base free of u and v);
 ///   * nothing in the loops writes its buffer (the tile is read before the loops run).
 #include <algorithm>
@@ -65,10 +71,11 @@ void KernelEmitter::begin_transposed_tiles(const Stmt& u_loop) {
   }
   const std::optional<int64_t> rows = extent_limit(u_loop.extent), cols = extent_limit(v_loop.extent);
   if (!rows || !cols || *rows != *cols || (*rows != 8 && *rows != 16 && *rows != 32) || *cols % width != 0) return;
-  // An access base + u + S v (S a constant other than 0 and 1) of 4-byte elements: its base.
+  // An access base + u + S v (S a constant other than 0 and 1) of 4- or 2-byte elements: its
+  // base and S.
   auto tile_base = [&](const Expr& index, ir::DType dtype) -> std::optional<std::pair<Expr, int64_t>> {
     const std::optional<int64_t> stride = ir::coefficient_of(index, v_loop.var);
-    if (ir::dtype_size(dtype) != 4 || ir::coefficient_of(index, u_loop.var) != std::optional<int64_t>(1) ||
+    if ((ir::dtype_size(dtype) != 4 && ir::dtype_size(dtype) != 2) || ir::coefficient_of(index, u_loop.var) != std::optional<int64_t>(1) ||
         !stride || *stride == 0 || *stride == 1)
       return std::nullopt;
     const Expr base = ir::simplify(ir::substitute(index, {{u_loop.var, Expr(0)}, {v_loop.var, Expr(0)}}));

@@ -55,7 +55,7 @@ const char* const kKernels[] = {
     // 16 (partial tiles of 5 and 13 at the edges); %a and %b are tile reads (contiguous along
     // xi, 37 apart along yi), %c is written in the loops and stays a gather; %t is a tile write
     // (contiguous along xi, kept in a tile and transposed out after the xi loop).
-    R"(kernel tiled_transpose(%a: float32 in, %b: int32 in, %d: float32 in, %c: float32 out, %o: float32 out, %o2: int32 out, %t: float32 out) {
+    R"(kernel tiled_transpose(%a: float32 in, %b: int32 in, %d: float32 in, %e: bfloat16 in, %c: float32 out, %o: float32 out, %o2: int32 out, %t: float32 out, %o3: bfloat16 out) {
   for xb in 0..3 parallel {
     for yb in 0..2 {
       for xi in 0..min(16, 37 - xb*16) {
@@ -64,6 +64,7 @@ const char* const kKernels[] = {
           %o[xb*464 + xi*29 + yb*16 + yi] = add(load(%a, [yb*592 + yi*37 + xb*16 + xi]), load(%c, [yb*592 + yi*37 + xb*16 + xi]))
           %o2[xb*464 + xi*29 + yb*16 + yi] = load(%b, [yb*592 + yi*37 + xb*16 + xi])
           %t[yb*592 + yi*37 + xb*16 + xi] = mul(load(%d, [xb*464 + xi*29 + yb*16 + yi]), 3.0:float32)
+          %o3[xb*464 + xi*29 + yb*16 + yi] = load(%e, [yb*592 + yi*37 + xb*16 + xi])
         }
       }
     }
@@ -271,16 +272,20 @@ TEST_F(EmitCppTest, TiledTransposesReadTransposedTiles) {
   std::vector<int32_t> b(rows * cols);
   for (size_t k = 0; k < b.size(); ++k) b[k] = static_cast<int32_t>(k * 7919 % 100003);
   std::vector<float> d = random_floats(rows * cols, -1, 1, 17);
+  std::vector<uint16_t> e(rows * cols);  // bf16 bits
+  for (size_t k = 0; k < e.size(); ++k) e[k] = static_cast<uint16_t>(k * 40503u);
   for (const Target& t : *targets_) {
     std::vector<float> c(rows * cols), o(rows * cols), tw(rows * cols);
     std::vector<int32_t> o2(rows * cols);
-    ASSERT_EQ(run(t, "tiled_transpose", {}, 2, a, b, d, c, o, o2, tw), 0);
+    std::vector<uint16_t> o3(rows * cols);
+    ASSERT_EQ(run(t, "tiled_transpose", {}, 2, a, b, d, e, c, o, o2, tw, o3), 0);
     for (int64_t y = 0; y < rows; ++y) {
       for (int64_t x = 0; x < cols; ++x) {
         EXPECT_EQ(c[y * cols + x], a[y * cols + x]);
         EXPECT_EQ(o[x * rows + y], a[y * cols + x] * 2) << t.dir << " " << x << "," << y;
         EXPECT_EQ(o2[x * rows + y], b[y * cols + x]) << t.dir << " " << x << "," << y;
         EXPECT_EQ(tw[y * cols + x], d[x * rows + y] * 3) << t.dir << " " << x << "," << y;
+        EXPECT_EQ(o3[x * rows + y], e[y * cols + x]) << t.dir << " " << x << "," << y;
       }
     }
   }
@@ -292,11 +297,12 @@ TEST(EmitCppSourceTest, TileReadsComeFromTransposedTiles) {
   EXPECT_NE(source.find("ic::transpose_tile<16, 16>(tile0, buf0 + "), std::string::npos) << source;
   EXPECT_NE(source.find("ic::transpose_tile<16, 16>(tile1, buf1 + "), std::string::npos) << source;
   EXPECT_NE(source.find("ic::loadu<16>(tile0 + ((xi * 16) + yi))"), std::string::npos) << source;
-  EXPECT_NE(source.find("ic::gather_strided<16>(buf3 + "), std::string::npos) << source;
+  EXPECT_NE(source.find("ic::gather_strided<16>(buf4 + "), std::string::npos) << source;
   // %t: stored into its tile, transposed out after the xi loop.
   EXPECT_NE(source.find("ic::storeu(tile2 + ((xi * 16) + yi), "), std::string::npos) << source;
-  EXPECT_NE(source.find("ic::transpose_tile_out<16, 16>(buf6 + "), std::string::npos) << source;
-  EXPECT_EQ(source.find("tile3"), std::string::npos) << source;
+  EXPECT_NE(source.find("ic::transpose_tile_out<16, 16>(buf7 + "), std::string::npos) << source;
+  EXPECT_NE(source.find("ic::transpose_tile<16, 16>(tile3, buf3 + "), std::string::npos) << source;  // bf16
+  EXPECT_EQ(source.find("tile4"), std::string::npos) << source;
 }
 
 TEST_F(EmitCppTest, LoadsThroughFloorDivisionRepeatElements) {

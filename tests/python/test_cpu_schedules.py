@@ -33,7 +33,7 @@ def test_transpose_add_matches_eager(shape):
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.bfloat16, torch.float64])
 def test_transposes_of_other_types_match_eager(dtype):
-    """int32 tiles go through registers like float32; 2- and 8-byte types stay gathers."""
+    """int32 and bf16 tiles go through registers like float32; 8-byte types stay gathers."""
     x, y = (torch.randn(s).mul(50).to(dtype) for s in [(70, 45), (45, 70)])
     torch.testing.assert_close(compiled(lambda a, b: a.t() * 3 + b)(x, y), x.t() * 3 + y)
 
