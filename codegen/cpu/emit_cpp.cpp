@@ -89,6 +89,7 @@ KernelEmitter::KernelEmitter(const ir::Kernel& kernel, const CppTarget& target)
   for_each_stmt(kernel.body, [&](const Stmt& s) {
     if (s.kind == StmtKind::DefineAccumulator) accumulator_ops_[s.name] = s.reduce_op;
   });
+  plan_ordered_arg_updates(kernel.body);
   plan_loops(kernel.body, false, false);
   plan_kept_values(kernel.body);
   for_each_stmt(kernel.body, [&](const Stmt& s) {
@@ -361,8 +362,9 @@ void KernelEmitter::accumulate(const Stmt& s) {
       if (info.lanes && !index.vector) {
         index.text = "ic::broadcast<" + w + ", int64_t>(" + index.text + ")";
       }
-      line(std::string("ic::") + ir::reduce_op_name(info.op) + "_update(" + a + ", " + a +
-           "_idx, " + val + ", " + index.text + mask_arg + ");");
+      const char* kind = ordered_arg_updates_.count(&s) ? "_update_ordered(" : "_update(";
+      line(std::string("ic::") + ir::reduce_op_name(info.op) + kind + a + ", " + a + "_idx, " +
+           val + ", " + index.text + mask_arg + ");");
       break;
     }
     case ir::ReduceOp::welford_m2:

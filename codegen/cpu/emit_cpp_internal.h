@@ -214,6 +214,8 @@ class KernelEmitter {
 
   // --- loop plan and bookkeeping (loop_plan.cpp)
   void plan_loops(const std::vector<ir::Stmt>& stmts, bool in_vector, bool in_parallel);
+  /// Finds the argmax/argmin updates whose lanes see increasing indices (before plan_loops).
+  void plan_ordered_arg_updates(const std::vector<ir::Stmt>& body);
   /// The vector widths of loops enclosing Accumulates of `name` in stmts[from..] (0: not in a
   /// vector loop).
   std::set<int> accumulate_widths(const std::vector<ir::Stmt>& stmts, size_t from,
@@ -240,6 +242,8 @@ class KernelEmitter {
   std::set<std::string> used_names_;             ///< C names declared so far
   std::map<const ir::Stmt*, int> vector_width_;  ///< effective width of each For (0: serial)
   std::map<const ir::Stmt*, bool> parallel_;     ///< each For: emitted as omp parallel for
+  std::set<const ir::Stmt*> ordered_arg_updates_;  ///< Accumulates using ic::arg*_update_ordered
+  std::set<std::string> ordered_float_args_;  ///< their accumulators of float32 values
   std::map<std::string, ir::ReduceOp> accumulator_ops_;  ///< every accumulator's op, by name
   /// While emitting a loop body: accumulator -> the C state its updates go to instead of its
   /// own (a two-level float sum's partial, or an unrolled loop's copy).

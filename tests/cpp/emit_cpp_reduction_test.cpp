@@ -283,6 +283,21 @@ TEST_F(EmitCppTest, OuterDimReductionVectorizesAcrossColumns) {
         expect_close(std::vector<float>{m2[c]}, {s.m2}, 1e-5, 1e-6, "outer welford");
         EXPECT_EQ(amax[c], s.argmax) << "outer argmax column " << c;
       }
+      // The argmax updates there are ordered (ic::argmax_update_ordered): ties keep the first,
+      // the first NaN wins, an all -inf column answers 0.
+      for (int64_t c = 0; c < cols; ++c) {
+        switch (c % 4) {
+          case 0: a[5 * cols + c] = a[20 * cols + c] = 5; break;
+          case 1: a[7 * cols + c] = a[30 * cols + c] = NAN; break;
+          case 2: a[c] = 10; break;
+          default:
+            for (int64_t r = 0; r < rows; ++r) a[r * cols + c] = -INFINITY;
+        }
+      }
+      ASSERT_EQ(run(t, "outer_sum", {cols, rows}, 2, a, sum, amax, m2), 0);
+      for (int64_t c = 0; c < cols; ++c) {
+        EXPECT_EQ(amax[c], (std::vector<int64_t>{5, 7, 0, 0})[c % 4]) << "ties/NaN column " << c;
+      }
     }
   }
 }
