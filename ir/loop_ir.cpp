@@ -68,7 +68,7 @@ DType Compute::dtype() const {
 bool Compute::operator==(const Compute& o) const {
   if (is_reduction() && reduce_op != o.reduce_op) return false;
   return name == o.name && ranges == o.ranges && reduce_ranges == o.reduce_ranges &&
-         body == o.body && view == o.view && graph_node == o.graph_node;
+         body == o.body && view == o.view && graph_node == o.graph_node && scan_dim == o.scan_dim;
 }
 
 std::string range_var(size_t k) {

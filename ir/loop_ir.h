@@ -78,12 +78,21 @@ struct Compute {
   ReduceOp reduce_op = ReduceOp::sum;
   Value body;
   bool view = false;       ///< an index rewrite of another buffer (never stored by itself)
+  /// >= 0: a scan (cumulative reduction) along ranges[scan_dim]. It is a reduction with one
+  /// reduce range, that dim's extent, whose body masks itself to positions r0 <= i<scan_dim>
+  /// (`where(index(r0 <= ik), ..., identity)`), so it means the same to every pass that sees
+  /// a reduction; the CPU schedule runs it as one running accumulator per line instead
+  /// (schedule_scan.cpp). A float scan's buffer may be narrower than the body it accumulates
+  /// (float32 summed in float64, as eager's CPU kernels do): each running value is rounded as
+  /// it is stored. Text: `scan sum[4, 8] along 1`.
+  int32_t scan_dim = -1;
   int32_t graph_node = -1;  ///< for messages and counters
   /// Graph nodes of producers inlined into this compute (for messages: a kernel's error
   /// names every op it computes). Metadata: not part of equality or the text form.
   std::vector<int32_t> inlined_nodes;
 
   bool is_reduction() const { return !reduce_ranges.empty(); }
+  bool is_scan() const { return scan_dim >= 0; }
   DType dtype() const;  ///< the element type it produces
   bool operator==(const Compute& o) const;
 };

@@ -58,7 +58,10 @@ std::string compute_line(const Compute& c, const BufferTypes& types) {
   std::string line = "compute " + c.name;
   if (c.graph_node != -1) line += " (node " + std::to_string(c.graph_node) + ")";
   if (c.view) line += " view";
-  if (c.is_reduction()) {
+  if (c.is_scan()) {
+    line += std::string(" scan ") + reduce_op_name(c.reduce_op) + text::expr_list_text(c.ranges) +
+            " along " + std::to_string(c.scan_dim);
+  } else if (c.is_reduction()) {
     line += std::string(" reduce ") + reduce_op_name(c.reduce_op) + text::expr_list_text(c.ranges) +
             " over " + text::expr_list_text(c.reduce_ranges);
   } else {
@@ -124,13 +127,24 @@ Compute parse_compute(Cursor& c, const BufferTypes& types) {
     comp.graph_node = static_cast<int32_t>(c.integer());
     c.expect(")");
   }
-  const std::string kind = c.name("view, pointwise or reduce");
+  const std::string kind = c.name("view, pointwise, reduce or scan");
   std::string shape = kind;
   if (kind == "view") {
     comp.view = true;
     shape = c.name("pointwise or reduce");
   }
-  if (shape == "reduce") {
+  if (shape == "scan") {
+    const std::string op = c.name("a reduce op");
+    auto parsed = reduce_op_from_name(op);
+    if (!parsed) c.fail("unknown reduce op '" + op + "'");
+    comp.reduce_op = *parsed;
+    comp.ranges = c.expr_list('[', ']');
+    c.expect("along");
+    comp.scan_dim = static_cast<int32_t>(c.integer());
+    if (comp.scan_dim < 0 || comp.scan_dim >= static_cast<int32_t>(comp.ranges.size()))
+      c.fail("scan along " + std::to_string(comp.scan_dim) + ": not a dim of its ranges");
+    comp.reduce_ranges = {comp.ranges[comp.scan_dim]};
+  } else if (shape == "reduce") {
     const std::string op = c.name("a reduce op");
     auto parsed = reduce_op_from_name(op);
     if (!parsed) c.fail("unknown reduce op '" + op + "'");
@@ -141,7 +155,7 @@ Compute parse_compute(Cursor& c, const BufferTypes& types) {
   } else if (shape == "pointwise") {
     comp.ranges = c.expr_list('[', ']');
   } else {
-    c.fail("expected pointwise or reduce, got '" + shape + "'");
+    c.fail("expected pointwise, reduce or scan, got '" + shape + "'");
   }
   c.expect("=");
   comp.body = text::parse_value_at(c, types);

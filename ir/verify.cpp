@@ -145,6 +145,14 @@ void check_compute_body(const Compute& c, const LoopProgram& p) {
     verify_detail::check_load_exprs(n, vars, where);
   });
   if (c.view && c.is_reduction()) fail(where, "is a view but a reduction");
+  if (c.is_scan()) {
+    if (c.scan_dim >= static_cast<int32_t>(c.ranges.size()) || c.reduce_ranges.size() != 1 ||
+        c.reduce_ranges[0] != c.ranges[c.scan_dim])
+      fail(where, "is a scan whose one reduce range is not the extent of its scan dim");
+    if (c.reduce_op != ReduceOp::sum && c.reduce_op != ReduceOp::prod &&
+        c.reduce_op != ReduceOp::max && c.reduce_op != ReduceOp::min)
+      fail(where, std::string("is a scan by ") + reduce_op_name(c.reduce_op) + " (sum, prod, max, min only)");
+  }
 }
 
 void check_computes(const LoopProgram& p) {
@@ -154,7 +162,10 @@ void check_computes(const LoopProgram& p) {
     check_compute_body(c, p);
     const Buffer* b = p.find_buffer(name);
     if (b == nullptr) fail(where, "defines no buffer (no buffer named " + name + ")");
-    if (c.dtype() != b->dtype) {
+    // A float scan may accumulate wider than its buffer (eager's CPU scans sum float32 in
+    // float64): each running value is rounded as it is stored.
+    const bool rounded_scan = c.is_scan() && is_floating(c.dtype()) && is_floating(b->dtype);
+    if (c.dtype() != b->dtype && !rounded_scan) {
       fail(where, std::string("produces ") + dtype_name(c.dtype()) + " but its buffer is " +
                       dtype_name(b->dtype));
     }

@@ -57,14 +57,23 @@ void KernelEmitter::counted_loop(const Stmt& s, const std::string& v, const std:
   };
   std::vector<PartialSum> partials;
   const std::map<std::string, std::string> outer_partials = accumulate_into_;
-  std::set<std::string> defined_inside;
+  std::set<std::string> defined_inside, read_inside;
   for_each_stmt(s.body, [&](const Stmt& inner) {
     if (inner.kind == StmtKind::DefineAccumulator) defined_inside.insert(inner.name);
+    if (!inner.value) return;
+    std::set<const ir::ValueNode*> seen;
+    std::function<void(const ir::Value&)> walk = [&](const ir::Value& x) {
+      if (!seen.insert(x.node()).second) return;
+      if (x->kind == ir::ValueKind::Local) read_inside.insert(x->name);
+      for (const ir::Value& o : x->operands) walk(o);
+    };
+    walk(inner.value);
   });
   for (const Stmt& inner : s.body) {
     const LocalInfo* acc = inner.kind == StmtKind::Accumulate ? find_local(inner.name) : nullptr;
     if (!acc || acc->op != ir::ReduceOp::sum || !ir::is_floating(acc->dtype) ||
         acc->lanes != lanes || acc->horizontal != (step > 1) || defined_inside.count(inner.name) ||
+        read_inside.count(inner.name) ||  // a scan reads its running total at every step
         (accumulate_into_.count(inner.name) && !outer_partials.count(inner.name)) || parallel) {
       continue;
     }

@@ -32,6 +32,7 @@ const OpTable& op_table() {
     lowering::register_rearrange_ops(t);
     lowering::register_indexing_ops(t);
     lowering::register_creation_ops(t);
+    lowering::register_scan_ops(t);
     lowering::register_pooling_ops(t);
     return t;
   }();

@@ -149,6 +149,7 @@ void register_rearrange_ops(OpTable& table);
 void register_indexing_ops(OpTable& table);
 void register_creation_ops(OpTable& table);
 void register_pooling_ops(OpTable& table);
+void register_scan_ops(OpTable& table);
 
 // ---- helpers ----
 

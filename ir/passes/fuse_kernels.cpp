@@ -126,6 +126,10 @@ LoopProgram fuse_kernels(const LoopProgram& program) {
     }
     const std::string& name = s.kernel.computes.front();
     const Compute& c = program.computes.at(name);
+    if (c.is_scan()) {  // alone: the CPU schedule runs it as running accumulators
+      out.steps.push_back(s);
+      continue;
+    }
     // The best-scoring open group that can take c.
     OpenGroup* best = nullptr;
     int64_t best_saving = 0;

@@ -23,6 +23,7 @@ using schedule_detail::cpu_loop_nest;
 using schedule_detail::extent_hi;
 using schedule_detail::flatten_for_gpu;
 using schedule_detail::gpu_loop_nest;
+using schedule_detail::scan_loop_nest;
 using schedule_detail::substitute_all;
 
 std::string outer_var(size_t k) {
@@ -76,6 +77,8 @@ class GroupScheduler {
                        std::vector<LoopDim>& inner);
   /// The step around a finished loop nest: name, params, symbols, graph nodes.
   ScheduledStep finish(std::vector<Stmt> kernel_body);
+  /// A lone scan on the CPU: a running accumulator per line (schedule_scan.cpp).
+  std::vector<Stmt> scan_nest(const Compute& c);
 
   const LoopProgram& p_;
   const KernelGroup& group_;
@@ -277,7 +280,31 @@ void GroupScheduler::order_loop_dims(std::vector<std::vector<Stmt>>& segment_bod
   for (auto& seg : segment_bodies) substitute_all(seg, merged, ranges_);
 }
 
+std::vector<Stmt> GroupScheduler::scan_nest(const Compute& c) {
+  // The group's shape is the scan's: outer x_k over its ranges, inner y0 along the scan.
+  const std::string position = inner_var(0);
+  const std::map<std::string, Expr> on_line{{outer_var(c.scan_dim), Expr::var(position)}};
+  Value v = translate(c, {});
+  v = map_indices(v, [&](const Expr& e) { return simplify(substitute(e, on_line), ranges_); });
+  const Expr index = simplify(substitute(store_index(c), on_line), ranges_);
+  note_buffer(c.name, true);
+  const std::string acc = "t0";
+  std::vector<Stmt> steps{Stmt::accumulate(acc, v, Expr(0)),
+                          Stmt::store(c.name, index, cast(local(acc, v->dtype), p_.buffer(c.name).dtype))};
+  std::vector<Stmt> line{Stmt::define_accumulator(acc, c.reduce_op, v->dtype),
+                         Stmt::loop(position, c.ranges[c.scan_dim], std::move(steps))};
+  std::vector<LoopDim> outer;
+  for (size_t k = 0; k < c.ranges.size(); ++k) {
+    if (static_cast<int32_t>(k) != c.scan_dim) outer.push_back({outer_var(k), c.ranges[k]});
+  }
+  return scan_loop_nest(std::move(line), outer, index, options_, ranges_);
+}
+
 ScheduledStep GroupScheduler::run() {
+  if (options_.target == Target::Cpu && group_.computes.size() == 1) {
+    const Compute& c = p_.computes.at(group_.computes.front());
+    if (c.is_scan()) return finish(scan_nest(c));
+  }
   std::vector<std::vector<Stmt>> segment_bodies = segment_statements();
   std::vector<LoopDim> outer, inner;
   order_loop_dims(segment_bodies, outer, inner);

@@ -269,6 +269,10 @@ void split_at_mask_points(std::vector<Stmt>& stmts, const RangeMap& ranges) {
 
 }  // namespace
 
+void fold_selects_decided_by_constants(std::vector<Stmt>& stmts) {
+  fold_constant_selects(stmts);
+}
+
 std::vector<Stmt> cpu_loop_nest(std::vector<std::vector<Stmt>> segment_bodies,
                                 const std::vector<LoopDim>& outer,
                                 const std::vector<LoopDim>& inner, const ScheduleOptions& options,

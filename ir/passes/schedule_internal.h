@@ -22,6 +22,19 @@ inline int64_t extent_hi(const Expr& e) {
   return e.is_const() ? e.value() - 1 : INT64_MAX;
 }
 
+/// Replaces every `where` whose condition folded to a constant by the branch it takes
+/// (schedule_cpu.cpp).
+void fold_selects_decided_by_constants(std::vector<Stmt>& stmts);
+
+/// A CPU scan's nest (schedule_scan.cpp): `line` (its accumulator and the serial loop along
+/// the scan that updates and stores it) wrapped in loops over `outer`, the dims other than
+/// the scan's. The outer dim along which `store_index` is contiguous becomes the vector loop,
+/// innermost (one lane per line: cumsum(0) of a row-major matrix); the outermost loop runs in
+/// parallel (a lone vector dim is first split into parallel blocks).
+std::vector<Stmt> scan_loop_nest(std::vector<Stmt> line, const std::vector<LoopDim>& outer,
+                                 const Expr& store_index, const ScheduleOptions& options,
+                                 const RangeMap& ranges);
+
 // Statement trees (schedule_stmts.cpp).
 
 /// Applies `subst` to every expression in a statement tree (simplified under `ranges`).

@@ -406,7 +406,7 @@ std::optional<std::pair<Compute, bool>> first_stage_for(const Compute& r, const 
                                                         const SplitOptions& options) {
   const auto outputs = static_product(r.ranges);
   const auto total = static_product(r.reduce_ranges);
-  if (!r.is_reduction() || !splittable(r.reduce_op) || !outputs || !total) return std::nullopt;
+  if (!r.is_reduction() || r.is_scan() || !splittable(r.reduce_op) || !outputs || !total) return std::nullopt;
   const std::string part_name = r.name + ".part";
   if (auto first = strided_head_first_stage(r, program, options, *outputs)) return std::make_pair(std::move(*first), true);
   // Few columns (a batch norm's per-channel sums over N*H*W pixels): the scheduler can give

@@ -93,6 +93,49 @@ TEST(Schedule, TransposeWithShortRowsWalksTheLongDim) {
   EXPECT_EQ(testing::pipeline_mismatch(in), "");
 }
 
+// Scans (cumsum along a dim): one running accumulator per line, stored at each step; along
+// rows of a row-major matrix the lines run in vector lanes. Same values as the lowered program
+// (whose masked reduction the IR interpreter evaluates as written).
+TEST(Schedule, ScansKeepRunningAccumulators) {
+  const std::string along_rows = program(R"(  buffer %in0: float32[37, 70]{70, 1} input 0 cpu
+  buffer %1: float32[37, 70]{70, 1} computed cpu
+  compute %1 scan sum[37, 70] along 0 = where(ne(index(r0 <= i0, int64), 0:int64), load(%in0, [r0, i1]), 0.0:float32)
+  kernel %1
+  output %1
+)");
+  EXPECT_EQ(scheduled(along_rows), R"(kernel kernel0(%in0: float32 in, %1: float32 out) {
+  for x1 in 0..70 vector(32) {
+    t0 = accumulator sum float32
+    for y0 in 0..37 {
+      t0 += load(%in0, [x1 + y0*70])
+      %1[x1 + y0*70] = local(t0, float32)
+    }
+  }
+}
+)");
+  EXPECT_EQ(testing::pipeline_mismatch(along_rows), "");
+  const std::string along_columns = program(R"(  buffer %in0: int64[3, 5, 40]{200, 40, 1} input 0 cpu
+  buffer %1: int64[3, 5, 40]{200, 40, 1} computed cpu
+  compute %1 scan prod[3, 5, 40] along 2 = where(ne(index(r0 <= i2, int64), 0:int64), load(%in0, [i0, i1, r0]), 1:int64)
+  kernel %1
+  output %1
+)");
+  const std::string out = scheduled(along_columns);
+  EXPECT_EQ(out.find("vector"), std::string::npos) << out;  // lines along the contiguous dim
+  EXPECT_NE(out.find("%1[x0*200 + x1*40 + y0] = local(t0, int64)"), std::string::npos) << out;
+  EXPECT_EQ(testing::pipeline_mismatch(along_columns), "");
+  // float32 summed in float64, each running value rounded as it is stored.
+  const std::string wider = program(R"(  buffer %in0: float32[300, 20]{20, 1} input 0 cpu
+  buffer %1: float32[300, 20]{20, 1} computed cpu
+  compute %1 scan sum[300, 20] along 0 = where(ne(index(r0 <= i0, int64), 0:int64), cast(load(%in0, [r0, i1]), float64), 0.0:float64)
+  kernel %1
+  output %1
+)");
+  EXPECT_NE(scheduled(wider).find("%1[x1 + y0*20] = cast(local(t0, float64), float32)"), std::string::npos)
+      << scheduled(wider);
+  EXPECT_EQ(testing::pipeline_mismatch(wider), "");
+}
+
 // Odd sizes leave partial tiles (min(16, n - 16 * block) iterations); a batch dim stays
 // outside the tiles. Same values as the lowered program (IR interpreter).
 TEST(Schedule, TiledTransposeOfOddSizesKeepsItsValues) {

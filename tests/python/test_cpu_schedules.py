@@ -4,6 +4,7 @@
   transposed read copied into a tile through registers (codegen/cpu/transposed_tiles.cpp);
 * concatenations read through masked loads, split into one loop per input's channel range with
   the masks folded (`split_at_mask_points`: densenet121's cat + batch norm + ReLU);
+* scans (cumsum, cumprod: running accumulators, ir/passes/schedule_scan.cpp);
 * loads through a modulo of the loop variable (repeat; roll, whose computed index values
   ir/passes/direct_indices.cpp turns into index expressions), split where the modulo wraps.
 """
@@ -36,6 +37,31 @@ def test_transposes_of_other_types_match_eager(dtype):
     """int32 and bf16 tiles go through registers like float32; 8-byte types stay gathers."""
     x, y = (torch.randn(s).mul(50).to(dtype) for s in [(70, 45), (45, 70)])
     torch.testing.assert_close(compiled(lambda a, b: a.t() * 3 + b)(x, y), x.t() * 3 + y)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.bool])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_scans_match_eager(dtype, dim):
+    x = torch.randn(3, 131, 37).mul(3).to(dtype) if dtype != torch.bool else torch.rand(3, 131, 37) > 0.5
+    for fn in (lambda t: t.cumsum(dim) + 1, lambda t: t.cumprod(dim), lambda t: t.cumsum(dim, dtype=torch.float64)):
+        got, want = compiled(fn)(x), fn(x)
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+def test_scans_along_non_contiguous_dims_are_generated():
+    x = torch.randn(45, 300).t()  # cumsum(1) runs down rows of the row-major storage
+    got = compiled(lambda t: t.cumsum(1))(x)
+    torch.testing.assert_close(got, x.cumsum(1), rtol=1e-5, atol=1e-5)
+    assert _fully_generated()
+    empty = torch.randn(0, 5)
+    torch.testing.assert_close(compiled(lambda t: t.cumsum(0) * 2)(empty), empty.cumsum(0) * 2)
+
+
+def test_float_scans_along_the_contiguous_dim_stay_aten_calls():
+    x = torch.randn(8, 4096)
+    torch.testing.assert_close(compiled(lambda t: t.cumsum(-1))(x), x.cumsum(-1), rtol=1e-5, atol=1e-5)
+    assert not _fully_generated()
 
 
 @pytest.mark.parametrize("shifts,dims", [(7, -1), (-3, 0), ((2, -5), (0, 1)), (40, 1)])
