@@ -17,8 +17,8 @@ from inductor_cpp import dynamo_backend, logs
 from conftest import collect_logs, compile_cpp, run_python
 
 
-def softmax_cumsum(x):
-    return torch.softmax(torch.sin(x) + 1, -1).cumsum(0)
+def softmax_logcumsumexp(x):
+    return torch.softmax(torch.sin(x) + 1, -1).logcumsumexp(0)
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def logs_on():
     inductor_cpp.set_logs("")
 
 
-def compiled_messages(spec: str, fn=softmax_cumsum, x=None) -> list[str]:
+def compiled_messages(spec: str, fn=softmax_logcumsumexp, x=None) -> list[str]:
     inductor_cpp.set_logs(spec)
     with collect_logs() as messages:
         compile_cpp(fn)(torch.randn(4, 8) if x is None else x)
@@ -68,7 +68,7 @@ def test_fusion_artifact_names_the_nodes_of_each_kernel(logs_on):
     assert "8 node(s): 1 kernel(s), 1 ATen call(s)" in text
     assert "kernel0 computes 7 node(s):" in text and "%0 aten::sin (" in text
     assert "%6 aten::div.Tensor" in text
-    assert "ATen call: %7 aten::cumsum (" in text and "test_logs.py" in text
+    assert "ATen call: %7 aten::logcumsumexp (" in text and "test_logs.py" in text
 
 
 def test_schedule_artifact_prints_the_kernel_ir(logs_on):
@@ -83,7 +83,7 @@ def test_output_code_cache_and_fallbacks_artifacts(logs_on):
     assert any(m.startswith("[output_code] graph ") and 'extern "C" int32_t kernel0(' in m
                for m in messages)
     assert any(m.startswith("[cache] graph ") and m.endswith(": built") for m in messages)
-    assert any(m.startswith("[fallbacks] aten::cumsum (") and "runs as an ATen call" in m
+    assert any(m.startswith("[fallbacks] aten::logcumsumexp (") and "runs as an ATen call" in m
                for m in messages)
     torch._dynamo.reset()
     messages = compiled_messages("cache")
@@ -125,14 +125,14 @@ def test_levels_and_all():
 def test_records_are_built_only_for_requested_artifacts():
     inductor_cpp.set_logs("")
     before = {id(g) for g in inductor_cpp.live_graphs()}
-    compile_cpp(softmax_cumsum)(torch.randn(4, 8))
+    compile_cpp(softmax_logcumsumexp)(torch.randn(4, 8))
     (graph,) = [g for g in inductor_cpp.live_graphs() if id(g) not in before]
     assert [a for a, _ in graph.logs() if a != "warning"] == []
 
 
 def test_logging_does_not_change_the_cache_key(logs_on):
     before = {id(g) for g in inductor_cpp.live_graphs()}
-    compile_cpp(softmax_cumsum)(torch.randn(4, 8))
+    compile_cpp(softmax_logcumsumexp)(torch.randn(4, 8))
     (quiet,) = [g for g in inductor_cpp.live_graphs() if id(g) not in before]
     torch._dynamo.reset()
     compiled_messages("all")
@@ -189,7 +189,7 @@ def test_torch_profiler_names_generated_and_matrix_steps():
     computes; ATen calls show up under their own names as usual."""
 
     def linear_gelu_softmax(x, w, b):
-        return torch.nn.functional.gelu(torch.nn.functional.linear(x, w, b)).softmax(-1).cumsum(0)
+        return torch.nn.functional.gelu(torch.nn.functional.linear(x, w, b)).softmax(-1).logcumsumexp(0)
 
     x, w, b = torch.randn(64, 32), torch.randn(48, 32), torch.randn(48)
     compiled = compile_cpp(linear_gelu_softmax, options={"matrix_kernels": True})
@@ -202,7 +202,7 @@ def test_torch_profiler_names_generated_and_matrix_steps():
     # Matrix steps also name their output's sizes (convolutions: stride and padding too).
     assert "inductor_cpp::matrix::addmm (addmm, gelu) [64, 48]" in ours, ours
     assert any(n.startswith("inductor_cpp::kernel") and "amax" in n and "div" in n for n in ours), ours
-    assert "aten::cumsum" in names
+    assert "aten::logcumsumexp" in names
 
 
 # A fresh process compiling one graph (for TORCH_LOGS, which torch reads when it is imported).
