@@ -133,23 +133,20 @@ Compute parse_compute(Cursor& c, const BufferTypes& types) {
     comp.view = true;
     shape = c.name("pointwise or reduce");
   }
-  if (shape == "scan") {
+  if (shape == "scan" || shape == "reduce") {  // <op>[ranges], then "along k" or "over [..]"
     const std::string op = c.name("a reduce op");
     auto parsed = reduce_op_from_name(op);
     if (!parsed) c.fail("unknown reduce op '" + op + "'");
     comp.reduce_op = *parsed;
     comp.ranges = c.expr_list('[', ']');
+  }
+  if (shape == "scan") {
     c.expect("along");
     comp.scan_dim = static_cast<int32_t>(c.integer());
     if (comp.scan_dim < 0 || comp.scan_dim >= static_cast<int32_t>(comp.ranges.size()))
       c.fail("scan along " + std::to_string(comp.scan_dim) + ": not a dim of its ranges");
     comp.reduce_ranges = {comp.ranges[comp.scan_dim]};
   } else if (shape == "reduce") {
-    const std::string op = c.name("a reduce op");
-    auto parsed = reduce_op_from_name(op);
-    if (!parsed) c.fail("unknown reduce op '" + op + "'");
-    comp.reduce_op = *parsed;
-    comp.ranges = c.expr_list('[', ']');
     c.expect("over");
     comp.reduce_ranges = c.expr_list('[', ']');
   } else if (shape == "pointwise") {

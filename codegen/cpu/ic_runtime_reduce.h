@@ -200,25 +200,15 @@ template <class T>
 IC_INLINE void argmin_update_ordered(T& best, int64_t& best_i, T v, int64_t i) {
   arg_update_ordered<false>(best, best_i, v, i);
 }
-template <class T, int N>
+template <class T, int N, class... Mask>
 IC_INLINE void argmax_update_ordered(Vec<T, N>& best, Vec<int64_t, N>& best_i, const Vec<T, N>& v,
-                                     const Vec<int64_t, N>& i) {
-  arg_update_ordered<true>(best, best_i, v, i);
+                                     const Vec<int64_t, N>& i, const Mask&... active) {
+  arg_update_ordered<true>(best, best_i, v, i, &active...);
 }
-template <class T, int N>
-IC_INLINE void argmax_update_ordered(Vec<T, N>& best, Vec<int64_t, N>& best_i, const Vec<T, N>& v,
-                                     const Vec<int64_t, N>& i, const Vec<bool, N>& active) {
-  arg_update_ordered<true>(best, best_i, v, i, &active);
-}
-template <class T, int N>
+template <class T, int N, class... Mask>
 IC_INLINE void argmin_update_ordered(Vec<T, N>& best, Vec<int64_t, N>& best_i, const Vec<T, N>& v,
-                                     const Vec<int64_t, N>& i) {
-  arg_update_ordered<false>(best, best_i, v, i);
-}
-template <class T, int N>
-IC_INLINE void argmin_update_ordered(Vec<T, N>& best, Vec<int64_t, N>& best_i, const Vec<T, N>& v,
-                                     const Vec<int64_t, N>& i, const Vec<bool, N>& active) {
-  arg_update_ordered<false>(best, best_i, v, i, &active);
+                                     const Vec<int64_t, N>& i, const Mask&... active) {
+  arg_update_ordered<false>(best, best_i, v, i, &active...);
 }
 template <class T>
 IC_INLINE void argmax_update(T& best, int64_t& best_i, T v, int64_t i) {
